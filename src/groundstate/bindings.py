@@ -288,6 +288,18 @@ class Bindings:
         watched = _Watched(_dict_of(cls), module=False, data=data, home=home)
         self._watched[cls] = (where, watched)
 
+    def forget(self, name: str) -> None:
+        """Stop watching the module *name*, which the harness itself takes out of
+        ``sys.modules`` (a suite file imported anew for one validation check): its entry
+        gone is then no agent's doing."""
+        with self._lock:
+            module = self._entries.pop(name, None)
+            self._modules.discard(name)
+            if module is not None:
+                self._watched.pop(module, None)
+            self._loaded = -1
+            self._flat = None
+
     def rebase(self) -> None:
         """Take the watched bindings as they are now as the harness's own: for code that
         instruments the harness on purpose (a profiler, a benchmark, a test's

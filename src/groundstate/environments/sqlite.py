@@ -774,6 +774,15 @@ class SqliteEnvironment(ClosesOnExit):
                 raise
             self._control.execute("COMMIT")
 
+    def clear_collection(self, name: str) -> None:
+        """Delete every row of table *name* and leave every other table as it is: as
+        :meth:`restore_collection`, for the state of an agent that deleted them all.
+        Validation grades such a state to find a table whose assertions say only what it
+        must not hold."""
+        with self._failing(), _environment_errors("clear a table"):
+            self._tainted, self._fresh = True, False
+            self._control.execute(f"DELETE FROM main.{quote(name)}")
+
     def restore_rows(self, name: str, keys: list[str]) -> None:
         """Put the rows of table *name* with these snapshot *keys* back as the initial state
         has them (a row it does not have is deleted) and leave every other row as it is: as

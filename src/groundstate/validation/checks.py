@@ -25,8 +25,10 @@ reference chapter asks of a task, with evidence:
     Does grading the final state of each oracle and alternative several times give the same
     verdict (the second and third time with chance near its lowest, then its highest values and
     the wall clock at the start, then the end of the century, so a verdict left to chance or
-    read off the date is caught every time, :mod:`~groundstate.validation.skew`), and do two
-    replays of each reach the same state?
+    read off the date is caught every time, :mod:`~groundstate.validation.skew`), do two
+    replays of each reach the same state, and does a replay as a batch's later attempt (after
+    the proof's other replays, with the tools' chance and wall clock at each end of their
+    range) get the first replay's verdict and state?
 ``mutation``
     Does every near miss of the oracle fail (grader mutation testing,
     :mod:`~groundstate.validation.mutation`): a wrong argument, a dropped or late check, a
@@ -51,7 +53,8 @@ reference chapter asks of a task, with evidence:
     would look valid with a check that checks nothing. Listed as a warning (``exercised_checks:
     report``, the default), or failed (``required``, or ``validate --strict``). A constraint
     of the suite's constraint sets is asked of the suite as a whole: it is reported when no
-    replay of any task that includes it made it fail.
+    replay of any task that includes it made it fail (and, under ``required``, fails each of
+    those tasks: :func:`~groundstate.validation.suite.validate_suite` judges it).
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ from groundstate.validation.replay import (
 from groundstate.validation.results import CheckOutcome, TaskValidity
 from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
 from groundstate.validation.skew import (
+    CLOCK_ENDS,
     elsewhere,
     fresh_checks,
     fresh_tools,
@@ -109,6 +113,7 @@ from groundstate.validation.skew import (
     skewed,
     suite_namespaces,
     time_zone,
+    tool_namespaces,
 )
 
 Finding = tuple[bool, str]
@@ -589,6 +594,15 @@ def _restore_each_table(
             )
             continue
         found.append((False, f"with {table} as it was: {', '.join(failed)} fail"))
+        if _graded(proof, solution, run, _clearing(table), evidence=False) == []:
+            found.append(
+                (
+                    True,
+                    f"grader gap: {name}'s final state passes with every row of {table} "
+                    f"deleted (its assertions say what {table} must not hold, not what it "
+                    "must: an agent deleting the rows instead of changing them passes)",
+                )
+            )
         rows = list(written[table]) if len(written[table]) > 1 else []
         for key in rows[:ROW_PROBES]:
             failed = _restored_verdict(proof, solution, run, table, key)
@@ -617,9 +631,23 @@ def _restored_verdict(
     put back as it was, as an attempt leaving it so would fail by them (a judge decides
     nothing); why that state gets no verdict, when a check deciding it raised; None when the
     kind cannot put it back or that changed nothing."""
-    restored: list[str] = []
-    verdict = proof.regrade(solution.steps, 1, 0.0, _restoring(table, restored, key))[0]
-    if not restored or verdict.final_state_hash == run.final_state_hash:
+    return _graded(proof, solution, run, lambda restored: _restoring(table, restored, key))
+
+
+def _graded(
+    proof: Proof,
+    solution: Solution,
+    run: AgentRun,
+    setting: Callable[[list[str]], Around],
+    *,
+    evidence: bool = True,
+) -> list[str] | str | None:
+    """As :func:`_restored_verdict`, for the oracle's final state changed by
+    ``setting(changed)``'s grading setting (which notes in *changed* what it changed, where
+    the kind can); unless *evidence*, the checks failing it are not taken as exercised."""
+    changed: list[str] = []
+    verdict = proof.regrade(solution.steps, 1, 0.0, setting(changed), evidence=evidence)[0]
+    if not changed or verdict.final_state_hash == run.final_state_hash:
         return None
     checks = verdict.assertions + verdict.constraints
     raised = [r for r in checks if r.error is not None and r.kind != JUDGED]
@@ -630,6 +658,24 @@ def _restored_verdict(
             + " (an agent leaving that state makes its attempt invalid; the check must fail it)"
         )
     return failed_by_state(verdict.assertions) + [r.id for r in verdict.constraints if not r.passed]
+
+
+def _clearing(table: str) -> Callable[[list[str]], Around]:
+    """A grading's setting that first deletes every row of *table*, where the kind can
+    (``clear_collection``; then noted in the list it is given)."""
+
+    def setting(cleared: list[str]) -> Around:
+        @contextmanager
+        def around(_: int, env: Environment) -> Iterator[None]:
+            with suppress(NotImplementedError):
+                if (clear := getattr(env, "clear_collection", None)) is not None:
+                    clear(table)
+                    cleared.append(table)
+            yield
+
+        return around
+
+    return setting
 
 
 def _restoring(table: str, restored: list[str], key: str | None = None) -> Around:
@@ -703,6 +749,10 @@ def check_grader_determinism(proof: Proof) -> Finding:
                     f"{GRADINGS} gradings of {name}'s final state agree: "
                     + verdict_line(verdicts[0])
                 )
+    # after the loop: the fresh tools' module is no longer in sys.modules, as in a batch
+    problems += [
+        p for name, solution in routes.items() for p in _later_attempt(proof, name, solution)
+    ]
     if problems:
         return False, "; ".join(problems)
     return True, "; ".join(agreed)
@@ -736,6 +786,54 @@ def _regrading_problems(proof: Proof, name: str, verdicts: list[Verdict]) -> lis
             "attempts, as a first attempt of a batch has none)"
         )
     return problems
+
+
+LATER_ATTEMPTS_VARY = (
+    "replayed again in this process after every replay so far, with the tools' chance near "
+    "its {end} values and their wall clock at {clock}"
+)
+"""How :func:`_later_attempt` replays a route, for the reader of a disagreement."""
+
+
+def _later_attempt(proof: Proof, name: str, solution: Solution) -> list[str]:
+    """Whether route *name*, replayed again as a batch's later attempt would be, gets the
+    verdict and reaches the state of its first replay.
+
+    A batch runs many attempts in one process, each on a reset environment but with the
+    tools' modules as earlier attempts left them (a counter, a cache of rows reset put back,
+    a flag set by a call), and each at its own moment, with its own draws of chance. The
+    first replay of the proof and the replay with the tools imported anew both start from
+    fresh modules, at one moment: a route that passes only then (a tool that refuses a
+    second refund it remembers, or fails one call in ten) passes validation and fails a
+    batch's attempts by luck. So the route is replayed twice more after all the replays
+    before it, the tools drawing chance near its lowest, then its highest values, with their
+    wall clock at the start, then the end of the century
+    (:func:`~groundstate.validation.skew.skewed`)."""
+    first = _attempt_line(proof.run(name))
+    namespaces = tool_namespaces(proof.suite)
+    for high in (False, True):
+        with skewed(high, namespaces, process_wide=False):
+            again = proof.run_steps(solution.steps)
+        if _attempt_line(again) != first:
+            how = LATER_ATTEMPTS_VARY.format(
+                end="highest" if high else "lowest", clock=CLOCK_ENDS[high].isoformat(" ")
+            )
+            return [
+                f"a later attempt of {name} ({how}) ends {_attempt_line(again)} "
+                f"[{shorten(describe_run(again), 300)}], where its first replay ended {first}: "
+                "its outcome rests on what the tools keep between attempts (a module's "
+                "global, a cache reset does not clear) or on chance or the wall clock they "
+                "read, so a batch's attempts would get other verdicts; keep a tool's state in "
+                "the environment, and take dates from ctx.now()"
+            ]
+    return []
+
+
+def _attempt_line(run: AgentRun) -> str:
+    """A run's terminal reason, final state and each check's result, as one line."""
+    results = run.outcome_assertion_results + run.constraint_results
+    state = (run.final_state_hash or "none")[:12]
+    return f"{run.terminal_reason} (state {state}: {', '.join(map(result_line, results))})"
 
 
 def _disagreement(verdicts: list[Verdict]) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
+from groundstate.bindings import HARNESS
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.suite import Suite
@@ -166,8 +167,10 @@ def _replacements(high: bool) -> dict[int, tuple[object, object]]:
     time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
     environ = _environment(high)
     os_module = _module_copy(os, environ=environ, getenv=environ.get)
+    random_module = _module_copy(random, **{name: getattr(stream, name) for name in SKEWED})
     pairs: list[tuple[object, object]] = [
         *((getattr(random, name), getattr(stream, name)) for name in SKEWED),
+        (random, random_module),
         *((getattr(_time, name), getattr(clock, name)) for name in _CLOCK_FUNCTIONS),
         (_datetime.datetime, datetime_class),
         (_datetime.date, date_class),
@@ -190,8 +193,20 @@ def _module_copy(module: ModuleType, **changed: object) -> ModuleType:
 def suite_namespaces(modules: Iterable[ModuleType], root: Path) -> list[dict[str, Any]]:
     """The globals of *modules* and of every module of the folder *root* they lead to (a
     module they import, a function they import from one)."""
+    return _reached([vars(module) for module in modules], root)
+
+
+def tool_namespaces(suite: Suite) -> list[dict[str, Any]]:
+    """The globals of *suite*'s tools, and of the suite's modules they lead to (none for a
+    built-in tool set: its code is not the suite's)."""
+    return _reached(
+        list(filter(None, (_globals_of(t.fn) for t in suite.tools.values()))), suite.root
+    )
+
+
+def _reached(pending: list[dict[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """*pending* and the namespaces they lead to, those of modules in *root* only."""
     found: dict[int, dict[str, Any]] = {}
-    pending = [vars(module) for module in modules]
     while pending:
         namespace = pending.pop()
         if id(namespace) in found or not _within(namespace.get("__file__"), root):
@@ -212,27 +227,36 @@ def _within(file: object, root: Path) -> bool:
 
 
 @contextmanager
-def skewed(high: bool, namespaces: Iterable[dict[str, Any]] = ()) -> Iterator[None]:
+def skewed(
+    high: bool, namespaces: Iterable[dict[str, Any]] = (), *, process_wide: bool = True
+) -> Iterator[None]:
     """The ``random`` module drawing near its lowest (or highest) values, and the wall clock
     and environment variables seen by the code in *namespaces* at the start (or the end) of
     the century, and with no variable (or every variable) set, while inside.
 
-    Process-wide for ``random``: only for the short gradings of ``grader_determinism``.
+    Process-wide for ``random`` (only for the short gradings of ``grader_determinism``), unless
+    not *process_wide*: then only as *namespaces* see it (the module, or its functions, bound
+    there), as for a replay, whose attempt would refuse the harness's ``random`` rebound. The
+    names rebound in *namespaces* are taken as the harness's own while inside
+    (:meth:`~groundstate.bindings.Bindings.replace`), so an attempt replayed inside does not
+    take them for an agent's.
     """
     swaps = _replacements(high)
     undo: list[Callable[[], None]] = []
-    for name in SKEWED:
+    for name in SKEWED if process_wide else ():
         undo.append(_rebind(vars(random), name, swaps[id(getattr(random, name))][1]))
     for namespace in namespaces:
         for name, value in list(namespace.items()):
             swap = swaps.get(id(value))
             if swap is not None and swap[0] is value:
                 undo.append(_rebind(namespace, name, swap[1]))
+    HARNESS.replace(swaps)
     try:
         yield
     finally:
         for put_back in reversed(undo):
             put_back()
+        HARNESS.replace({id(new): (new, old) for old, new in swaps.values()})
 
 
 def _rebind(namespace: dict[str, Any], name: str, value: object) -> Callable[[], None]:
@@ -401,7 +425,7 @@ def fresh_checks(checks: dict[str, Any], root: Path, high: bool = True) -> Itera
     finally:
         checks.update(kept)
         for name in names:
-            sys.modules.pop(name, None)
+            _unimport(name)
 
 
 @contextmanager
@@ -435,7 +459,15 @@ def fresh_tools(suite: Suite) -> Iterator[Suite]:
     try:
         yield anew
     finally:
-        sys.modules.pop(name, None)
+        _unimport(name)
+
+
+def _unimport(name: str) -> None:
+    """Take the module *name*, imported anew for one check, out of ``sys.modules``, and out
+    of the harness's watch: an attempt after it (a mutant, a later replay) would otherwise
+    take its absence for an agent's tampering (``prohibited_action``)."""
+    sys.modules.pop(name, None)
+    HARNESS.forget(name)
 
 
 def _imported(path: Path, name: str) -> ModuleType:

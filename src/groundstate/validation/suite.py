@@ -31,11 +31,11 @@ from groundstate.spec.canonical import hash_path, hash_value
 from groundstate.spec.suite import _BUILTIN_TOOLS, BUILTIN, Suite, grader_code_files
 from groundstate.spec.task import AgentTask, JudgeAssertion
 from groundstate.store import RunStore
-from groundstate.validation.checks import validate_task
+from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
-from groundstate.validation.results import SuiteValidity, TaskValidity
+from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 30
+VALIDATOR_REVISION = 31
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -99,7 +99,9 @@ said as a supposition ("I might say yes") or asking for other options is no yes,
 yes to a last question about another record, and amounts are read in Spanish, French, German
 and Portuguese words; 30: the constraint language's ``asks`` read in a question asked in
 Spanish, French, German or Portuguese, and the retail policy 9 checks reading one success
-claim)."""
+claim; 31: ``grader_determinism`` replays each route again after the proof's other replays,
+with the tools' chance and wall clock at each end of their range, and ``grader_sensitivity``
+grades the oracle's final state with each checked table emptied)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -236,7 +238,72 @@ def validate_suite(
     cache = store if make_env is default_environment else None
     chosen = sorted(suite.tasks if tasks is None else set(tasks))
     found = [_task_validity(suite, task_id, cache, make_env) for task_id in chosen]
+    if suite.config.exercised_checks == "required":
+        found = _fail_unexercised_shared(suite, found, cache, make_env)
     return SuiteValidity(suite=suite.name, suite_hash=suite.suite_hash, tasks=found)
+
+
+def _fail_unexercised_shared(
+    suite: Suite,
+    found: list[TaskValidity],
+    cache: RunStore | None,
+    make_env: EnvironmentFactory,
+) -> list[TaskValidity]:
+    """*found*, with the ``exercised`` check failed in each task that includes a constraint of
+    the suite's sets no replay of any task including it made fail (``exercised_checks:
+    required``).
+
+    A set's constraint is judged over the suite, so no one task's proof can fail it, and the
+    cached validity of a task holds only its own replays' evidence (``shared_failed``): the
+    judgement is made here, on every read, from those records. Tasks outside *found* that
+    include such a constraint are proven (or read from the cache) too: one of them may be the
+    task that exercises it, and a batch of a few tasks must get the verdict the whole suite's
+    validation gives them."""
+    including: dict[str, list[str]] = {}
+    for task_id, task in sorted(suite.tasks.items()):
+        for name in check_ids(task, suite)[1]:
+            including.setdefault(name, []).append(task_id)
+    validities = {v.task_id: v for v in found}
+    shared = {name for v in found for name in v.shared_failed or {}}
+    for name in sorted(shared):
+        for task_id in including.get(name, []):
+            if not _shared_failed(validities, name) and task_id not in validities:
+                validities[task_id] = _task_validity(suite, task_id, cache, make_env)
+    never = {name for name in shared if not _shared_failed(validities, name)}
+    return [_with_shared_failure(v, never, including) for v in found]
+
+
+def _shared_failed(validities: dict[str, TaskValidity], name: str) -> bool:
+    """Whether a replay of one of *validities* made the set constraint *name* fail."""
+    return any((v.shared_failed or {}).get(name, False) for v in validities.values())
+
+
+def _with_shared_failure(
+    validity: TaskValidity, never: set[str], including: dict[str, list[str]]
+) -> TaskValidity:
+    """*validity* with its ``exercised`` check failed for each set constraint of *never* it
+    includes, naming the constraint and the tasks that include it."""
+    mine = sorted(never & set(validity.shared_failed or {}))
+    if not mine:
+        return validity
+    reason = "; ".join(
+        f"{name}, of the suite's constraint sets, never failed in a replay of any of the "
+        f"{len(including[name])} task(s) including it ({', '.join(including[name])})"
+        for name in mine
+    )
+    checks = [
+        check
+        if check.name != "exercised"
+        else CheckOutcome(
+            name="exercised",
+            passed=False,
+            detail=f"{check.detail}; {reason}"  # its detail says why already
+            if not check.passed
+            else f"{reason} (exercised_checks: required; {UNEXERCISED})",
+        )
+        for check in validity.checks
+    ]
+    return validity.model_copy(update={"checks": checks})
 
 
 def ensure_valid(
