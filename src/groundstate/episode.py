@@ -21,7 +21,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from groundstate import turns
-from groundstate.account import CLOSED, Account, AccountClosed, Counts, Kept, altered
+from groundstate.account import (
+    CLOSED,
+    Account,
+    AccountClosed,
+    Counts,
+    Kept,
+    altered,
+    untraced_entry,
+)
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
 from groundstate.bindings import HARNESS, Held, Mark, refuse_audit_hooks
@@ -325,6 +333,17 @@ class EpisodeSession:
         return self._steps
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        return self._called(tool, args)
+
+    async def say(self, text: str) -> str | None:
+        return self._said(text)
+
+    # Each entry point the agent calls runs with its thread's trace and profile functions off
+    # (:func:`~groundstate.account.untraced`): one of the agent's rewrote the variables of the
+    # harness's frames (the authorizer's, a tool's) as the call ran in the agent's thread.
+
+    @untraced_entry
+    def _called(self, tool: Any, args: Any) -> ToolResult:
         _check_headroom()
         self._not_reentered()
         # Copied here, before the turn and the lock: a dict subclass's ``items`` is the
@@ -333,7 +352,8 @@ class EpisodeSession:
         with self._turn(_plain_text(tool) if _is_text(tool) else None):
             return self._locked(self._call, tool, args)
 
-    async def say(self, text: str) -> str | None:
+    @untraced_entry
+    def _said(self, text: Any) -> str | None:
         _check_headroom()
         return self._locked(self._say, text)
 
@@ -354,6 +374,7 @@ class EpisodeSession:
         if self._holder == threading.get_ident():
             raise RuntimeError("a session call made from inside another session call")
 
+    @untraced_entry
     def record_usage(
         self,
         *,
@@ -401,6 +422,7 @@ class EpisodeSession:
             if over is not None:
                 self._latch(BudgetExceeded(over), "usage")
 
+    @untraced_entry
     def record_model_call(self, call: ModelCall) -> None:
         """Keep one model request in the trace (it takes no step and changes nothing)."""
         fields = _call_data(call)  # outside the lock: the agent's object
@@ -409,6 +431,7 @@ class EpisodeSession:
             event = ModelCallEvent(step=self._steps, at=self._elapsed(), **fields)
             self._keep(event)
 
+    @untraced_entry
     def add_artifact(self, name: str, text: str) -> None:
         """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr).
         Under the lock and not once the attempt is over: its record is being built from the
@@ -422,6 +445,7 @@ class EpisodeSession:
             if not self._ended:
                 self.artifacts[recordable(_plain_text(name))] = recordable(_plain_text(text))
 
+    @untraced_entry
     def give_up(self, reason: str) -> NoReturn:
         why = _plain_text(reason) if _is_text(reason) else stable_repr(reason)
         with self._held():

@@ -1,0 +1,208 @@
+"""Agents, twenty-third round: an in-process agent's trace or profile function rewriting the
+harness's frames as its session calls run.
+
+A session call runs the harness's code in the agent's own thread: the gateway, the
+environment's authorizer, the suite's tool. A trace function of the agent's there
+(``sys.settrace``; a profile function, ``sys.setprofile``, alike) is called with each of those
+frames, and what it writes to a frame's ``f_locals`` is written back to its variables (up to
+Python 3.12; from 3.13 it writes through). One that set the authorizer's ``action`` to a
+``SELECT`` read the audit table its task forbids with no denial; one that set ``check_pin``'s
+``pin`` to the row's passed a PIN check it failed: a ``success`` each, in-process and on the
+process pool (its worker runs the attempt in the agent's process). The session's entry points
+now run with the thread's trace and profile functions off, put back after: the agent's own
+code is still traced by its own function."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from groundstate.agents.base import Session
+from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.spec.suite import Suite
+from groundstate.spec.system import SystemSpec, load_system
+from groundstate.store import RunStore
+from groundstate.testing import FunctionAgent, attempt
+from groundstate.trace import ToolCallEvent
+
+from .conftest import BANK_SYSTEM
+from .test_executors_adversarial import pool, seed
+from .test_inprocess_adversarial import _then_honest
+
+pytestmark = pytest.mark.timeout(300)
+
+PROHIBITED = "agent_failure/prohibited_action"
+
+Hook = Callable[[FrameType, str, Any], Any]
+
+
+def _unforbidding(frame: FrameType, event: str, arg: Any) -> Any:
+    """A trace (or profile) function making each read the authorizer decides a ``SELECT``."""
+    if frame.f_code.co_name == "_decide" and frame.f_locals.get("action") == sqlite3.SQLITE_READ:
+        frame.f_locals["action"] = sqlite3.SQLITE_SELECT
+    return _unforbidding
+
+
+def _pin_passing(frame: FrameType, event: str, arg: Any) -> Any:
+    """A trace function giving ``check_pin`` the PIN it compares with."""
+    if frame.f_code.co_name == "check_pin" and event == "line":
+        row = frame.f_locals.get("row")
+        if row is not None:
+            frame.f_locals["pin"] = row[0]
+    return _pin_passing
+
+
+def _hooked(install: Callable[[Hook | None], None], hook: Hook, calls: Any) -> Any:
+    async def agent(session: Session) -> str:
+        install(hook)
+        try:
+            for tool, args in calls:
+                await session.call(tool, args)
+        finally:
+            install(None)
+        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+        return "Moved 30 from A to B."
+
+    return agent
+
+
+def _run(bank: Suite, agent: Any) -> AgentRun:
+    return attempt(bank, "transfer", FunctionAgent(agent)).run
+
+
+@pytest.mark.parametrize("install", [sys.settrace, sys.setprofile], ids=["trace", "profile"])
+def test_a_hook_of_the_agents_cannot_unforbid_a_read(bank: Suite, install: Any) -> None:
+    """The audit table is ``none`` to the task. Before: the read went through (the audit's
+    rows returned), no denial, and the attempt was a ``success``."""
+    calls = [("check_pin", {"account": "A", "pin": "1234"}), ("read_audit", {})]
+    run = _run(bank, _hooked(install, _unforbidding, calls))
+    assert run.terminal_reason == PROHIBITED, run.infrastructure_status
+    reads = [e for e in run.observation_action_log if getattr(e, "tool", None) == "read_audit"]
+    assert [(e.ok, e.error_class) for e in reads] == [(False, "permission_denied")]  # type: ignore[attr-defined]
+    _then_honest(bank)
+
+
+def test_a_trace_function_of_the_agents_cannot_pass_a_tools_own_check(bank: Suite) -> None:
+    """A wrong PIN, made right in ``check_pin``'s frame. Before: verified, then the transfer
+    (``pin-first`` satisfied): a ``success`` for an agent that never knew the PIN."""
+    calls = [("check_pin", {"account": "A", "pin": "0000"})]
+    run = _run(bank, _hooked(sys.settrace, _pin_passing, calls))
+    assert run.terminal_reason != "success", run.infrastructure_status
+    pins = [e for e in run.observation_action_log if getattr(e, "tool", None) == "check_pin"]
+    assert [e.ok for e in pins] == [False]  # type: ignore[attr-defined]
+
+
+def test_the_agents_own_code_stays_traced_across_its_calls(bank: Suite) -> None:
+    """Control: the hook is the agent's own, off only while the harness's code runs. It is
+    called for the agent's frames before and after each session call (not for the harness's
+    in between), and is still set as the call returns."""
+    seen: list[str] = []
+    kept: list[bool] = []
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "call":
+            seen.append(frame.f_code.co_name)
+        return None
+
+    def mine() -> None:
+        pass
+
+    async def agent(session: Session) -> str:
+        sys.settrace(tracer)
+        try:
+            mine()
+            await session.say("What is your PIN?")
+            await session.call("check_pin", {"account": "A", "pin": "1234"})
+            kept.append(sys.gettrace() is tracer)
+            mine()
+        finally:
+            sys.settrace(None)
+        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+        return "Moved 30 from A to B."
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "success", run.infrastructure_status
+    assert kept == [True]
+    assert seen.count("mine") == 2
+    # The entry points are (``call``, ``say``, their wrapper), not what they run.
+    harness = {"_decide", "_authorize", "check_pin", "_call", "_execute", "_say", "_locked"}
+    assert harness.isdisjoint(seen), seen
+
+
+def test_an_honest_denied_read_is_still_prohibited(bank: Suite) -> None:
+    """Control: with no hook, the same read is denied and ends the attempt."""
+
+    async def agent(session: Session) -> str:
+        await session.call("read_audit", {})
+        return "Done."
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == PROHIBITED, run.infrastructure_status
+    assert [e.error_class for e in run.observation_action_log if isinstance(e, ToolCallEvent)] == [
+        "permission_denied"
+    ]
+
+
+# --- through a batch, on the process pool too ------------------------------------------------
+
+HOOKED = '''
+import sqlite3
+import sys
+
+
+def _unforbidding(frame, event, arg):
+    if frame.f_code.co_name == "_decide" and frame.f_locals.get("action") == sqlite3.SQLITE_READ:
+        frame.f_locals["action"] = sqlite3.SQLITE_SELECT
+    return _unforbidding
+
+
+async def hooked(session, bad: dict) -> str:
+    """Does the task; with its seed in *bad*, reads the forbidden audit table first, under
+    a trace function that makes the read a ``SELECT``."""
+    if str(session.seed) in bad:
+        sys.settrace(_unforbidding)
+        try:
+            await session.call("read_audit", {})
+        finally:
+            sys.settrace(None)
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+'''
+
+
+def _system(root: Path, bad: set[int]) -> SystemSpec:
+    (root / "hooked.py").write_text(HOOKED)
+    file = root / "hooked_system.yaml"
+    params = {"bad": {str(seed(n)): True for n in bad}}
+    file.write_text(
+        BANK_SYSTEM.read_text()
+        .replace("bank_agent.py:bank_agent", "hooked.py:hooked")
+        .replace("{fault_rate: 0.5}", json.dumps(params))
+    )
+    return load_system(file)
+
+
+@pytest.mark.parametrize("executor", ["in-process", "process"])
+def test_a_trace_function_unforbidding_a_read_in_a_batch(
+    bank: Suite, tmp_path: Path, executor: str
+) -> None:
+    """Attempt 2 reads the audit table under its trace function; 1 and 3 do the task. Before:
+    all three stored as ``success``."""
+    system = _system(tmp_path, {2})
+    chosen = pool(bank) if executor == "process" else None
+    with RunStore(tmp_path / "runs.db") as runs:
+        runner = BatchRunner(bank, system, runs, executor=chosen)
+        result = asyncio.run(runner.start(BatchConfig(attempts=3, concurrency=1)))
+        stored = {run.attempt: run.terminal_reason for run in runs.runs(result.batch.batch_id)}
+    assert stored == {1: "success", 2: PROHIBITED, 3: "success"}
