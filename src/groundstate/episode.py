@@ -32,7 +32,7 @@ from groundstate.account import (
 )
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, Held, Mark, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Held, Mark, Seal, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -1047,6 +1047,7 @@ async def run_attempt(
     turns is queueing, left out of the recorded latency."""
     started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
+    seal = HARNESS.seal()  # the watch itself, for the look after the record (see _rebound)
     account = Account()  # held here too: the session's may be rebound (see _untrue)
     counts = account.counts  # and what it takes in, counted apart (see _untrue)
     session: EpisodeSession | None = None
@@ -1058,13 +1059,13 @@ async def run_attempt(
         else:
             with env:
                 session = await _episode(
-                    task, suite, system, agent, env, info.seed, progress, turn, user, account
+                    task, suite, system, agent, env, info.seed, progress, turn, user, account, seal
                 )
         latency = CLOCK() - t0 - turn.waited
         latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and (
-            _rebound(session, progress)  # by a thread of the agent's
+            _rebound(session, progress, seal)  # by a thread of the agent's
             | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
@@ -1094,6 +1095,7 @@ async def _episode(
     turn: Turn,
     user: User | None = None,
     account: Account | None = None,
+    seal: Seal | None = None,
 ) -> EpisodeSession | None:
     progress.evidence["environment"] = env.name
     progress.evidence["health_before"] = env.health()
@@ -1112,13 +1114,14 @@ async def _episode(
     held = _held(session, env)
     shape = _shape(system)
     mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
+    seal = HARNESS.seal() if seal is None else seal  # the watch itself (see _rebound)
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
-        _rebound(session, progress, mark, held)  # first: the session's own may be the ones
+        _rebound(session, progress, seal, mark, held)  # first: the session's own may be the ones
         _closed(env, session)
         _resystemed(system, shape, session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
@@ -1147,7 +1150,7 @@ async def _episode(
         # checks read it (code rebound meanwhile is looked for once the record is built).
         read = _AccountRead(kept)
         if (
-            _rebound(session, progress, None, held)  # by a thread of the agent's, meanwhile
+            _rebound(session, progress, seal, None, held)  # by a thread of the agent's, meanwhile
             or _closed(env, session)
             or _resystemed(system, shape, session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
@@ -1460,6 +1463,7 @@ def _held(session: EpisodeSession, env: Environment) -> tuple[Held, ...]:
 def _rebound(
     session: EpisodeSession,
     progress: _Progress,
+    seal: Seal,
     mark: Mark | None = None,
     held: tuple[Held, ...] = (),
 ) -> bool:
@@ -1473,8 +1477,11 @@ def _rebound(
     counted ``tool_transaction`` swapped for its uncounted one around a write of the
     agent's: no count, no trace, and nothing left to put back). *held*: the attempt's own
     objects, whose attributes rebound (the session's task, a method set on the environment
-    object) are named and put back alike (see :class:`~groundstate.bindings.Held`)."""
-    names = [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
+    object) are named and put back alike (see :class:`~groundstate.bindings.Held`). *seal*:
+    the watch itself as the run began, put back first when the agent changed it (see
+    :meth:`~groundstate.bindings.Bindings.seal`)."""
+    names = HARNESS.unsealed(seal)
+    names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back()
     for one in held:
         changed = one.changed()
