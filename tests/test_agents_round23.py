@@ -19,11 +19,19 @@ called ``HARNESS.rebase()``, set the watch's held values to the lie, shadowed it
 the watch compared the lie with itself. The episode now seals the watch before the agent runs
 (a plain tuple in its own local variable) and puts the watch back from the seal first: the
 rebinding is then found (``agent_failure/prohibited_action``, stage ``harness_code``) and put
-back."""
+back.
+
+The process-wide state the harness puts back as an agent's run ends (its ``sqlite3`` adapters,
+its environment variables, ``time``'s functions...) was kept in an object the agent could find
+(``gc.get_objects()``) and edit: one that registered ``sqlite3.register_adapter(str, lie)`` and
+set the object's ``sqlite`` to the adapters with the lie in them had its failed attempt stored
+as a ``success``. It is now a tuple of tuples, given its class back before it is read."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import json
 import sqlite3
 import sys
@@ -366,3 +374,77 @@ def test_a_rebased_watch_in_a_batch(bank: Suite, tmp_path: Path, executor: str) 
         groundstate.episode.classify = real
         HARNESS.rebase()
     assert stored == {1: "success", 2: PROHIBITED, 3: "success"}
+
+
+# --- what is put back as the agent's run ends, edited -------------------------------------------
+
+
+def _lie_stored(text: str) -> str:
+    return text.replace('"agent_failure/incorrect_state"', '"success"').replace(
+        "agent_failure/incorrect_state", "success"
+    )
+
+
+def _kept_as_first(shared: Any) -> None:
+    """Make *shared* (what is put back as the run ends) hold the agent's adapters: set on the
+    object, or, failing that, through a class of the agent's."""
+    now = (tuple(sqlite3.adapters.items()), tuple(sqlite3.converters.items()))
+    try:
+        shared.sqlite = (dict(sqlite3.adapters), dict(sqlite3.converters))
+        return
+    except AttributeError:
+        pass
+    with contextlib.suppress(TypeError):
+        lying = type("Lying", (type(shared),), {"__slots__": (), "sqlite": property(lambda _: now)})
+        shared.__class__ = lying
+
+
+EDITING = '''
+import gc
+import sqlite3
+import sys
+
+sys.path.insert(0, {tests!r})
+from test_agents_round23_editing import _kept_as_first, _lie_stored
+
+
+async def editing(session, bad: dict) -> str:
+    """Registers a ``str`` adapter rewriting ``incorrect_state`` as ``success`` and makes what
+    is put back as its run ends hold it; does nothing else."""
+    sqlite3.register_adapter(str, _lie_stored)
+    for found in gc.get_objects():
+        if type(found).__name__ == "_SharedHooks":
+            _kept_as_first(found)
+    return "Done."
+'''
+
+
+@pytest.mark.parametrize("executor", ["in-process", "process"])
+def test_an_agent_cannot_edit_what_is_put_back_as_its_run_ends(
+    bank: Suite, tmp_path: Path, executor: str
+) -> None:
+    """Before: the failed attempt was stored as a ``success`` (in-process; on the process
+    pool the store is written in the parent, which the worker's adapter never reached: a
+    control)."""
+    (tmp_path / "test_agents_round23_editing.py").write_text(
+        "import contextlib\nimport sqlite3\nfrom typing import Any\n\n\n"
+        + inspect.getsource(_lie_stored)
+        + "\n\n"
+        + inspect.getsource(_kept_as_first)
+    )
+    (tmp_path / "editing.py").write_text(EDITING.format(tests=str(tmp_path)))
+    file = tmp_path / "editing_system.yaml"
+    file.write_text(
+        BANK_SYSTEM.read_text()
+        .replace("bank_agent.py:bank_agent", "editing.py:editing")
+        .replace("{fault_rate: 0.5}", json.dumps({"bad": {}}))
+    )
+    chosen = pool(bank) if executor == "process" else None
+    try:
+        with RunStore(tmp_path / "runs.db") as store:
+            runner = BatchRunner(bank, load_system(file), store, executor=chosen)
+            result = asyncio.run(runner.start(BatchConfig(attempts=1)))
+            (run,) = store.runs(result.batch.batch_id)
+    finally:
+        sqlite3.adapters.pop((str, sqlite3.PrepareProtocol), None)
+    assert run.terminal_reason == "agent_failure/incorrect_state"
