@@ -453,17 +453,22 @@ def test_a_session_call_from_inside_a_session_call_is_refused_not_deadlocked(
         if inner or not agent_thread or here != agent_thread[0] or session._holder != here:
             return
         inner.append("entered")
+        gc.set_threshold(*thresholds[0])  # once is enough
         result = _call_now(facade, "balance", {"account": "A"})
         inner.append(type(result).__name__)
 
     box: list[Session] = []
+    thresholds: list[tuple[int, int, int]] = []
 
     async def reenters(session: Session) -> str:
         box.append(session)
         agent_thread.append(threading.get_ident())
         threshold = gc.get_threshold()
+        thresholds.append(threshold)
         gc.callbacks.append(collecting)
-        gc.set_threshold(1)  # a collection at (nearly) every allocation: inside the call too
+        # A young collection at (nearly) every allocation, inside the call too; no older one
+        # (a full collection of a large test process's heap at every hundredth would be slow).
+        gc.set_threshold(1, 1_000_000, 1_000_000)
         try:
             await session.call("balance", {"account": "A"})
         finally:
