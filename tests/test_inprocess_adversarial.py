@@ -436,25 +436,44 @@ def test_an_agent_at_the_recursion_limit_cannot_crash_a_tool_or_hide_a_write(
 def test_a_session_call_from_inside_a_session_call_is_refused_not_deadlocked(
     bank: Suite,
 ) -> None:
-    """A profile hook (or a finalizer the garbage collector runs mid-call) calls the session
-    while this thread holds its lock: waiting for it would deadlock the agent's thread for
-    good. The inner call is refused; the outer one and the attempt go on."""
-    inner: list[str] = []
+    """A callback the garbage collector runs mid-call (a finalizer alike; a profile hook did
+    before the twenty-third round, which runs the session's calls with the thread's hooks
+    off) calls the session while this thread holds its lock: waiting for it would deadlock
+    the agent's thread for good. The inner call is refused; the outer one and the attempt
+    go on."""
+    import gc
 
-    def hook(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code.co_name == "_call" and not inner:
-            inner.append("entered")
-            sys.setprofile(None)
-            facade = frame.f_locals["self"]
-            result = _call_now(facade, "balance", {"account": "A"})
-            inner.append(type(result).__name__)
+    inner: list[str] = []
+    agent_thread: list[int] = []
+
+    def collecting(phase: str, info: Any) -> None:
+        facade = box[0]
+        session = facade._session  # type: ignore[attr-defined]
+        here = threading.get_ident()
+        if inner or not agent_thread or here != agent_thread[0] or session._holder != here:
+            return
+        inner.append("entered")
+        gc.set_threshold(*thresholds[0])  # once is enough
+        result = _call_now(facade, "balance", {"account": "A"})
+        inner.append(type(result).__name__)
+
+    box: list[Session] = []
+    thresholds: list[tuple[int, int, int]] = []
 
     async def reenters(session: Session) -> str:
-        sys.setprofile(hook)
+        box.append(session)
+        agent_thread.append(threading.get_ident())
+        threshold = gc.get_threshold()
+        thresholds.append(threshold)
+        gc.callbacks.append(collecting)
+        # A young collection at (nearly) every allocation, inside the call too; no older one
+        # (a full collection of a large test process's heap at every hundredth would be slow).
+        gc.set_threshold(1, 1_000_000, 1_000_000)
         try:
             await session.call("balance", {"account": "A"})
         finally:
-            sys.setprofile(None)
+            gc.set_threshold(*threshold)
+            gc.callbacks.remove(collecting)
         return await _do_the_task(session)
 
     started = time.perf_counter()

@@ -33,13 +33,15 @@ in the account, or the account holds a denied call or steps past the limit with 
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from itertools import count
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
 _Y = TypeVar("_Y")
+_P = ParamSpec("_P")
 
 CLOSED = "the attempt's account was closed or broken by code of the agent's"
 """Why an attempt whose account no longer answers is stopped."""
@@ -53,17 +55,41 @@ def resumed(generator: Generator[_Y, Any, None], value: Any) -> _Y:
     """``generator.send(value)`` with this thread's trace and profile functions off: one of
     the agent's would be called with the generator's frame and could rewrite its variables
     (see the module). Put back after (a coverage tracer, a profiler running the harness)."""
+    return untraced(generator.send, value)
+
+
+def untraced(action: Callable[..., _Y], *args: Any, **kwargs: Any) -> _Y:
+    """``action(*args, **kwargs)`` with this thread's trace and profile functions off, put
+    back after. The session's calls run the harness's code (the gateway, the environment's
+    authorizer, the suite's tools) in the agent's own thread: a trace function of the
+    agent's there (``sys.settrace``, ``sys.setprofile``) was called with each of their
+    frames, and what it wrote to a frame's ``f_locals`` was written back (up to Python 3.12;
+    from 3.13 it writes through), or it jumped over lines (``frame.f_lineno``). One that set
+    the authorizer's ``action`` to a ``SELECT`` read a table its task forbids, with no
+    denial: a ``success``."""
     trace, profile = sys.gettrace(), sys.getprofile()
     if trace is None and profile is None:  # the usual case: nothing to turn off, or import
-        return generator.send(value)
+        return action(*args, **kwargs)
     from groundstate.loopthreads import put_back_hooks  # (it imports more than this needs)
 
     sys.settrace(None)
     sys.setprofile(None)
     try:
-        return generator.send(value)
+        return action(*args, **kwargs)
     finally:
         put_back_hooks(trace, profile)
+
+
+def untraced_entry(method: Callable[_P, _Y]) -> Callable[_P, _Y]:
+    """*method*, run :func:`untraced`: for the session's entry points the agent calls."""
+
+    @functools.wraps(method)
+    def entry(*args: _P.args, **kwargs: _P.kwargs) -> _Y:
+        if sys.gettrace() is None and sys.getprofile() is None:  # one frame less, usually
+            return method(*args, **kwargs)
+        return untraced(method, *args, **kwargs)
+
+    return entry
 
 
 class Kept(NamedTuple):

@@ -24,8 +24,8 @@ import builtins
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from itertools import compress
-from operator import attrgetter, is_, ne
+from itertools import chain, compress
+from operator import attrgetter, is_, itemgetter, ne
 from types import CodeType, FunctionType, ModuleType
 from typing import Any, NamedTuple
 
@@ -350,6 +350,115 @@ class Bindings:
             seen = flat.versions()  # before the copies: a write meanwhile moves it again
             return Mark(flat.wheres, flat.spaces, flat.copies(seen), flat.versions, seen)
 
+    def seal(self) -> Seal:
+        """The watch itself as it is now, for :meth:`unsealed` once an agent has run: a plain
+        tuple (no list, no dict, no class of its own: nothing in it can be edited or
+        retyped), which the caller keeps in a local variable of its own.
+
+        The watch is objects an in-process agent reaches as it reaches the harness's code
+        (``groundstate.bindings.HARNESS``): one that rebound ``episode.classify`` and then
+        called ``HARNESS.rebase()``, or set the watch's held values to the lie
+        (``_Watched.values``), a method of it to one finding nothing, or its row's versions
+        as just looked at (``_Flat.seen``), passed: the watch compared the lie with itself.
+
+        What the watch holds is taken once per row (:class:`_Flat`, built again when the
+        watched set changes), and the row is made of tuples: a seal is then a few reads.
+        :meth:`unsealed` compares what the watch holds only when its dicts were written
+        since; the look that finds a namespace changed compares it too (:meth:`_compare`),
+        before it believes the watch."""
+        with self._lock:
+            flat = self._row()
+            if flat.sealed is None:
+                flat.sealed, flat.own = self._held(), _versions([self._watched, self._entries])
+            return (
+                type(self),
+                tuple((k, v) for k, v in vars(self).items() if k not in _MOVING),
+                flat,
+                tuple((k, v) for k, v in vars(flat).items() if k not in _FLAT_MOVING),
+                _closure(flat.versions),
+                _closure(flat.own),
+                () if flat.own is None else tuple(flat.own()),
+                flat.seen,
+            )
+
+    def _held(self) -> tuple[object, ...]:
+        """What the watch holds now, by identity (see :meth:`seal`)."""
+        watched = self._watched
+        held = tuple(map(itemgetter(1), watched.values()))
+        return (
+            tuple(watched),
+            tuple(watched.values()),
+            tuple(chain.from_iterable(map(_WATCH_FIELDS, held))),
+            sum(map(len, map(vars, held))),
+            tuple(self._typed),
+            tuple(self._entries.items()),
+            frozenset(self._modules),
+        )
+
+    def unsealed(self, seal: Seal) -> list[str]:
+        """What of the watch itself was changed since *seal* (see :meth:`seal`), each part put
+        back as sealed, so that :meth:`put_back` then finds the code the agent rebound. What
+        the watch's own code changes as it looks (a row built again, a size grown lawfully,
+        a module taken in) is not a change."""
+        cls, attrs, flat, flat_attrs, versions, own, then, seen = seal
+        row: _Flat = flat
+        found: list[str] = []
+        if type(self) is not cls:
+            object.__setattr__(self, "__class__", cls)
+            found.append("__class__")
+        with dict(attrs)["_lock"]:
+            found += _set_back(vars(self), attrs, _MOVING)
+            if (
+                type(row) is not _Flat
+                or _set_back(vars(row), flat_attrs, _FLAT_MOVING)
+                or _closure(row.versions) != versions
+                or _closure(row.own) != own
+            ):
+                object.__setattr__(row, "__class__", _Flat)
+                _set_back_cells(row.versions, versions)
+                _set_back_cells(row.own, own)
+                found.append("_flat")
+            # The watch's dicts written (``rebase``), or its row dropped or replaced: what
+            # it holds is compared with the seal's.
+            if row.own is None or tuple(row.own()) != then or self._flat is not row:
+                found += self._put_back_held(dict(flat_attrs)["sealed"])
+            if found or self._flat is not row:
+                self._flat = None  # built again from the watch as sealed
+            elif row.seen is not seen:
+                # Versions taken as seen since (the agent's, those of now, after its writes):
+                # the next look would not look at the names. Looked at again.
+                row.seen = None
+        return [f"groundstate.bindings.HARNESS.{part} (the watch itself)" for part in found]
+
+    def _put_back_held(self, sealed: tuple[Any, ...]) -> list[str]:
+        """Put back what the watch held as :meth:`_held` took it; name what differed."""
+        owners, entries, fields, size, typed, named, modules = sealed
+        found = []
+        watched = self._watched
+        if not all(map(is_, map(watched.get, owners), entries)):
+            watched.update(zip(owners, entries, strict=True))
+            found.append("_watched")
+        held = tuple(map(itemgetter(1), entries))
+        if not all(map(is_, chain.from_iterable(map(_WATCH_FIELDS, held)), fields)) or (
+            sum(map(len, map(vars, held))) != size
+        ):
+            width = len(_FIELD_NAMES)
+            for i, w in enumerate(held):
+                first = fields[i * width : (i + 1) * width]
+                vars(w).clear()
+                vars(w).update(zip(_FIELD_NAMES, first, strict=True), size=-1)
+            found.append("_watched (its held names)")
+        if tuple(self._typed[: len(typed)]) != typed:
+            self._typed[: len(typed)] = typed
+            found.append("_typed")
+        if not all(self._entries.get(name) is module for name, module in named):
+            self._entries.update(named)
+            found.append("_entries")
+        if not modules <= self._modules:
+            self._modules |= modules
+            found.append("_modules")
+        return found
+
     def _row(self) -> _Flat:
         """The watched names in one row (built again when the watched set changes); the
         caller holds the lock."""
@@ -380,8 +489,14 @@ class Bindings:
     def _compare(self, *, put_back: bool) -> list[str]:
         found: list[str] = []
         with self._lock:
-            if self._row().unchanged():
+            flat = self._row()
+            if flat.unchanged():
                 return found
+            if put_back and flat.sealed is not None:  # believed only once found as sealed
+                found += (
+                    f"groundstate.bindings.HARNESS.{part} (the watch itself)"
+                    for part in self._put_back_held(flat.sealed)
+                )
             for name, module in self._entries.items():
                 if sys.modules.get(name) is not module:
                     found.append(f"sys.modules[{name!r}]")
@@ -429,30 +544,34 @@ class _Flat:
         self.classes = tuple(cls for _, _, cls in typed)
         functions: dict[int, tuple[FunctionType, _FunctionState]] = {}
         """Each function held once (most are bound in several namespaces), by identity."""
-        self.tools: list[tuple[object, FunctionType]] = []
+        tools: list[tuple[object, FunctionType]] = []
         wheres: list[str] = []
         spaces: list[dict[str, object]] = []
-        self.sizes: list[int] = []
-        self.owners: list[dict[str, object]] = []
-        self.names: list[str] = []
-        self.values: list[object] = []
+        sizes: list[int] = []
+        owners: list[dict[str, object]] = []
+        names: list[str] = []
+        values: list[object] = []
         for where, w in watched:
             wheres.append(where)
             spaces.append(w.namespace)
-            self.sizes.append(w.size)
-            self.owners += [w.namespace] * len(w.names)
-            self.names += w.names
-            self.values += w.values
+            sizes.append(w.size)
+            owners += [w.namespace] * len(w.names)
+            names += w.names
+            values += w.values
             functions.update((id(fn), (fn, state)) for _, fn, state in w.functions)
-            self.tools += ((holder, fn) for _, holder, fn in w.tools)
-        self.rows: list[tuple[Callable[[FunctionType], object], list[FunctionType], list[object]]]
-        self.rows = []
+            tools += ((holder, fn) for _, holder, fn in w.tools)
+        # Tuples, not lists: what the watch compares with must not be editable in place
+        # (see :meth:`Bindings.seal`).
+        self.tools, self.sizes, self.owners = tuple(tools), tuple(sizes), tuple(owners)
+        self.names, self.values = tuple(names), tuple(values)
+        rows = []
+        for i, read in enumerate(_STATE_READS):
+            held = [(fn, s[i]) for fn, s in functions.values() if i == 0 or s[i] is not None]
+            rows.append((read, tuple(fn for fn, _ in held), tuple(part for _, part in held)))
+        self.rows = tuple(rows)
         """Per part of a function's state, the functions and that part as first seen: every
         function's code, and the defaults of those that had some (a default given to a
         function without changes no call the harness makes)."""
-        for i, read in enumerate(_STATE_READS):
-            held = [(fn, s[i]) for fn, s in functions.values() if i == 0 or s[i] is not None]
-            self.rows.append((read, [fn for fn, _ in held], [part for _, part in held]))
         self.states = _state_words(list(functions.values()))
         """Where the interpreter's layout allows, each function's code and defaults as the
         words the function object holds them in, with the words its state as first seen
@@ -463,6 +582,10 @@ class _Flat:
         """The namespaces' versions when every name was last found as first seen."""
         self.marked: tuple[list[int], tuple[dict[str, object], ...]] | None = None
         """The versions and the copies of the last :meth:`copies`."""
+        self.sealed: tuple[Any, ...] | None = None
+        """What the watch held as this row was first sealed (see :meth:`Bindings.seal`)."""
+        self.own: Callable[[], list[int]] | None = None
+        """The versions of the watch's own dicts then."""
 
     def copies(self, now: list[int]) -> tuple[dict[str, object], ...]:
         """A shallow copy of each namespace, whose versions *now* were read just before (for
@@ -493,7 +616,7 @@ class _Flat:
         # Code and defaults set on a function move no dict's version.
         if self.states is not None:
             words, first_words = self.states
-            if list(map(_RAW, words)) != first_words:
+            if tuple(map(_RAW, words)) != first_words:
                 return False
         elif not all(all(map(is_, map(read, fns), first)) for read, fns, first in self.rows):
             return False
@@ -502,7 +625,7 @@ class _Flat:
         now = None if self.versions is None else self.versions()
         if now is not None and now == self.seen:
             return True  # no namespace was written to since they were all found unchanged
-        if list(map(len, self.spaces)) == self.sizes and all(
+        if tuple(map(len, self.spaces)) == self.sizes and all(
             map(is_, map(dict.get, self.owners, self.names), self.values)
         ):
             # Versions read before the names: a write during the look moves them again.
@@ -511,7 +634,7 @@ class _Flat:
         return False
 
 
-def _versions(spaces: list[dict[str, object]]) -> Callable[[], list[int]] | None:
+def _versions(spaces: list[Any]) -> Callable[[], list[int]] | None:
     """A function giving each dict's version now, where CPython keeps one (3.11 to 3.13, with
     the GIL: ``ma_version_tag``, PEP 509, set from a process-wide counter on every write to the
     dict, so an unmoved version is an unwritten dict); None elsewhere, and wherever a written
@@ -525,7 +648,7 @@ def _versions(spaces: list[dict[str, object]]) -> Callable[[], list[int]] | None
     if header != 2 * ctypes.sizeof(ctypes.c_void_p):
         return None
 
-    def tags(dicts: list[dict[str, object]]) -> list[ctypes.c_uint64]:
+    def tags(dicts: list[Any]) -> list[ctypes.c_uint64]:
         return [ctypes.c_uint64.from_address(id(d) + header + 8) for d in dicts]
 
     probe: dict[str, object] = {"a": 1}
@@ -535,7 +658,7 @@ def _versions(spaces: list[dict[str, object]]) -> Callable[[], list[int]] | None
     if before.value == first or ctypes.c_ssize_t.from_address(id(probe) + header).value != 1:
         return None  # not the layout assumed: look at every name
     read = attrgetter("value")
-    held = tags(spaces)  # *spaces* is kept alive by the caller's row
+    held = tuple(tags(spaces))  # *spaces* is kept alive by the caller's row; a tuple: unedited
     return lambda: list(map(read, held))
 
 
@@ -544,7 +667,7 @@ _RAW = attrgetter("raw")
 
 def _state_words(
     functions: list[tuple[FunctionType, _FunctionState]],
-) -> tuple[list[Any], list[bytes]] | None:
+) -> tuple[tuple[Any, ...], tuple[bytes, ...]] | None:
     """For each function, a view of the three words that hold its code, defaults and keyword
     defaults in the function object (CPython 3.11 to 3.13 with the GIL: ``func_code``,
     ``func_defaults`` and ``func_kwdefaults`` follow one another), with the bytes those words
@@ -587,7 +710,7 @@ def _state_words(
                 now_kwdefaults if kwdefaults is None else id(kwdefaults),
             )
         )
-    return views, first
+    return tuple(views), tuple(first)  # tuples: not editable in place (see :meth:`Bindings.seal`)
 
 
 def _words(fns: Iterable[object], view: Any, offset: int) -> list[Any]:
@@ -616,6 +739,52 @@ def _dict_of(cls: type) -> dict[str, object]:
 
 
 _FunctionState = tuple[CodeType, tuple[object, ...] | None, dict[str, object] | None]
+
+Seal = tuple[Any, ...]
+"""The watch as :meth:`Bindings.seal` took it."""
+
+_FIELD_NAMES = ("namespace", "shadows", "names", "values", "functions", "tools")
+_WATCH_FIELDS = attrgetter(*_FIELD_NAMES)
+"""What a :class:`_Watched` holds, each read by identity (its ``size`` moves lawfully and is
+set so that its next look reads every name)."""
+
+_MOVING = frozenset({"_flat", "_loaded"})
+"""The watch's attributes its own code sets as it looks (a row built, modules counted)."""
+
+_FLAT_MOVING = frozenset({"seen", "marked"})
+"""The row's attributes its own looks set."""
+
+
+def _set_back(
+    space: dict[str, Any], first: tuple[tuple[str, Any], ...], moving: frozenset[str]
+) -> list[str]:
+    """Bind in *space* each name of *first* as there, and take out names added but *moving*;
+    return the names changed."""
+    changed = [name for name, value in first if space.get(name, _MISSING) is not value]
+    known = {name for name, _ in first} | moving
+    changed += [name for name in list(space) if name not in known]
+    for name in changed:
+        space.pop(name, None)
+    space.update((name, value) for name, value in first if name in changed)
+    return changed
+
+
+def _closure(fn: Callable[..., object] | None) -> tuple[object, ...]:
+    """*fn*'s code and what its closure's cells hold (a cell's contents can be set)."""
+    if fn is None:
+        return ()
+    cells = getattr(fn, "__closure__", None) or ()
+    return (getattr(fn, "__code__", None), *(cell.cell_contents for cell in cells))
+
+
+def _set_back_cells(fn: Any, first: tuple[object, ...]) -> None:
+    """Give *fn* the code and closure's contents of :func:`_closure` again."""
+    if fn is None or not first:
+        return
+    code, *contents = first
+    fn.__code__ = code
+    for cell, value in zip(fn.__closure__ or (), contents, strict=True):
+        cell.cell_contents = value
 
 
 _STATE_READS = tuple(map(attrgetter, ("__code__", "__defaults__", "__kwdefaults__")))

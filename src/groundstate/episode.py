@@ -21,10 +21,18 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from groundstate import turns
-from groundstate.account import CLOSED, Account, AccountClosed, Counts, Kept, altered
+from groundstate.account import (
+    CLOSED,
+    Account,
+    AccountClosed,
+    Counts,
+    Kept,
+    altered,
+    untraced_entry,
+)
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, Held, Mark, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Held, Mark, Seal, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -325,6 +333,17 @@ class EpisodeSession:
         return self._steps
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        return self._called(tool, args)
+
+    async def say(self, text: str) -> str | None:
+        return self._said(text)
+
+    # Each entry point the agent calls runs with its thread's trace and profile functions off
+    # (:func:`~groundstate.account.untraced`): one of the agent's rewrote the variables of the
+    # harness's frames (the authorizer's, a tool's) as the call ran in the agent's thread.
+
+    @untraced_entry
+    def _called(self, tool: Any, args: Any) -> ToolResult:
         _check_headroom()
         self._not_reentered()
         # Copied here, before the turn and the lock: a dict subclass's ``items`` is the
@@ -333,7 +352,8 @@ class EpisodeSession:
         with self._turn(_plain_text(tool) if _is_text(tool) else None):
             return self._locked(self._call, tool, args)
 
-    async def say(self, text: str) -> str | None:
+    @untraced_entry
+    def _said(self, text: Any) -> str | None:
         _check_headroom()
         return self._locked(self._say, text)
 
@@ -354,6 +374,7 @@ class EpisodeSession:
         if self._holder == threading.get_ident():
             raise RuntimeError("a session call made from inside another session call")
 
+    @untraced_entry
     def record_usage(
         self,
         *,
@@ -401,6 +422,7 @@ class EpisodeSession:
             if over is not None:
                 self._latch(BudgetExceeded(over), "usage")
 
+    @untraced_entry
     def record_model_call(self, call: ModelCall) -> None:
         """Keep one model request in the trace (it takes no step and changes nothing)."""
         fields = _call_data(call)  # outside the lock: the agent's object
@@ -409,6 +431,7 @@ class EpisodeSession:
             event = ModelCallEvent(step=self._steps, at=self._elapsed(), **fields)
             self._keep(event)
 
+    @untraced_entry
     def add_artifact(self, name: str, text: str) -> None:
         """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr).
         Under the lock and not once the attempt is over: its record is being built from the
@@ -422,6 +445,7 @@ class EpisodeSession:
             if not self._ended:
                 self.artifacts[recordable(_plain_text(name))] = recordable(_plain_text(text))
 
+    @untraced_entry
     def give_up(self, reason: str) -> NoReturn:
         why = _plain_text(reason) if _is_text(reason) else stable_repr(reason)
         with self._held():
@@ -1023,6 +1047,7 @@ async def run_attempt(
     turns is queueing, left out of the recorded latency."""
     started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
+    seal = HARNESS.seal()  # the watch itself, for the look after the record (see _rebound)
     account = Account()  # held here too: the session's may be rebound (see _untrue)
     counts = account.counts  # and what it takes in, counted apart (see _untrue)
     session: EpisodeSession | None = None
@@ -1034,13 +1059,13 @@ async def run_attempt(
         else:
             with env:
                 session = await _episode(
-                    task, suite, system, agent, env, info.seed, progress, turn, user, account
+                    task, suite, system, agent, env, info.seed, progress, turn, user, account, seal
                 )
         latency = CLOCK() - t0 - turn.waited
         latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and (
-            _rebound(session, progress)  # by a thread of the agent's
+            _rebound(session, progress, seal)  # by a thread of the agent's
             | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
@@ -1070,6 +1095,7 @@ async def _episode(
     turn: Turn,
     user: User | None = None,
     account: Account | None = None,
+    seal: Seal | None = None,
 ) -> EpisodeSession | None:
     progress.evidence["environment"] = env.name
     progress.evidence["health_before"] = env.health()
@@ -1088,13 +1114,14 @@ async def _episode(
     held = _held(session, env)
     shape = _shape(system)
     mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
+    seal = HARNESS.seal() if seal is None else seal  # the watch itself (see _rebound)
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
-        _rebound(session, progress, mark, held)  # first: the session's own may be the ones
+        _rebound(session, progress, seal, mark, held)  # first: the session's own may be the ones
         _closed(env, session)
         _resystemed(system, shape, session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
@@ -1123,7 +1150,7 @@ async def _episode(
         # checks read it (code rebound meanwhile is looked for once the record is built).
         read = _AccountRead(kept)
         if (
-            _rebound(session, progress, None, held)  # by a thread of the agent's, meanwhile
+            _rebound(session, progress, seal, None, held)  # by a thread of the agent's, meanwhile
             or _closed(env, session)
             or _resystemed(system, shape, session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
@@ -1436,6 +1463,7 @@ def _held(session: EpisodeSession, env: Environment) -> tuple[Held, ...]:
 def _rebound(
     session: EpisodeSession,
     progress: _Progress,
+    seal: Seal,
     mark: Mark | None = None,
     held: tuple[Held, ...] = (),
 ) -> bool:
@@ -1449,8 +1477,11 @@ def _rebound(
     counted ``tool_transaction`` swapped for its uncounted one around a write of the
     agent's: no count, no trace, and nothing left to put back). *held*: the attempt's own
     objects, whose attributes rebound (the session's task, a method set on the environment
-    object) are named and put back alike (see :class:`~groundstate.bindings.Held`)."""
-    names = [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
+    object) are named and put back alike (see :class:`~groundstate.bindings.Held`). *seal*:
+    the watch itself as the run began, put back first when the agent changed it (see
+    :meth:`~groundstate.bindings.Bindings.seal`)."""
+    names = HARNESS.unsealed(seal)
+    names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back()
     for one in held:
         changed = one.changed()

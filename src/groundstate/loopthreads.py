@@ -56,13 +56,13 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Coroutine, MutableMapping
+from collections.abc import Callable, Coroutine, MutableMapping, Sequence
 from concurrent.futures import thread as _executor_threads
 from contextlib import suppress
 from contextvars import Context, copy_context
 from itertools import repeat
 from operator import is_, is_not
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from groundstate.capture import put_back_streams, streams
 from groundstate.ourthreads import start
@@ -154,7 +154,7 @@ class _LoopThread:
                 outcome = context.run(self._run, work)
             finally:
                 # first: the rest calls builtins (``str``) the work replaced
-                shared.put_back(streams=not given_up.is_set())
+                _put_back_shared(shared, streams=not given_up.is_set())
                 self.thread.name = IDLE_NAME
                 _WORKING.pop(id(self.thread), None)
                 asyncio.set_event_loop(None)
@@ -224,120 +224,151 @@ class _LoopThread:
                 _JOINED_AT_EXIT.pop(thread, None)
 
 
-class _SharedHooks:
+class _SharedHooks(NamedTuple):
     """The process-wide hooks a piece of work could change for everyone after it: those of
     threads started later, the event loop policy (which makes every new loop), the output
     streams, the garbage collector's callbacks and the hooks for errors nobody catches (code
     of the piece's that any thread would run: the episode's, a grader's), the recursion limit,
     the GIL's switch interval, the warning filters, the environment variables, the
     process's resource limits and interval timers, its umask and locale, the root logger's
-    configuration, and ``sqlite3``'s adapters and converters."""
+    configuration, and ``sqlite3``'s adapters and converters.
 
-    def __init__(self) -> None:
-        self.trace = threading.gettrace()
-        self.profile = threading.getprofile()
-        self.policy = asyncio.get_event_loop_policy()
-        self.streams = streams()
-        self.collected = list(_COLLECTING)
-        self.clocks = dict(vars(time))
-        self.uncaught = _uncaught_hooks()
-        self.recursion = sys.getrecursionlimit()
-        self.switch = sys.getswitchinterval()
-        self.limits = {kind: resource.getrlimit(kind) for kind in _LIMITS}
-        self.timers = {which: signal.getitimer(which) != (0.0, 0.0) for which in _TIMERS}
-        self.environ = dict(_ENVIRON)
-        self.umask = umask()
-        self.locale = locale.setlocale(locale.LC_ALL)
-        self.logging = _logging_state()
-        self.sqlite = dict(sqlite3.adapters), dict(sqlite3.converters)
-        self.warnings: tuple[Any, list[Any], Any] = (
-            warnings.filters,
-            list(warnings.filters),
-            warnings.showwarning,
-        )
+    A tuple of tuples (no dict, no list: nothing in it can be edited), taken by
+    :func:`_shared_hooks` and put back by :func:`_put_back_shared`, which first gives it
+    this class again: an agent that found the object (``gc.get_objects()``) and set its
+    ``sqlite`` to the adapters with its own ``register_adapter(str, lie)`` in them kept the
+    lie for the store's writes (a failed attempt stored as a ``success``); one that set its
+    ``environ`` kept its variables for the next attempts."""
 
-    def put_back(self, *, streams: bool) -> None:
-        """Put back what the work changed (only that: another thread may set its own), the
-        output streams and the hooks for uncaught errors only with *streams* (the caller
-        still waits for the piece: the harness has put none of its own since)."""
-        put_back_builtins()
-        # A ``time.perf_counter`` giving NaN, or a ``time.monotonic`` leaping ahead, reached
-        # every library that times with them (an HTTP client's timeouts, the next agent) for
-        # the rest of the process. (The harness times itself on the clock as imported,
-        # :data:`groundstate.alarms.CLOCK`.) Only what the piece changed: a test's own
-        # patch from before it stays.
-        _put_back(vars(time), self.clocks)
-        if threading.gettrace() is not self.trace:
-            threading.settrace(self.trace)
-        if threading.getprofile() is not self.profile:
-            threading.setprofile(self.profile)
-        if asyncio.get_event_loop_policy() is not self.policy:
-            asyncio.set_event_loop_policy(self.policy)
-        # A callback that blocks ran on whichever thread collected next: the episode's, which
-        # runs every attempt (compared by identity: ``==`` would call the piece's code).
-        if _changed(_COLLECTING, self.collected):
-            _COLLECTING[:] = self.collected
-        if streams:
-            put_back_streams(self.streams)
-            if any(map(is_not, _uncaught_hooks(), self.uncaught)):
-                sys.unraisablehook, sys.excepthook, threading.excepthook = self.uncaught
-        # The interpreter's limits: a recursion limit of 20 left the harness unable to grade
-        # this very attempt (it had no record); a switch interval of 1000 s lets any thread
-        # that spins keep the GIL, the alarms' thread's included, that long.
-        if sys.getrecursionlimit() != self.recursion:
-            with suppress(RecursionError):  # deeper now than it was: impossible here
-                sys.setrecursionlimit(self.recursion)
-        if sys.getswitchinterval() != self.switch:
-            sys.setswitchinterval(self.switch)
-        # ``sqlite3.register_adapter(str, ...)`` rewrote every text the harness bound to a
-        # statement after it, in every thread: the store's records (a failed attempt stored
-        # as a ``success``), the checks' parameters.
-        _put_back_registry(sqlite3.adapters, self.sqlite[0])
-        _put_back_registry(sqlite3.converters, self.sqlite[1])
-        if streams:
-            self._put_back_settings()
+    trace: Any
+    profile: Any
+    policy: Any
+    streams: tuple[Any, ...]
+    collected: tuple[Any, ...]
+    clocks: tuple[tuple[str, Any], ...]
+    uncaught: tuple[Any, ...]
+    recursion: int
+    switch: float
+    limits: tuple[tuple[int, tuple[int, int]], ...]
+    timers: tuple[tuple[int, bool], ...]
+    environ: tuple[tuple[bytes, bytes], ...]
+    umask: int
+    locale: str
+    logging: _LoggingState
+    sqlite: tuple[tuple[tuple[Any, Any], ...], tuple[tuple[Any, Any], ...]]
+    warnings: tuple[Any, tuple[Any, ...], Any]
 
-    def _put_back_settings(self) -> None:
-        """What the harness may set itself between a piece's start and its end when the caller
-        no longer waits for it (a test's ``setenv``, ``setrlimit``, warning filters): put
-        back only while it waits, as the streams are."""
-        # A descriptor limit lowered to what was open left the grading unable to open the
-        # initial state (an invalid attempt); a CPU limit ends the process with SIGXCPU, a
-        # file size limit fails the store's writes. (A hard limit lowered stays lowered.)
-        for kind, limit in self.limits.items():
-            if resource.getrlimit(kind) != limit:
-                with suppress(ValueError, OSError):
-                    resource.setrlimit(kind, limit)
-        # ``signal.alarm(5)`` (or ``setitimer``) left armed killed the process seconds later,
-        # whatever attempt ran then, or the store's write (the timers' signals end a process
-        # by default). A timer armed before the piece (a test runner's timeout) stays.
-        for which, armed in self.timers.items():
-            if not armed and signal.getitimer(which) != (0.0, 0.0):
-                signal.setitimer(which, 0.0)
-        # ``GROUNDSTATE_TMPDIR`` pointed at a file failed every later environment's build (an
-        # invalid attempt each), a proxy variable sent later attempts' model calls through
-        # the agent's own server.
-        if self.environ != _ENVIRON:
-            _put_back_environ(self.environ)
-        # ``warnings.simplefilter("error")`` made every warning raised in the harness and the
-        # checks (a library's deprecation) an exception: a check's grader failure, an invalid
-        # attempt, for the rest of the process.
-        kept, filters, show = self.warnings
-        if _changed(list(warnings.filters), filters) or warnings.showwarning is not show:
-            kept[:] = filters
-            warnings.filters, warnings.showwarning = kept, show
-            warnings._filters_mutated()  # type: ignore[attr-defined]
-        # A umask of 0o777 made every file the harness created later unreadable (the next
-        # environment's database: an invalid attempt); ``setlocale(LC_ALL, "C")`` made text
-        # files opened without an encoding ASCII (a check reading one failed on "é").
-        os.umask(self.umask)
-        if locale.setlocale(locale.LC_ALL) != self.locale:
-            with suppress(locale.Error):
-                locale.setlocale(locale.LC_ALL, self.locale)
-        # A handler of the root logger's runs on every thread that logs (a check's HTTP
-        # client, the next attempt's model adapter): one that blocks held them.
-        if _logging_changed(self.logging):
-            _put_back_logging(self.logging)
+
+def _shared_hooks() -> _SharedHooks:
+    """The process-wide state as it is now (see :class:`_SharedHooks`)."""
+    return _SharedHooks(
+        threading.gettrace(),
+        threading.getprofile(),
+        asyncio.get_event_loop_policy(),
+        streams(),
+        tuple(_COLLECTING),
+        tuple(vars(time).items()),
+        _uncaught_hooks(),
+        sys.getrecursionlimit(),
+        sys.getswitchinterval(),
+        tuple((kind, resource.getrlimit(kind)) for kind in _LIMITS),
+        tuple((which, signal.getitimer(which) != (0.0, 0.0)) for which in _TIMERS),
+        tuple(_ENVIRON.items()),
+        umask(),
+        locale.setlocale(locale.LC_ALL),
+        _logging_state(),
+        (tuple(sqlite3.adapters.items()), tuple(sqlite3.converters.items())),
+        (warnings.filters, tuple(warnings.filters), warnings.showwarning),
+    )
+
+
+def _put_back_shared(shared: _SharedHooks, *, streams: bool) -> None:
+    """Put back what the work changed (only that: another thread may set its own), the
+    output streams and the hooks for uncaught errors only with *streams* (the caller
+    still waits for the piece: the harness has put none of its own since)."""
+    put_back_builtins()
+    if type(shared) is not _SharedHooks:  # given a class of the agent's, its fields its own
+        object.__setattr__(shared, "__class__", _SharedHooks)
+    # A ``time.perf_counter`` giving NaN, or a ``time.monotonic`` leaping ahead, reached
+    # every library that times with them (an HTTP client's timeouts, the next agent) for
+    # the rest of the process. (The harness times itself on the clock as imported,
+    # :data:`groundstate.alarms.CLOCK`.) Only what the piece changed: a test's own
+    # patch from before it stays.
+    _put_back(vars(time), shared.clocks)
+    if threading.gettrace() is not shared.trace:
+        threading.settrace(shared.trace)
+    if threading.getprofile() is not shared.profile:
+        threading.setprofile(shared.profile)
+    if asyncio.get_event_loop_policy() is not shared.policy:
+        asyncio.set_event_loop_policy(shared.policy)
+    # A callback that blocks ran on whichever thread collected next: the episode's, which
+    # runs every attempt (compared by identity: ``==`` would call the piece's code).
+    if _changed(_COLLECTING, shared.collected):
+        _COLLECTING[:] = shared.collected
+    if streams:
+        put_back_streams(shared.streams)
+        if any(map(is_not, _uncaught_hooks(), shared.uncaught)):
+            sys.unraisablehook, sys.excepthook, threading.excepthook = shared.uncaught
+    # The interpreter's limits: a recursion limit of 20 left the harness unable to grade
+    # this very attempt (it had no record); a switch interval of 1000 s lets any thread
+    # that spins keep the GIL, the alarms' thread's included, that long.
+    if sys.getrecursionlimit() != shared.recursion:
+        with suppress(RecursionError):  # deeper now than it was: impossible here
+            sys.setrecursionlimit(shared.recursion)
+    if sys.getswitchinterval() != shared.switch:
+        sys.setswitchinterval(shared.switch)
+    # ``sqlite3.register_adapter(str, ...)`` rewrote every text the harness bound to a
+    # statement after it, in every thread: the store's records (a failed attempt stored
+    # as a ``success``), the checks' parameters.
+    _put_back_registry(sqlite3.adapters, shared.sqlite[0])
+    _put_back_registry(sqlite3.converters, shared.sqlite[1])
+    if streams:
+        _put_back_settings(shared)
+
+
+def _put_back_settings(shared: _SharedHooks) -> None:
+    """What the harness may set itself between a piece's start and its end when the caller
+    no longer waits for it (a test's ``setenv``, ``setrlimit``, warning filters): put
+    back only while it waits, as the streams are."""
+    # A descriptor limit lowered to what was open left the grading unable to open the
+    # initial state (an invalid attempt); a CPU limit ends the process with SIGXCPU, a
+    # file size limit fails the store's writes. (A hard limit lowered stays lowered.)
+    for kind, limit in shared.limits:
+        if resource.getrlimit(kind) != limit:
+            with suppress(ValueError, OSError):
+                resource.setrlimit(kind, limit)
+    # ``signal.alarm(5)`` (or ``setitimer``) left armed killed the process seconds later,
+    # whatever attempt ran then, or the store's write (the timers' signals end a process
+    # by default). A timer armed before the piece (a test runner's timeout) stays.
+    for which, armed in shared.timers:
+        if not armed and signal.getitimer(which) != (0.0, 0.0):
+            signal.setitimer(which, 0.0)
+    # ``GROUNDSTATE_TMPDIR`` pointed at a file failed every later environment's build (an
+    # invalid attempt each), a proxy variable sent later attempts' model calls through
+    # the agent's own server.
+    if len(_ENVIRON) != len(shared.environ) or any(
+        _ENVIRON.get(key) != value for key, value in shared.environ
+    ):
+        _put_back_environ(dict(shared.environ))
+    # ``warnings.simplefilter("error")`` made every warning raised in the harness and the
+    # checks (a library's deprecation) an exception: a check's grader failure, an invalid
+    # attempt, for the rest of the process.
+    kept, filters, show = shared.warnings
+    if _changed(list(warnings.filters), filters) or warnings.showwarning is not show:
+        kept[:] = filters
+        warnings.filters, warnings.showwarning = kept, show
+        warnings._filters_mutated()  # type: ignore[attr-defined]
+    # A umask of 0o777 made every file the harness created later unreadable (the next
+    # environment's database: an invalid attempt); ``setlocale(LC_ALL, "C")`` made text
+    # files opened without an encoding ASCII (a check reading one failed on "é").
+    os.umask(shared.umask)
+    if locale.setlocale(locale.LC_ALL) != shared.locale:
+        with suppress(locale.Error):
+            locale.setlocale(locale.LC_ALL, shared.locale)
+    # A handler of the root logger's runs on every thread that logs (a check's HTTP
+    # client, the next attempt's model adapter): one that blocks held them.
+    if _logging_changed(shared.logging):
+        _put_back_logging(shared.logging)
 
 
 def umask() -> int:
@@ -360,15 +391,20 @@ def proc_status(field: str) -> str | None:
     return None
 
 
-_LoggingState = tuple[list[logging.Handler], list[logging.Filter], int, int, bool]
+_LoggingState = tuple[tuple[logging.Handler, ...], tuple[Any, ...], int, int, bool]
 
 
 def _logging_state() -> _LoggingState:
     """The root logger's handlers, filters and level, the level ``logging.disable`` set, and
     whether records go up to the root at all (``logging.root.propagate``)."""
     root = logging.root
-    filters: list[Any] = list(root.filters)
-    return list(root.handlers), filters, root.level, root.manager.disable, root.propagate
+    return (
+        tuple(root.handlers),
+        tuple(root.filters),
+        root.level,
+        root.manager.disable,
+        root.propagate,
+    )
 
 
 def _logging_changed(before: _LoggingState) -> bool:
@@ -414,7 +450,7 @@ _COLLECTING: list[Any] = gc.callbacks
 """The list of callbacks the garbage collector calls (``gc.callbacks`` can be rebound)."""
 
 
-def _changed(now: list[Any], before: list[Any]) -> bool:
+def _changed(now: Sequence[Any], before: Sequence[Any]) -> bool:
     return len(now) != len(before) or any(map(is_not, now, before))
 
 
@@ -424,8 +460,9 @@ def _uncaught_hooks() -> tuple[Any, ...]:
     return sys.unraisablehook, sys.excepthook, threading.excepthook
 
 
-_BUILTINS = dict(vars(builtins))
-"""The builtins as groundstate found them (names added since are left alone)."""
+_BUILTINS = tuple(vars(builtins).items())
+"""The builtins as groundstate found them (names added since are left alone): a tuple, which
+code run here cannot edit as it could a dict."""
 
 _MISSING = object()
 
@@ -436,22 +473,23 @@ def put_back_builtins() -> None:
     _put_back(vars(builtins), _BUILTINS)
 
 
-def _put_back(current: dict[str, Any], first: dict[str, Any]) -> None:
+def _put_back(current: dict[str, Any], first: tuple[tuple[str, Any], ...]) -> None:
     """Bind each name of *first* in *current* as in *first* (names added since left alone).
     Nothing rebound, the usual case, is found in one pass in C (three times per attempt over
     the builtins' 160 names)."""
-    if all(map(is_, map(current.get, first, repeat(_MISSING)), first.values())):
+    if not first:
         return
-    for name, value in first.items():
+    names, values = zip(*first, strict=True)
+    if all(map(is_, map(current.get, names, repeat(_MISSING)), values)):
+        return
+    for name, value in first:
         if current.get(name, _MISSING) is not value:
             current[name] = value
 
 
-def _put_back_registry(current: dict[Any, Any], first: dict[Any, Any]) -> None:
+def _put_back_registry(current: dict[Any, Any], first: tuple[tuple[Any, Any], ...]) -> None:
     """*current* as *first* again, entries added since taken out (compared by identity)."""
-    if len(current) != len(first) or any(
-        current.get(k, _MISSING) is not v for k, v in first.items()
-    ):
+    if len(current) != len(first) or any(current.get(k, _MISSING) is not v for k, v in first):
         current.clear()
         current.update(first)
 
@@ -539,7 +577,7 @@ def submit(
     there. The work runs in a copy of the caller's context, taken now. *given_up* is set
     when the caller stops waiting for the work (see :func:`abandon`). Returns the thread and
     the process-wide state as the work finds it (taken now, in the caller's thread)."""
-    worker, shared = _take(), _SharedHooks()
+    worker, shared = _take(), _shared_hooks()
     worker.give((work, name, copy_context(), done, given_up or threading.Event(), shared))
     return worker, shared
 
@@ -580,7 +618,7 @@ def abandon(finished: asyncio.Future[Any]) -> None:
     if event is not None and not event.is_set():
         event.set()
         if event.shared is not None:
-            event.shared.put_back(streams=True)
+            _put_back_shared(event.shared, streams=True)
         if event.worker is not None:
             event.worker.not_joined_at_exit()
 
