@@ -20,7 +20,7 @@ from groundstate.loopthreads import IDLE_NAME, Work, in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import HANG, EditTask
+from .conftest import HANG, EditTask, in_a_fresh_process
 
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="unset")
 
@@ -40,13 +40,22 @@ def _where() -> Coroutine[Any, Any, tuple[int, int, str]]:
     return where()
 
 
-def test_a_clean_piece_of_work_leaves_its_thread_and_loop_for_the_next() -> None:
+def _two_pieces() -> tuple[tuple[int, int, str], tuple[int, int, str], list[str]]:
+    """Two pieces of work run one after the other: where each ran, and the names of the
+    threads with the first's identity afterwards."""
     first = _run(_where, "first")
     second = _run(_where, "second")
+    return first, second, [t.name for t in threading.enumerate() if t.ident == first[0]]
+
+
+def test_a_clean_piece_of_work_leaves_its_thread_and_loop_for_the_next() -> None:
+    """(In a fresh process: in the suite's, a thread an earlier test left working can finish
+    and park between the two pieces, and the second piece, taking the thread parked last,
+    runs on it.)"""
+    first, second, names = in_a_fresh_process(_two_pieces)
     assert first[:2] == second[:2]  # the same thread, the same loop
     assert (first[2], second[2]) == ("first", "second")
-    idle = [t for t in threading.enumerate() if t.ident == first[0]]
-    assert idle and idle[0].name == IDLE_NAME
+    assert names == [IDLE_NAME]
 
 
 def test_context_is_the_submitters_and_changes_stay_with_their_work() -> None:

@@ -235,13 +235,16 @@ def test_a_harness_function_given_a_value_equal_copy_of_its_code_is_found(bank: 
 
 
 def test_put_back_binds_what_was_deleted_rebound_or_none() -> None:
-    first: dict[str, Any] = {"none": None, "one": 1, "fn": len, "gone": max}
-    current: dict[str, Any] = {"none": None, "one": 1, "fn": len, "gone": max, "added": 3}
+    bound: dict[str, Any] = {"none": None, "one": 1, "fn": len, "gone": max}
+    first = tuple(bound.items())
+    current: dict[str, Any] = {**bound, "added": 3}
     _put_back(current, first)
-    assert current == {**first, "added": 3}
+    assert current == {**bound, "added": 3}
     del current["none"]
     current["fn"] = lambda value: 0
     del current["gone"]
     _put_back(current, first)
-    assert current == {**first, "added": 3}
+    assert current == {**bound, "added": 3}
+    _put_back(current, ())  # nothing to put back
+    assert current == {**bound, "added": 3}
     assert current["fn"] is len and current["gone"] is max and "none" in current
