@@ -1,0 +1,252 @@
+"""Twenty-third round, imports: what a log lists of its own samples is held to what it holds,
+and τ² full-duplex runs' tokens.
+
+- An Inspect ``.eval`` archive lists every sample it wrote in its summaries (``summaries.json``
+  once finished, written by ``EvalRecorder.log_finish`` whatever the status, with or without
+  ``results``; else the journal's ``_journal/summaries/<n>.json``): a listed sample without
+  its member is a record lost or taken out, whose attempt would leave every denominator.
+  ``results`` is absent when no sample was scored (every sample errored), so the check by
+  ``total_samples`` said nothing there.
+- A sample both logged and listed among the early stops (which Inspect returns before it
+  logs anything: ``task/run.py``, ``early_stopping.schedule_sample``) is a contradiction.
+- τ² full-duplex (audio-native) simulations have no ``messages`` (their turns come from
+  ticks); their agent's usage is ``agent_usage`` (``SessionUsage``: ``records`` of
+  ``UsageRecord`` with ``input_tokens`` / ``output_tokens``), which was not read.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.errors import SpecError
+from groundstate.importers import import_file, open_source
+from groundstate.store import RunStore
+from tests.test_imports_formats import EVAL, PLAN, Store, log, sample, write_json
+from tests.test_imports_tau2_versions import monolithic, simulation
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path)
+
+
+def _summary(s: dict[str, Any]) -> dict[str, Any]:
+    """An ``EvalSampleSummary`` of *s*, as Inspect lists it."""
+    error = s.get("error")
+    return {"id": s["id"], "epoch": s["epoch"], "input": "q", "target": "a",
+            "scores": s.get("scores"), "error": error["message"] if error else None,
+            "limit": None, "completed": True, "uuid": s.get("uuid")}  # fmt: skip
+
+
+def _archive(
+    path: Path,
+    held: list[dict[str, Any]],
+    listed: list[dict[str, Any]],
+    *,
+    finished: bool = True,
+    results: dict[str, Any] | None = None,
+    status: str = "success",
+    raw: str | None = None,
+) -> Path:
+    """An ``.eval`` archive holding the samples *held*, its summaries listing *listed*
+    (``summaries.json`` when *finished*, else one journal summary per sample; *raw*: the
+    text of ``summaries.json`` instead)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("_journal/start.json", json.dumps({"version": 2, "eval": EVAL,
+                                                            "plan": PLAN}))  # fmt: skip
+        for s in held:
+            archive.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+        summaries = [_summary(s) for s in listed]
+        if finished:
+            header = {**log(None, status=status), "results": results}
+            del header["samples"]
+            archive.writestr("header.json", json.dumps(header))
+            archive.writestr("summaries.json", json.dumps(summaries) if raw is None else raw)
+        else:
+            for number, summary in enumerate(summaries, start=1):
+                archive.writestr(f"_journal/summaries/{number}.json", json.dumps([summary]))
+    return path
+
+
+def _errored(sample_id: Any, epoch: int) -> dict[str, Any]:
+    return sample(sample_id, epoch, {}, error={"message": "RuntimeError('boom')",
+                                               "traceback": "", "traceback_ansi": ""})  # fmt: skip
+
+
+def _passed(sample_id: Any, epoch: int) -> dict[str, Any]:
+    return sample(sample_id, epoch, {"match": {"value": "C"}})
+
+
+def _outcomes(path: Path, tmp_path: Path) -> dict[tuple[str, int | str], str]:
+    with RunStore(tmp_path / "o.db") as runs:
+        batch = import_file(path, "x", runs).batch.batch_id
+        return {(r.task_id, r.attempt): r.terminal_reason for r in runs.runs(batch)}
+
+
+# --- Inspect: summaries listing a sample the archive does not hold ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "results"),
+    [("error", None), ("success", None), ("success", {"scores": [], "completed_samples": 2})],
+    ids=["errored-no-results", "finished-no-results", "results-without-total"],
+)
+def test_a_sample_its_summaries_list_and_the_archive_lost_is_refused(
+    store: Store, tmp_path: Path, status: str, results: dict[str, Any] | None
+) -> None:
+    every = [_errored(1, 1), _errored(2, 1), _errored(3, 1)]
+    path = _archive(tmp_path / "lost.eval", every[:2], every, results=results, status=status)
+    err = store.refused(path)
+    assert "summaries.json[2]" in err and "3" in err and "epoch 1" in err
+
+
+def test_a_sample_the_journal_lists_and_an_unfinished_archive_lost_is_refused(
+    store: Store, tmp_path: Path
+) -> None:
+    every = [_passed("a", 1), _errored("b", 1), _passed("a", 2)]
+    path = _archive(tmp_path / "running.eval", [every[0], every[2]], every, finished=False)
+    err = store.refused(path)
+    assert "_journal/summaries/2.json[0]" in err and "'b'" in err
+
+
+def test_an_archive_holding_what_its_summaries_list_imports(tmp_path: Path) -> None:
+    """Control: ids as integers and text, two epochs, errored samples counted as failures."""
+    every = [_passed(1, 1), _errored(1, 2), _passed("x", 1), _errored("x", 2)]
+    for name, finished in (("done.eval", True), ("running.eval", False)):
+        path = _archive(tmp_path / name, every, every, finished=finished)
+        assert _outcomes(path, tmp_path) == {
+            ("1", 1): "success", ("1", 2): "agent_failure/crashed",
+            ("x", 1): "success", ("x", 2): "agent_failure/crashed",
+        }  # fmt: skip
+
+
+def test_an_archive_whose_summaries_omit_a_held_sample_imports_it(tmp_path: Path) -> None:
+    """Control: a member written before its summary was journalled (a log stopped between
+    the two) is an attempt held: imported, not refused."""
+    every = [_passed(1, 1), _errored(2, 1)]
+    path = _archive(tmp_path / "x.eval", every, every[:1], finished=False)
+    assert _outcomes(path, tmp_path) == {("1", 1): "success", ("2", 1): "agent_failure/crashed"}
+
+
+@pytest.mark.parametrize("given", ["{}", '"none"', "[1]", '[{"id": 1}]'])
+def test_summaries_not_as_inspect_writes_them_are_refused(
+    store: Store, tmp_path: Path, given: str
+) -> None:
+    path = _archive(tmp_path / "x.eval", [_passed(1, 1)], [_passed(1, 1)], raw=given)
+    assert "summaries.json" in store.refused(path)
+
+
+# --- Inspect: a sample both logged and stopped early -----------------------------------------
+
+
+def _stops(*stopped: tuple[Any, int]) -> dict[str, Any]:
+    return {
+        "scores": [], "completed_samples": 1, "total_samples": 1 + len(stopped),
+        "early_stopping": {"manager": "plateau", "metadata": {},
+                           "early_stops": [{"id": i, "epoch": e, "reason": "plateau"}
+                                           for i, e in stopped]},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_sample_logged_and_listed_as_stopped_early_is_refused(
+    store: Store, tmp_path: Path, suffix: str
+) -> None:
+    held = [_passed(1, 1), _errored(1, 2)]
+    results = _stops((1, 2))
+    if suffix == ".json":
+        path = write_json(tmp_path / "x.json", {**log(held), "results": results})
+    else:
+        path = _archive(tmp_path / "x.eval", held, held, results=results)
+    err = store.refused(path)
+    assert "early_stops[0]" in err and "epoch 2" in err
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_samples_stopped_early_and_not_logged_still_import(tmp_path: Path, suffix: str) -> None:
+    """Control: the early stops name samples the log does not hold (as Inspect writes it);
+    an id of another type (``"1"`` against ``1``) is read as the same task, as everywhere."""
+    held = [_passed(1, 1)]
+    results = _stops((1, 2), (2, 1))
+    if suffix == ".json":
+        path = write_json(tmp_path / "x.json", {**log(held), "results": results})
+    else:
+        path = _archive(tmp_path / "x.eval", held, held, results=results)
+    assert _outcomes(path, tmp_path) == {("1", 1): "success"}
+
+
+# --- τ² full-duplex: agent_usage -------------------------------------------------------------
+
+
+def _usage(*records: dict[str, Any], cost: float | None = 0.12) -> dict[str, Any]:
+    """A ``SessionUsage`` as ``build_session_usage`` writes it."""
+    return {"records": list(records), "cost": cost, "cost_breakdown": None,
+            "pricing_version": "2026-06-01", "num_raw_records": 7}  # fmt: skip
+
+
+def _record(component: str = "realtime", **meters: Any) -> dict[str, Any]:
+    return {"provider": "openai", "model": "gpt-realtime", "component": component,
+            "semantics": "delta", "scope_id": None, "tick_number": None, "billable": True,
+            **meters}  # fmt: skip
+
+
+def _tokens(path: Path) -> list[Any]:
+    return [row.tokens for row in open_source(path).rows()]
+
+
+def test_a_full_duplex_runs_agent_usage_gives_its_tokens(tmp_path: Path) -> None:
+    usage = _usage(
+        _record(input_tokens=1200, output_tokens=300, input_audio_tokens=900),
+        _record("llm", input_tokens=50, output_tokens=7),
+        _record("stt", audio_input_seconds=12.5),
+        _record("tts", characters=400),
+    )
+    sims = [simulation("a", "1", 0, messages=None, agent_cost=0.12, agent_usage=usage)]
+    assert _tokens(monolithic(tmp_path, sims)) == [(1250, 307)]
+
+
+def test_agent_usage_without_token_meters_leaves_tokens_unknown(tmp_path: Path) -> None:
+    """Control: a cascaded pipeline's speech legs count seconds and characters, not tokens;
+    a run without agent_usage still reads its messages' usage."""
+    spoken = _usage(_record("stt", audio_input_seconds=3.0), _record("tts", characters=9))
+    messages = [{"role": "assistant", "content": "hi",
+                 "usage": {"prompt_tokens": 10, "completion_tokens": 2}}]  # fmt: skip
+    sims = [
+        simulation("a", "1", 0, messages=None, agent_usage=spoken),
+        simulation("b", "1", 1, messages=messages, agent_usage=None),
+        simulation("c", "1", 2, messages=None, agent_usage=_usage()),
+    ]
+    assert _tokens(monolithic(tmp_path, sims)) == [None, (10, 2), None]
+
+
+def test_a_record_with_one_meter_unknown_leaves_that_side_unknown(tmp_path: Path) -> None:
+    usage = _usage(
+        _record(input_tokens=5, output_tokens=None), _record(input_tokens=1, output_tokens=2)
+    )
+    sims = [simulation("a", "1", 0, messages=None, agent_usage=usage)]
+    assert _tokens(monolithic(tmp_path, sims)) == [(6, None)]
+
+
+@pytest.mark.parametrize(
+    ("usage", "field"),
+    [
+        ("all", "agent_usage"),
+        ({"records": {"a": 1}}, "agent_usage.records"),
+        ({"records": [7]}, "agent_usage.records[0]"),
+        ({"records": [{"input_tokens": -3, "output_tokens": 1}]}, "input_tokens"),
+        ({"records": [{"input_tokens": 1, "output_tokens": "many"}]}, "output_tokens"),
+    ],
+)
+def test_agent_usage_not_as_tau2_writes_it_is_refused(
+    store: Store, tmp_path: Path, usage: Any, field: str
+) -> None:
+    sims = [simulation("a", "1", 0, messages=None, agent_usage=usage)]
+    path = monolithic(tmp_path, sims)
+    assert field in store.refused(path)
+    with pytest.raises(SpecError):
+        list(open_source(path).rows())
