@@ -250,3 +250,94 @@ def test_agent_usage_not_as_tau2_writes_it_is_refused(
     assert field in store.refused(path)
     with pytest.raises(SpecError):
         list(open_source(path).rows())
+
+
+# --- SWE-bench: instances' reports read value by value ---------------------------------------
+
+
+def _instance(resolved: bool, applied: bool = True, tests: int = 2) -> dict[str, Any]:
+    """One instance's entry as ``get_eval_report`` writes it, *tests* names in its status."""
+    names = [f"tests/test_a.py::test_{n}" for n in range(tests)]
+    return {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": applied,
+            "resolved": resolved, "tests_status": {
+                "FAIL_TO_PASS": {"success": names if resolved else [], "failure": []},
+                "PASS_TO_PASS": {"success": [], "failure": [] if resolved else names}}}  # fmt: skip
+
+
+REPORTS = {"a__a-1": _instance(True), "b__b-2": _instance(False),
+           "c__c-3": _instance(False, applied=False)}  # fmt: skip
+EXPECTED = {
+    ("a__a-1", 1): "success",
+    ("b__b-2", 1): "agent_failure/unresolved",
+    ("c__c-3", 1): "agent_failure/ungraded",
+}
+
+
+def test_a_large_swe_bench_reports_file_is_imported_in_bounded_memory(tmp_path: Path) -> None:
+    """Instances' reports in one object (``{instance_id: report.json's entry}``) were read
+    whole, twice (to tell the format, then to import): a 120 MB file took several hundred MB
+    over a 1 MB one's; read instance by instance, each kept without its tests' names, a few
+    MB. The bound, 40 MB, is a third of the file."""
+    from tests.test_imports2_round21 import _peak
+
+    small = _peak(tmp_path, 1, "swe-bench", False)
+    large = _peak(tmp_path, 120, "swe-bench", False)
+    assert large - small < 40_000, (small, large)
+
+
+@pytest.mark.parametrize(
+    "form",
+    ["object", "indented", "lines", "concatenated"],
+)
+def test_swe_bench_reports_read_value_by_value_give_the_same_verdicts(
+    tmp_path: Path, form: str
+) -> None:
+    """One object (on one line or indented), one report per line (``jq -c``), or reports one
+    after another (``cat */report.json``: several indented objects, which a whole parse
+    refused as extra data)."""
+    path = tmp_path / "reports.json"
+    items = list(REPORTS.items())
+    if form == "object":
+        path.write_text(json.dumps(REPORTS))
+    elif form == "indented":
+        path.write_text(json.dumps(REPORTS, indent=4))
+    elif form == "lines":
+        path.write_text("".join(json.dumps(dict([item])) + "\n" for item in items))
+    else:
+        path.write_text("".join(json.dumps(dict([item]), indent=4) + "\n" for item in items))
+    assert _outcomes(path, tmp_path) == EXPECTED
+    assert open_source(path).system()["report"] == "instance"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"a__a-1": {"resolved": true, "patch_exists": true}', "reports.json:1: not valid JSON"),
+        (
+            '{"a__a-1": {"resolved": true, "patch_exists": true}}\n{"b__b-2": {"resol',
+            "reports.json:2: not valid JSON",
+        ),
+        (
+            '{"a__a-1": {"resolved": true, "patch_exists": true}}\n[1]\n',
+            "reports.json:2: must be an object of instances' reports",
+        ),
+        (
+            '{"a__a-1": {"resolved": true, "patch_exists": true}}\n\n'
+            '{"a__a-1": {"resolved": false, "patch_exists": true}}\n',
+            "reports.json:3: a__a-1: the instance's report is also on line 1",
+        ),
+        (
+            '{"a__a-1": {"resolved": true, "patch_exists": true, "resolved": false}}',
+            "the key appears twice",
+        ),
+        (json.dumps({"resolved_ids": ["a"], "unresolved_ids": []}) + "\n{}", "Extra data"),
+    ],
+    ids=["cut", "cut-second", "not-an-object", "twice", "key-twice", "after-a-run-report"],
+)
+def test_damaged_swe_bench_reports_are_refused_naming_where(
+    store: Store, tmp_path: Path, text: str, said: str
+) -> None:
+    path = tmp_path / "reports.json"
+    path.write_text(text)
+    assert said in store.refused(path, "--format", "swe-bench")
+    assert said in store.refused(path)
