@@ -341,3 +341,49 @@ def test_damaged_swe_bench_reports_are_refused_naming_where(
     path.write_text(text)
     assert said in store.refused(path, "--format", "swe-bench")
     assert said in store.refused(path)
+
+
+# --- SWE-bench: a model's folder of logs with an empty report.json ---------------------------
+
+
+def _logs(root: Path, **reports: str | None) -> Path:
+    """``logs/run_evaluation/<run_id>/<model>/``: a folder per instance, with its log and (when
+    given) its ``report.json`` text."""
+    model = root / "logs" / "run_evaluation" / "run1" / "openai__gpt-4o"
+    for name, text in reports.items():
+        folder = model / name
+        folder.mkdir(parents=True)
+        (folder / "run_instance.log").write_text("Evaluation log\n")
+        if text is not None:
+            (folder / "report.json").write_text(text)
+    return model
+
+
+def _report_of(name: str, resolved: bool) -> str:
+    return json.dumps({name: _instance(resolved)}, indent=4)
+
+
+@pytest.mark.parametrize(
+    ("errors", "reason"),
+    [("agent", "agent_failure/crashed"), ("environment", "environment_failure/harness_error")],
+)
+def test_an_empty_instance_report_is_an_error_as_swe_bench_counts_it(
+    store: Store, tmp_path: Path, errors: str, reason: str
+) -> None:
+    """``run_instance`` opens ``report.json`` before writing it; an evaluation stopped between
+    the two leaves it empty, which ``make_run_report`` counts in ``error_ids``. The whole
+    folder was refused ("not valid JSON"), so the run could not be imported at all."""
+    folder = _logs(tmp_path, a=_report_of("a", True), b="", c="  \n", d=None)
+    batch = store.imported(folder, "--errors", errors)
+    assert store.runs(batch) == {
+        ("a", 1, 0): ("success", None), ("b", 1, 0): (reason, None),
+        ("c", 1, 0): (reason, None), ("d", 1, 0): (reason, None),
+    }  # fmt: skip
+
+
+def test_a_cut_instance_report_is_still_refused(store: Store, tmp_path: Path) -> None:
+    """Control: a report cut mid-record is no report SWE-bench wrote whole: refused, naming
+    the file."""
+    folder = _logs(tmp_path, a=_report_of("a", True), b=_report_of("b", False)[:40])
+    err = store.refused(folder)
+    assert "b/report.json" in err and "not valid JSON" in err

@@ -333,7 +333,8 @@ class SweBenchSource:
 
     def _folder(self) -> list[Outcome]:
         """A model's folder of a run's logs: each instance folder's ``report.json``; one with
-        a log and no report is an evaluation that raised (SWE-bench's ``error_ids``)."""
+        a log and no report, or an empty one, is an evaluation that raised (SWE-bench's
+        ``error_ids``)."""
         outcomes = []
         for folder in self._instance_folders():
             file = folder / "report.json"
@@ -341,6 +342,12 @@ class SweBenchSource:
                 origin = {"report": "missing"}
                 where = str(folder / "run_instance.log")
                 outcomes.append(Outcome(where, folder.name, ERROR_REASONS, origin, "no report"))
+                continue
+            if _empty(file):  # opened and never written: make_run_report's error_ids too
+                origin = {"report": "empty"}
+                outcomes.append(
+                    Outcome(str(file), folder.name, ERROR_REASONS, origin, "empty report")
+                )
                 continue
             report = read_json_object(file, "an instance's report.json")
             if list(report) != [folder.name]:
@@ -583,6 +590,14 @@ def _slim(value: Any) -> Any:
     if isinstance(value, dict) and "tests_status" in value and len(set(value) & INSTANCE_KEYS) >= 2:
         return {**value, "tests_status": None}
     return value
+
+
+def _empty(file: Path) -> bool:
+    """*file* holds nothing but white space: ``run_instance`` opens ``report.json`` for
+    writing before it writes the report, so an evaluation that stopped between the two leaves
+    it so, and ``make_run_report`` counts such an instance in ``error_ids``."""
+    with file.open("rb") as handle:
+        return not handle.read(1 << 16).strip() and not handle.read(1)
 
 
 def _nested(instance: str, held: dict[str, str]) -> None:
