@@ -387,3 +387,64 @@ def test_a_cut_instance_report_is_still_refused(store: Store, tmp_path: Path) ->
     folder = _logs(tmp_path, a=_report_of("a", True), b=_report_of("b", False)[:40])
     err = store.refused(folder)
     assert "b/report.json" in err and "not valid JSON" in err
+
+
+# --- Harbor: a job's trials held without their rollouts --------------------------------------
+
+
+def _rolled_out(index: int, tokens: int) -> dict[str, Any]:
+    """A Harbor trial whose ``agent_result`` keeps its rollout (token ids and log-probabilities
+    of each model call, as an RL run keeps them) and a multi-step one's step likewise."""
+    from tests.test_imports_harbor import trial
+
+    rollout = [{"prompt_token_ids": [list(range(1000, 1000 + tokens))],
+                "completion_token_ids": [list(range(tokens))],
+                "logprobs": [[-0.5] * tokens]}]  # fmt: skip
+    made = trial(f"t{index % 4}", f"t{index % 4}__{index}", {"reward": index % 2}, minute=index)
+    made["agent_result"] = {**made["agent_result"], "rollout_details": rollout}
+    return made
+
+
+def test_a_harbor_jobs_trials_are_held_without_their_rollouts(tmp_path: Path) -> None:
+    """A job's trials are all held (sorted by when they started) before any is stored: each
+    with its rollout, memory grew with every token id of the job (20 trials of 3 x 40,000
+    numbers: more than 40 MB held); without them (nothing here reads them), a trial's
+    verdict, cost and tokens."""
+    import tracemalloc
+
+    from tests.test_imports_harbor import job
+
+    folder = job(tmp_path / "job", [_rolled_out(i, 40_000) for i in range(20)])
+    with RunStore(tmp_path / "h.db") as runs:
+        tracemalloc.start()
+        try:
+            report = import_file(folder, "x", runs)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        rows = runs.runs(report.batch.batch_id)
+    assert len(rows) == 20 and sum(r.success for r in rows) == 10
+    assert peak < 25_000_000, peak
+
+
+def test_harbor_trials_without_their_rollouts_keep_their_verdicts_and_usage(
+    store: Store, tmp_path: Path
+) -> None:
+    """Control: the slimmed trials give what the whole ones gave (verdict, cost, tokens), a
+    multi-step trial's steps included."""
+    from tests.test_imports_harbor import job, trial
+
+    stepped = trial("t9", "t9__s", {"reward": 1}, minute=30, agent_result=None,
+                    step_results=[{"step_name": "a", "agent_result": {
+                        "n_input_tokens": 5, "n_output_tokens": 1, "cost_usd": 0.5,
+                        "rollout_details": [{"logprobs": [[-1.0]]}], "metadata": {"x": 1}},
+                        "verifier_result": {"rewards": {"reward": 1}},
+                        "exception_info": None}])  # fmt: skip
+    folder = job(tmp_path / "job", [_rolled_out(0, 10), _rolled_out(1, 10), stepped])
+    sources = open_source(folder)
+    rows = {r.label: (r.success, r.cost, r.tokens) for r in sources.rows()}
+    assert rows == {
+        "t0__0": (False, 0.25, (1200, 300)),
+        "t1__1": (True, 0.25, (1200, 300)),
+        "t9__s": (True, 0.5, (5, 1)),
+    }
