@@ -1,6 +1,6 @@
-"""Import of a large JSON document: an Inspect ``.json`` log, a τ² results file or Terminal-Bench
-results (prints figures; not a test, though ``tests/test_imports2_round21.py`` and
-``tests/test_imports_round22.py`` run it small).
+"""Import of a large JSON document: an Inspect ``.json`` log, a τ² results file, Terminal-Bench
+results, an AppWorld evaluation or SWE-bench instances' reports (prints figures; not a test,
+though ``tests/test_imports2_round21.py`` and later rounds' tests run it small).
 
 Writes a document of about ``--megabytes`` MB (samples, simulations or trials of about 500 KB each,
 their transcripts a hundred messages of 5 KB), imports it with the command line in a child
@@ -81,8 +81,21 @@ def _task(index: int) -> dict[str, Any]:
             if failed else []}  # fmt: skip
 
 
+def _instance(index: int) -> dict[str, Any]:
+    """A SWE-bench instance's ``report.json`` entry, its tests' names (``tests_status``, not
+    what the import stores) as long as a record's transcript."""
+    names = [f"tests/test_{index}.py::test_{n}_" + MESSAGE for n in range(RECORD_MESSAGES)]
+    status = {"FAIL_TO_PASS": {"success": names[:1], "failure": []},
+              "PASS_TO_PASS": {"success": names[1:], "failure": []},
+              "FAIL_TO_FAIL": {"success": [], "failure": []},
+              "PASS_TO_FAIL": {"success": [], "failure": []}}  # fmt: skip
+    return {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": True,
+            "resolved": index % 3 != 0, "tests_status": status}  # fmt: skip
+
+
 RECORDS = {
     "inspect": _sample, "tau2-bench": _simulation, "terminal-bench": _trial, "appworld": _task,
+    "swe-bench": _instance,
 }  # fmt: skip
 
 
@@ -103,6 +116,8 @@ def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False
         key = "simulations"
     elif kind == "appworld":  # its tasks are an object's members, not a list's elements
         return _write_appworld(path, count, "" if one_line else "\n")
+    elif kind == "swe-bench":  # instances' reports: an object's members, by instance id
+        return _write_reports(path, count, "" if one_line else "\n")
     else:  # the figures tb run computes from its trials come after them
         head, key = {"id": "run"}, "results"
         resolved = [f"task{i}" for i in range(count) if i % 3 != 0]
@@ -126,6 +141,17 @@ def _write_appworld(path: Path, count: int, brk: str) -> int:
             name = f"s{index // 2}_{index % 2 + 1}"
             out.write(("" if index == 0 else f",{brk}") + f'"{name}": ' + json.dumps(_task(index)))
         out.write(f"{brk}}}}}\n")
+    return count
+
+
+def _write_reports(path: Path, count: int, brk: str) -> int:
+    """*count* SWE-bench instances' reports in one object (``{instance_id: report}``)."""
+    with path.open("w", encoding="utf-8") as out:
+        out.write("{" + brk)
+        for index in range(count):
+            entry = f'"repo__repo-{index}": ' + json.dumps(_instance(index))
+            out.write(("" if index == 0 else f",{brk}") + entry)
+        out.write(f"{brk}}}\n")
     return count
 
 

@@ -308,14 +308,16 @@ def test_a_compressed_json_document_too_large_is_refused(
 ) -> None:
     """A few KiB of gzip can hold gigabytes (a decompression bomb): a document read whole is
     refused past the limit before more of it is read. (A τ-bench list is read result by
-    result since the twenty-first round's second pass, each within its own limit: a SWE-bench
-    report stands for a document read whole.)"""
-    from tests.test_imports_round11 import SWE_REPORT
+    result since the twenty-first round's second pass, each within its own limit, and a
+    SWE-bench report value by value since the twenty-third: a Harbor trial's result stands
+    for a document read whole.)"""
+    from tests.test_imports_harbor import trial
 
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1000)
-    path = tmp_path / "report.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({**SWE_REPORT, "padding": "x" * 2000}).encode()))
-    err = store.refused(path)
+    path = tmp_path / "result.json.gz"
+    padded = {**trial("t1", "t1__a"), "padding": "x" * 2000}
+    path.write_bytes(gzip.compress(json.dumps(padded).encode()))
+    err = store.refused(path, "--format", "harbor")
     assert "over 0 MiB uncompressed: decompress it and give the file" in err
 
 

@@ -45,8 +45,9 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
-from groundstate.importers.stream import RECORD_LIMIT, TooLarge, json_stream
+from groundstate.importers.stream import RECORD_LIMIT, JsonStream, TooLarge, json_stream
 from groundstate.importers.swebench import (
+    INSTANCE_KEYS,
     SweBenchSource,
     logs_folder,
     swe_bench_report,
@@ -278,7 +279,10 @@ def _streamed_format(path: Path) -> Format | None:
                 return "inspect"
             trials |= key == "results" and stream.peek() == "["
             try:
-                stream.skip(key)
+                if len(keys) > 1 or stream.peek() != "{":
+                    stream.skip(key)
+                elif _instance_report(stream, key):  # read past, whatever it is
+                    return "swe-bench"  # {instance_id: report.json's verdict, ...}
             except TooLarge:  # a value no record of theirs holds: read whole, as before
                 return None
     if trials and keys >= SWE_BENCH_KEYS:  # as terminal_bench() tells it from the whole
@@ -286,6 +290,17 @@ def _streamed_format(path: Path) -> Format | None:
     if keys >= APPWORLD_KEYS and _object_format(dict.fromkeys(keys)) == "appworld":
         return "appworld"  # told by its keys alone, as from the whole
     return None
+
+
+def _instance_report(stream: JsonStream, key: str) -> bool:
+    """The object that comes next (the document's first value, at *key*) is an instance's
+    ``report.json`` entry, as :func:`swebench.instance_reports` tells it: its keys are read,
+    its values (a report's ``tests_status``: every test's name) read past."""
+    inner: set[str] = set()
+    for name in stream.members(key):
+        inner.add(name)
+        stream.skip(f"{key}.{name}")
+    return len(inner & INSTANCE_KEYS) >= 2
 
 
 SWE_BENCH_KEYS = frozenset({"resolved_ids", "unresolved_ids"})

@@ -127,7 +127,7 @@ class HarborSource:
         for key in ("n_total_trials", "stats"):
             if key not in data:
                 raise SpecError(file, key, "required: a Harbor job result has it")
-        found = [(str(f), read_json(f)) for f in sorted(file.parent.glob("*/result.json"))]
+        found = [(str(f), _slim(read_json(f))) for f in sorted(file.parent.glob("*/result.json"))]
         if not found:
             inline = data.get("trial_results")
             if not isinstance(inline, list) or not inline:
@@ -381,6 +381,37 @@ class HarborSource:
 
 TRIAL_KEYS = frozenset({"trial_name", "task_name"})
 JOB_KEYS = frozenset({"n_total_trials", "stats"})
+
+
+UNREAD = ("rollout_details", "metadata")
+"""What an ``AgentContext`` (a trial's, or a step's, ``agent_result``) holds that decides
+nothing here: each model call's token ids and log-probabilities (kept for reinforcement
+learning), and the agent's own notes; the bulk of a trial's file."""
+
+
+def _slim(trial: Any) -> Any:
+    """*trial* without the values of :data:`UNREAD` (their keys kept), so that a job's
+    trials, all held to be sorted by when they started, take memory by their verdicts, not
+    by their rollouts (each file is read whole, one at a time)."""
+    if not isinstance(trial, dict):
+        return trial
+    slim = {**trial, "agent_result": _slim_context(trial.get("agent_result"))}
+    if "agent_result" not in trial:
+        del slim["agent_result"]
+    steps = trial.get("step_results")
+    if isinstance(steps, list):
+        slim["step_results"] = [
+            {**s, "agent_result": _slim_context(s["agent_result"])}
+            if isinstance(s, dict) and "agent_result" in s else s
+            for s in steps
+        ]  # fmt: skip
+    return slim
+
+
+def _slim_context(context: Any) -> Any:
+    if not isinstance(context, dict):
+        return context
+    return {k: None if k in UNREAD else v for k, v in context.items()}
 
 
 def is_trial(data: Any) -> bool:

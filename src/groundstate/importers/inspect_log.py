@@ -127,6 +127,9 @@ class InspectSource:
     """Samples carrying :data:`OWN_METADATA` in a log our export did not write (ignored)."""
     _edited: int = 0
     """Samples whose deciding score was edited after the run (named in a warning)."""
+    _logged: set[tuple[str, int]] = field(default_factory=set)
+    """The (sample id, epoch) of each sample read: what the log's own lists of its samples
+    (summaries, early stops) are checked against."""
 
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
@@ -137,6 +140,7 @@ class InspectSource:
                 f"{self._header().get('status', 'started')!r}): run with --no-log-samples, or "
                 "stopped before any sample was written; its summary figures are no attempts",
             )  # fmt: skip
+        self._check_listed()
         if self.scorer is None and len(self._scores_seen) > 1:
             # each sample was decided by its own scorer: no one scorer's figure
             names = ", ".join(sorted(self._scores_seen))
@@ -209,6 +213,51 @@ class InspectSource:
             )
         return warnings
 
+    def _check_listed(self) -> None:
+        """The samples the log lists, against those it holds. An archive's summaries
+        (``summaries.json`` once finished, else the journal's ``_journal/summaries/<n>.json``)
+        list every sample Inspect wrote, errored ones too, with or without ``results``
+        (absent when no sample was scored): a sample listed and not held is a record lost
+        or taken out, which would leave its attempt (often a failure) out of every
+        denominator. A sample held and also among the early stops (which Inspect never runs,
+        so never logs) is a log that contradicts itself. Either is refused: which to believe
+        is not this reader's to guess."""
+        for where, sample_id, epoch in self._listed():
+            if (sample_id, epoch) not in self._logged:
+                raise SpecError(
+                    where, "id", f"sample {sample_id!r} epoch {epoch} is listed, but the "
+                    f"archive holds no record of it (samples/{sample_id}_epoch_{epoch}.json): "
+                    "a sample record lost or taken out would leave its attempt out of every "
+                    "denominator",
+                )  # fmt: skip
+        results = self._header().get("results")
+        for index, stop in enumerate(_early_stops(results)):
+            key = _stop_key(stop)
+            if key is not None and key in self._logged:
+                raise SpecError(
+                    f"{self.path}:results.early_stopping.early_stops[{index}]", "id",
+                    f"sample {key[0]!r} epoch {key[1]} is listed as stopped early (never run), "
+                    "but the log holds its record: the log contradicts itself",
+                )  # fmt: skip
+
+    def _listed(self) -> Iterator[tuple[str, str, int]]:
+        """An archive's sample summaries: where each is, its sample's id and epoch (none for
+        a ``.json`` log, whose samples are its only list of them)."""
+        if not self._is_archive():
+            return
+        with self._archive() as archive:
+            for member in _summary_members(archive):
+                listed = _member(self.path, archive, member)
+                if not isinstance(listed, list):
+                    kind = type(listed).__name__
+                    raise SpecError(f"{self.path}!{member}", None, f"a list of sample "
+                                    f"summaries, got {kind}")  # fmt: skip
+                for index, summary in enumerate(listed):
+                    where = f"{self.path}!{member}[{index}]"
+                    summary = mapping(where, "summary", summary)
+                    sample_id = task_key(where, "id", summary.get("id"))
+                    yield where, sample_id, _epoch(where, summary.get("epoch"))
+
     def _missing(self, results: Any, stopped: int) -> str | None:
         """What a finished log says it ran and does not hold: ``results.total_samples`` (its
         samples times its epochs) less the samples stopped early is the samples it logged. A
@@ -239,6 +288,7 @@ class InspectSource:
             self._read = index
             sample = mapping(where, "sample", sample)
             row = self._row(where, index, sample)  # counts a foreign verdict it ignores
+            self._logged.add((row.task_id, _epoch(where, sample.get("epoch"))))
             own = _own(sample) if self._exported else None
             if own is not None and isinstance(own.get(EARLIER_TRIES), list):
                 yield from _earlier_tries(where, row, own[EARLIER_TRIES])
@@ -579,6 +629,32 @@ def _early_stops(results: Any) -> list[Any]:
     summary = results.get("early_stopping") if isinstance(results, dict) else None
     stops = summary.get("early_stops") if isinstance(summary, dict) else None
     return stops if isinstance(stops, list) else []
+
+
+def _stop_key(stop: Any) -> tuple[str, int] | None:
+    """An early stop's sample id (as a task key) and epoch; ``None`` when it names none."""
+    if not isinstance(stop, dict):
+        return None
+    sample_id, epoch = stop.get("id"), stop.get("epoch")
+    if isinstance(sample_id, bool) or not isinstance(sample_id, str | int) or sample_id == "":
+        return None
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        return None
+    return task_key("", "id", sample_id), epoch
+
+
+SUMMARIES = "summaries.json"
+JOURNAL_SUMMARY = re.compile(r"_journal/summaries/(\d+)\.json")
+
+
+def _summary_members(archive: zipfile.ZipFile) -> list[str]:
+    """The members listing the archive's samples: ``summaries.json`` (written when the eval
+    finished), else the journal's, in the order written (an unfinished log)."""
+    names = archive.namelist()
+    if SUMMARIES in names:
+        return [SUMMARIES]
+    journal = {int(m.group(1)): name for name in names if (m := JOURNAL_SUMMARY.fullmatch(name))}
+    return [journal[n] for n in sorted(journal)]
 
 
 def _stopped_early(path: Path, results: Any, stopped: list[Any]) -> str:

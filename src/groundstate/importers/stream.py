@@ -71,6 +71,12 @@ class JsonStream:
             if not self._read(CHUNK):
                 return ""
 
+    @property
+    def line(self) -> int:
+        """The line the next value starts on (past white space), counted from 1."""
+        self.peek()
+        return self._lines + self._text.count("\n", 0, self._pos) + 1
+
     def members(self, field: str = "") -> Iterator[str]:
         """The keys of the object that comes next, in order. The caller reads each key's value
         (:meth:`value`, :meth:`elements`) before asking for the next key; a value it does not

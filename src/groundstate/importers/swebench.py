@@ -22,7 +22,6 @@ every attempt is labelled 1.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import SpecError
-from groundstate.importers.compressed import DAMAGED, read_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
     UNGRADED,
@@ -40,10 +38,10 @@ from groundstate.importers.rows import (
     as_integer,
     count,
     lax,
-    parse_json,
     read_json_object,
     task_key,
 )
+from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
 
 End = str | Mapping[str, str]
 """A terminal reason, or the policy (:data:`ERROR_REASONS`, :data:`UNGRADED`) whose entry
@@ -148,7 +146,7 @@ class SweBenchSource:
 
     @cached_property
     def _report(self) -> dict[str, Any]:
-        report = _report_lines(self.path) or read_json_object(self.path, "a SWE-bench report")
+        report = _read_report(self.path)
         if terminal_bench(report):
             raise SpecError(
                 self.path, "results", "a Terminal-Bench results file, not a SWE-bench run "
@@ -335,7 +333,8 @@ class SweBenchSource:
 
     def _folder(self) -> list[Outcome]:
         """A model's folder of a run's logs: each instance folder's ``report.json``; one with
-        a log and no report is an evaluation that raised (SWE-bench's ``error_ids``)."""
+        a log and no report, or an empty one, is an evaluation that raised (SWE-bench's
+        ``error_ids``)."""
         outcomes = []
         for folder in self._instance_folders():
             file = folder / "report.json"
@@ -343,6 +342,12 @@ class SweBenchSource:
                 origin = {"report": "missing"}
                 where = str(folder / "run_instance.log")
                 outcomes.append(Outcome(where, folder.name, ERROR_REASONS, origin, "no report"))
+                continue
+            if _empty(file):  # opened and never written: make_run_report's error_ids too
+                origin = {"report": "empty"}
+                outcomes.append(
+                    Outcome(str(file), folder.name, ERROR_REASONS, origin, "empty report")
+                )
                 continue
             report = read_json_object(file, "an instance's report.json")
             if list(report) != [folder.name]:
@@ -543,42 +548,56 @@ class SweBenchSource:
         }
 
 
-def _report_lines(path: Path) -> dict[str, Any] | None:
-    """Instances' reports one per line (``jq -c . */report.json``), merged; ``None`` when
-    *path* is not such JSON Lines (its first line not a whole report, or its only line)."""
-    try:
-        lines = read_bytes(path).decode("utf-8-sig").splitlines()
-    except DAMAGED:
-        return None  # the whole-document reader names why
-    except ValueError:  # too large uncompressed, or not UTF-8: likewise
-        return None
-    first = _whole(lines[0]) if lines else None
-    if not instance_reports(first) or len([line for line in lines if line.strip()]) < 2:
-        return None
-    merged: dict[str, Any] = {}
-    seen: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        part = parse_json(line, where, at_line=False)
-        if not isinstance(part, dict):
-            raise SpecError(where, None, f"must be an object of instances' reports, got {part!r}")
-        for instance, report in part.items():
-            if instance in seen:
-                raise SpecError(
-                    where, instance, f"the instance's report is also on line {seen[instance]}"
-                )
-            seen[instance] = number
-            merged[instance] = report
-    return merged
+def _read_report(path: Path) -> dict[str, Any]:
+    """The report, read value by value (:mod:`.stream`), each instance's report kept without
+    its ``tests_status`` (every test's name: the bulk of a report, which decides nothing
+    here; a file of a run's reports merged took several times its size in memory, read
+    whole). Instances' reports one object per line (``jq -c . */report.json``) or one after
+    another (``cat */report.json``) are merged, an instance given twice refused."""
+    with json_stream(path, RECORD_LIMIT) as stream:
+        if stream.peek() != "{":
+            return read_json_object(path, "a SWE-bench report")  # names what it is instead
+        first = stream.line
+        report = _object(stream)
+        if not instance_reports(report):
+            stream.end()
+            return report
+        seen = dict.fromkeys(report, first)
+        while stream.peek():
+            number = stream.line
+            where = f"{path}:{number}"
+            if stream.peek() != "{":
+                kind = type(stream.value()).__name__
+                raise SpecError(where, None, f"must be an object of instances' reports, got {kind}")
+            for instance, entry in _object(stream).items():
+                if instance in report:
+                    raise SpecError(
+                        where, instance, f"the instance's report is also on line {seen[instance]}"
+                    )
+                seen[instance] = number
+                report[instance] = entry
+    return report
 
 
-def _whole(line: str) -> Any:
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
+def _object(stream: JsonStream) -> dict[str, Any]:
+    """The object that comes next, member by member, instances' reports slimmed."""
+    return {key: _slim(stream.value(key)) for key in stream.members()}
+
+
+def _slim(value: Any) -> Any:
+    """An instance's report without the value of its ``tests_status`` (its key kept: it marks
+    the report as one); anything else as given."""
+    if isinstance(value, dict) and "tests_status" in value and len(set(value) & INSTANCE_KEYS) >= 2:
+        return {**value, "tests_status": None}
+    return value
+
+
+def _empty(file: Path) -> bool:
+    """*file* holds nothing but white space: ``run_instance`` opens ``report.json`` for
+    writing before it writes the report, so an evaluation that stopped between the two leaves
+    it so, and ``make_run_report`` counts such an instance in ``error_ids``."""
+    with file.open("rb") as handle:
+        return not handle.read(1 << 16).strip() and not handle.read(1)
 
 
 def _nested(instance: str, held: dict[str, str]) -> None:

@@ -533,7 +533,8 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         reward=None if reason == "grader_failure" else reward,  # else τ²'s own 0 for its error
         cost=None if cost is None else amount(where, "agent_cost", cost),
         latency=None if duration is None else amount(where, "duration", duration),
-        tokens=_agent_tokens(where, item.get("messages")),
+        tokens=_session_tokens(where, item.get("agent_usage"))
+        or _agent_tokens(where, item.get("messages")),
         origin={"simulation_id": item.get("id"), "termination_reason": end, "reward": reward},
         mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}"
         f"{', user simulator hallucinated' if hallucinated else ''}) -> {reason}",
@@ -639,6 +640,40 @@ def _agent_tokens(where: str, messages: Any) -> Tokens | None:
         total(
             count(where, f"messages[{i}].usage.completion_tokens", u.get("completion_tokens"))
             for i, u in used
+        ),
+    )
+
+
+def _session_tokens(where: str, usage: Any) -> Tokens | None:
+    """The agent's tokens in a full-duplex (audio-native) run: ``agent_usage`` (τ²'s
+    ``SessionUsage``), whose ``records`` are the provider's usage aggregated per provider,
+    model and component, each with ``input_tokens`` and ``output_tokens`` (cached and audio
+    tokens among them) where that component bills by tokens (a speech-to-text or
+    text-to-speech leg counts seconds or characters instead). Such a run has no
+    ``messages``: its turns are derived from ticks, which carry no usage. ``None``: no usage
+    given, or no record counting tokens (not known, never 0)."""
+    if usage is None:
+        return None
+    session = mapping(where, "agent_usage", usage)
+    records = session.get("records", [])
+    if not isinstance(records, list):
+        raise SpecError(where, "agent_usage.records", f"must be a list, got {records!r}")
+    counted = [
+        (index, mapping(where, f"agent_usage.records[{index}]", record))
+        for index, record in enumerate(records)
+    ]
+    counted = [(i, r) for i, r in counted if {"input_tokens", "output_tokens"} & r.keys()
+               and (r.get("input_tokens"), r.get("output_tokens")) != (None, None)]  # fmt: skip
+    if not counted:
+        return None
+    return (
+        total(
+            count(where, f"agent_usage.records[{i}].input_tokens", r.get("input_tokens"))
+            for i, r in counted
+        ),
+        total(
+            count(where, f"agent_usage.records[{i}].output_tokens", r.get("output_tokens"))
+            for i, r in counted
         ),
     )
 
