@@ -70,6 +70,12 @@ def _problems(root: Path) -> list[str]:
     return [str(problem) for problem in found]
 
 
+def _batches(root: Path) -> str:
+    listed = groundstate("batches", "--json", "--store", STORE, cwd=root)
+    assert listed.code == 0, listed.text
+    return listed.out
+
+
 def _replace(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, (old, path)
@@ -293,3 +299,26 @@ def test_a_fixture_database_the_harness_cannot_write_is_not_the_fixture_s_fault(
     assert refused.code == 2
     assert "does not build" not in refused.text
     assert digest(copy / STORE) == before
+
+
+# --- a system whose agent cannot be built: located as `check` locates it -----------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ("../agents/retail_agents.py:nope", "names no callable"),
+        ("os.path:join", "missing a required argument"),  # a callable of the wrong signature
+    ],
+)
+def test_a_system_whose_agent_cannot_be_built_is_refused_at_its_line(
+    copy: Path, entry: str, said: str
+) -> None:
+    _replace(copy / SYSTEM, "../agents/retail_agents.py:careful", entry)
+    before = _batches(copy)  # the suite's validation may be cached first: no record
+    refused = groundstate(
+        "run", "retail", "--system", SYSTEM, "--task", TASK, "--store", STORE, cwd=copy
+    )
+    assert_refused(refused, f"{SYSTEM}:1", "harness.orchestration_loop", said)
+    assert refused.code == 2
+    assert _batches(copy) == before
