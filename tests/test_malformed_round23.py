@@ -28,7 +28,6 @@ the wrong thing or not where:
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -267,22 +266,26 @@ def test_a_duplicate_key_is_still_refused(tmp_path: Path) -> None:
 # --- the harness cannot write a fixture's database: not the fixture's fault ---------------
 
 
-def _limited_file_size() -> None:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (40 * 1024, 40 * 1024))
+LIMITED = (
+    "import os, resource, sys;"
+    " resource.setrlimit(resource.RLIMIT_FSIZE, (40 * 1024, 40 * 1024));"
+    " os.execv(sys.executable, [sys.executable, '-m', 'groundstate', *sys.argv[1:]])"
+)
+"""``groundstate ARGS`` with files limited to 40 KiB, set in the child itself (no
+``preexec_fn``: a fork with the test process's threads)."""
 
 
 def _groundstate_limited(root: Path, *args: str) -> Outcome:
     """``groundstate ARGS`` with files limited to 40 KiB (the retail fixture's database is
     larger): a full disk, as the process meets it."""
     done = subprocess.run(
-        [sys.executable, "-m", "groundstate", *args],
+        [sys.executable, "-c", LIMITED, *args],
         cwd=root,
         capture_output=True,
         text=True,
         errors="replace",
         timeout=COMMAND_SECONDS,
         env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TMPDIR": str(root / "tmp")},
-        preexec_fn=_limited_file_size,
     )
     return Outcome(done.returncode, done.stdout, done.stderr)
 
