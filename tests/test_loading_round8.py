@@ -284,9 +284,13 @@ def test_a_file_where_the_solutions_of_a_task_go_is_named(rooms: Path) -> None:
 
 
 def test_a_folder_for_the_tools_file_is_named_as_one(rooms: Path) -> None:
-    """It was `fixtures: file not found`."""
+    """It was `fixtures: file not found`; then `fixtures: is a folder, not a file`, naming
+    no field (the twenty-third round names the field of suite.yaml that names it)."""
     (rooms / "suite.yaml").write_text((rooms / "suite.yaml").read_text() + "tools: fixtures\n")
-    assert errors("check", str(rooms)) == (2, [f"{rooms / 'fixtures'}: is a folder, not a file"])
+    code, lines = errors("check", str(rooms))
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(f"{rooms / 'suite.yaml'}:")
+    assert lines[0].endswith(": tools: fixtures: is a folder, not a file")
 
 
 # --- what the loader refuses names the field, not only the line -------------------------------

@@ -27,6 +27,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def one_line(text: str) -> str:
     """*text* as one line with nothing hidden: every character that is not printable (line
@@ -45,6 +47,19 @@ def printable(text: str) -> str:
     heading: a line of it must not pass for one of ours."""
     # Tabs kept, as line breaks are: in the middle of a line they cannot pass for one of ours.
     return "\n".join("\t".join(map(one_line, line.split("\t"))) for line in text.split("\n"))
+
+
+_DIGITS = re.compile(r"Exceeds the limit \((\d+) digits\).*value has (\d+) digits", re.DOTALL)
+
+
+def value_problem(exc: ValueError | OverflowError) -> str:
+    """What is wrong with a value Python refused to make, in the file's terms: its advice for
+    an integer past 4,300 digits (``sys.set_int_max_str_digits()``) is a call an author
+    cannot make."""
+    digits = _DIGITS.search(str(exc))
+    if digits is not None:
+        return f"an integer of {digits[2]} digits: past the limit of {digits[1]} digits"
+    return exception_text(exc)
 
 
 class GroundstateError(Exception):

@@ -62,6 +62,7 @@ from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
 from groundstate.selection import select_tasks
+from groundstate.spec.files import with_line
 from groundstate.spec.suite import Suite, files_hash
 from groundstate.spec.system import SystemSpec
 from groundstate.store import (
@@ -328,9 +329,10 @@ class BatchRunner:
         try:
             return self._agent()
         except (GroundstateError, ImportError, TypeError) as exc:
+            said = with_line(exc) if isinstance(exc, SpecError) else exc  # located as `check` does
             raise BatchAborted(
                 f"harness_compatibility_failure: the system {self.system.name!r} cannot be "
-                f"built: {exc}"
+                f"built: {said}"
             ) from exc
 
     async def _smoke_run(self, task_id: str) -> None:

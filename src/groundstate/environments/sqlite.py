@@ -1161,8 +1161,11 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
             _opening(lambda: partial.write_bytes(baseline.image))
             partial.replace(path)
             partial.parent.rmdir()
-    except OSError as exc:
-        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+    except OSError as exc:  # a full disk, a file size limit: this machine's, not the fixture's
+        raise EnvironmentFailure(
+            f"fixture {fixture}: built, but its database cannot be written to the harness's"
+            f" work folder {path.parent}: {exc.strerror or exc}"
+        ) from exc
     _TEMPLATE_FILES[baseline.image_digest] = (path.parent.parent, path)
     return path
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, value_problem
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes, read_bytes
 
 T = TypeVar("T")
@@ -450,7 +450,7 @@ def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
     except MemoryError:  # a document under the size read whole that parses into more
         raise SpecError(where, None, "too large to read: out of memory parsing it") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
-        raise SpecError(where, None, f"not valid JSON: {exc}") from None
+        raise SpecError(where, None, f"not valid JSON: {value_problem(exc)}") from None
     except DoubledKey:
         field = doubled_field(json.loads(text, object_pairs_hook=_Doubled.mark))
         raise SpecError(where, field, "the key appears twice in one object") from None

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, value_problem
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import MARKING, UNIQUE, DoubledKey, doubled_field, not_utf8
 
@@ -161,7 +161,8 @@ class JsonStream:
                 raise SpecError(self._path, field or None, "too large to read: out of memory "
                                 "parsing it") from None  # fmt: skip
             except ValueError as exc:  # an integer of more than 4,300 digits
-                raise SpecError(self._path, field or None, f"not valid JSON: {exc}") from None
+                reason = f"not valid JSON: {value_problem(exc)}"
+                raise SpecError(self._path, field or None, reason) from None
             if _number(value) and end > len(self._text) - _NEAR_END and self._grow(want, field):
                 continue  # "1" of "1.5e3" cut by the window's end
             if end - self._pos > self._limit:

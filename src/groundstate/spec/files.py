@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import codecs
 import copy
+import errno
 import json
 import math
+import os
 import re
 import stat
 import threading
@@ -45,7 +47,7 @@ from typing import Annotated, Any, Literal, NoReturn, TypeVar, Union, get_args, 
 import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
-from groundstate.errors import SpecError, one_line
+from groundstate.errors import SpecError, one_line, value_problem
 from groundstate.spec.constraints import CONSTRAINT_KINDS
 from groundstate.spec.strict import did_you_mean
 
@@ -102,20 +104,26 @@ class _SafeLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """As PyYAML's, with a value Python cannot make (an integer past its 4,300 digits)
+        refused where it is written: the innermost node's line and field, not the file."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            raise _Refused(value_problem(exc), node.start_mark) from None
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         node.value = [(_key_as_text(key), value) for key, value in node.value]
         seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG:
                 continue  # merged keys may be overridden: that is what a merge is for
+            if not isinstance(key_node, yaml.ScalarNode):  # `? [a, b]`: PyYAML would say
+                raise _Refused(_COMPLEX_KEY, key_node.start_mark)  # "unhashable", or take it
             key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:
-                continue  # an unhashable key: the constructor below reports it
-            if duplicate:
+            if key in seen:
                 raise _Refused(f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
@@ -156,6 +164,8 @@ class _SafeLoader(yaml.SafeLoader):
     def construct_written_timestamp(self, node: yaml.ScalarNode) -> str:
         return str(self.construct_scalar(node))
 
+
+_COMPLEX_KEY = "a key that is a list or a mapping: a key is a name (a field, a column, a parameter)"
 
 _TEXT_OR_NUMBER = "tag:groundstate:text-or-number"
 """A plain scalar YAML 1.2 and JSON read as a number, and YAML 1.1 as text: ``1e3``, ``1.5e3``,
@@ -294,8 +304,8 @@ def _parsed(path: Path, text: str) -> Any:
         where = _written_path(_field_at(root, mark.index)) if root and mark else None
         problem = _plain_problem(getattr(exc, "problem", None) or "not valid YAML")
         raise SpecError(path, where, f"invalid YAML: {problem}", line=line) from None
-    except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
-        raise SpecError(path, None, f"invalid YAML value: {exc}") from None
+    except (ValueError, OverflowError) as exc:  # one no constructor above caught
+        raise SpecError(path, None, f"invalid YAML: {value_problem(exc)}") from None
 
 
 def _field_at(node: yaml.Node, index: int, seen: set[int] | None = None) -> tuple[Any, ...]:
@@ -307,16 +317,22 @@ def _field_at(node: yaml.Node, index: int, seen: set[int] | None = None) -> tupl
     seen.add(id(node))
     pairs: list[tuple[Any, yaml.Node, yaml.Node | None]] = []
     if isinstance(node, yaml.MappingNode):
-        pairs = [(getattr(key, "value", "?"), value, key) for key, value in node.value]
+        pairs = [(_key_text(key), value, key) for key, value in node.value]
     elif isinstance(node, yaml.SequenceNode):
         pairs = [(i, item, None) for i, item in enumerate(node.value)]
     for part, child, key in pairs:
         if key is not None and key.start_mark.index == index:
-            return (part,)
+            return (part,) if part is not None else ()  # a list as key: where it is
         found = _field_at(child, index, seen)
         if found or child.start_mark.index == index:
             return (part, *found)
     return ()
+
+
+def _key_text(key: yaml.Node) -> str | None:
+    """The name a mapping's *key* gives, None for a list or mapping as key (refused: a path
+    through it would print PyYAML's nodes)."""
+    return key.value if isinstance(key, yaml.ScalarNode) else None
 
 
 def _written_path(parts: tuple[Any, ...]) -> str | None:
@@ -367,15 +383,33 @@ def regular_file(path: Path) -> None:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise SpecError(path, None, "file not found") from None
+        raise SpecError(path, None, _not_found(path)) from None
     except OSError as exc:
-        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+        raise SpecError(path, None, _unreadable(path, exc)) from None
     except ValueError:  # a NUL byte in the name
         raise SpecError(path, None, "not a valid file name") from None
     if stat.S_ISDIR(mode):
         raise SpecError(path, None, "is a folder, not a file")
     if not stat.S_ISREG(mode):
         raise SpecError(path, None, "not a regular file")
+
+
+def _not_found(path: Path) -> str:
+    """Why *path* is not found: a link whose target is missing says so and names the target
+    (``ls`` shows the file; "file not found" alone sends the user looking for a typo)."""
+    try:
+        target = os.readlink(path)
+    except (OSError, ValueError):
+        return "file not found"
+    return f"a link to {one_line(target)}, which does not exist"
+
+
+def _unreadable(path: Path, exc: OSError) -> str:
+    """Why *path* cannot be read: a loop of links is named as one (its errno's "too many
+    levels of symbolic links" is the kernel's wording)."""
+    if exc.errno == errno.ELOOP:
+        return "a loop of symbolic links: it leads to no file"
+    return f"cannot read: {exc.strerror}"
 
 
 def decode_utf8(path: Path, data: bytes) -> str:
@@ -414,7 +448,7 @@ def parse_json(path: Path | str, text: str) -> Any:
     except RecursionError:
         raise SpecError(path, None, "not valid JSON: nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits; a non-finite number
-        raise SpecError(path, None, f"not valid JSON: {exc}") from None
+        raise SpecError(path, None, f"not valid JSON: {value_problem(exc)}") from None
 
 
 def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -149,7 +149,7 @@ def did_you_mean(name: object, known: Iterable[str], *, cutoff: float = 0.75) ->
     """
     if not isinstance(name, str):
         return ""
-    known = sorted(set(known))
+    known = sorted(set(known) - {name})  # the name itself is no suggestion: it was refused
     folded = {option.lower().replace("-", "_"): option for option in known}
     close = difflib.get_close_matches(name.lower().replace("-", "_"), folded, n=1, cutoff=cutoff)
     return f" (did you mean {folded[close[0]]!r}?)" if close else ""

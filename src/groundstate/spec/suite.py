@@ -51,6 +51,7 @@ from groundstate.spec.files import (
     load_model,
     read_text,
     read_yaml,
+    regular_file,
 )
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Id, SuiteName, Weight, did_you_mean
@@ -234,7 +235,7 @@ def _raise(error: SpecError) -> None:
 
 
 def _walk(root: Path, report: Report) -> Suite | None:
-    if not is_file(root / SUITE_FILE):
+    if not os.path.lexists(root / SUITE_FILE):  # one that is there but no file: said below
         reason = "not a suite folder (no suite.yaml)"
         if is_file(root):  # the suite's own suite.yaml, given for its folder
             reason = "is a file, not a suite folder" + (
@@ -264,8 +265,7 @@ def _walk(root: Path, report: Report) -> Suite | None:
         _add_task(suite, task_file, report)
     if not suite.tasks and not any((root / "tasks").glob("*.yaml")):
         report(SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)"))
-    canary_file = root / "tasks" / f"{config.canary}.yaml"
-    if config.canary is not None and not (is_file(canary_file) or is_dir(canary_file)):
+    if config.canary is not None and not _task_named(root, config.canary):
         ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
         hint = did_you_mean(config.canary, ids)
         report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}{hint}"))
@@ -367,8 +367,9 @@ def _outside_error(file: Path, field_name: str | None, path: Path, name: str = "
     is itself a link out of the suite)."""
     try:
         to = str(path.resolve())
-    except (OSError, RuntimeError, ValueError):
-        to = "a loop of links"
+    except (OSError, RuntimeError, ValueError):  # it leads nowhere, not out of the folder
+        loop = "a loop of symbolic links, leading to no file"
+        return SpecError(file, field_name, f"{name!r} is {loop}" if field_name else loop)
     what = f"{name!r} leads" if field_name else "a link leading"
     return SpecError(file, field_name, f"{what} outside the suite folder (to {to})")
 
@@ -381,6 +382,21 @@ def _check_suite_paths(root: Path, config: SuiteConfig) -> None:
             continue
         if outside(root, root / relative):
             raise _outside_error(root / SUITE_FILE, field_name, root / relative, relative)
+    if not config.tools.startswith(BUILTIN) and (missing := _no_file(root, "tools", config.tools)):
+        raise missing
+
+
+def _no_file(root: Path, field_name: str, relative: str) -> SpecError | None:
+    """Why the file suite.yaml's *field_name* names is no file (missing, a folder, a link to
+    nowhere), as that field's problem: the file's own name alone does not say where it was
+    named."""
+    try:
+        regular_file(root / relative)
+    except SpecError as exc:
+        there = os.path.lexists(root / relative)
+        reason = f"{relative}: {exc.reason}" if there else f"no file {relative}"
+        return SpecError(root / SUITE_FILE, field_name, reason)
+    return None
 
 
 def _hash_files(root: Path) -> dict[str, str]:
@@ -395,18 +411,25 @@ def _hash_files(root: Path) -> dict[str, str]:
     return files
 
 
+def _task_named(root: Path, task_id: str) -> bool:
+    """Whether ``tasks/<task_id>.yaml`` is there, whatever it is (a file, a folder, a link to
+    nowhere or a loop): a task file that does not load is reported as itself; "no task" then
+    would be a second, wrong report of it."""
+    return os.path.lexists(root / "tasks" / f"{task_id}.yaml")
+
+
 def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
     """A weight for a misspelt task would be ignored, a missing or unreadable policy file found
     mid-batch."""
     ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
     for task_id in config.weights:
-        if not is_file(root / "tasks" / f"{task_id}.yaml"):
+        if not _task_named(root, task_id):
             reason = f"no task {task_id!r}{did_you_mean(task_id, ids)}"
             yield SpecError(root / SUITE_FILE, f"weights.{task_id}", reason)
     if config.policy is None:
         return
-    if not is_file(root / config.policy):
-        yield SpecError(root / SUITE_FILE, "policy", f"no file {config.policy}")
+    if missing := _no_file(root, "policy", config.policy):
+        yield missing
         return
     try:  # read as every attempt will: not UTF-8 or too large is found now, not mid-batch
         text = read_text(root / config.policy, max_bytes=MAX_POLICY_BYTES)

@@ -543,6 +543,8 @@ def _fixture_problem(fixture: Path, exc: EnvironmentFailure) -> SuiteProblem:
     cause = exc.__cause__
     if isinstance(cause, SpecError):  # the YAML itself: the loader says where
         return _from_spec_error(cause)
+    if isinstance(cause, OSError):  # writing the harness's own files: no statement is at fault
+        return SuiteProblem(file=str(fixture), reason=str(exc).removeprefix(f"fixture {fixture}: "))
     if isinstance(cause, FixtureTooSlow | FixtureTooLarge | FixtureNotDeterministic):
         # no one statement fails
         return SuiteProblem(file=str(fixture), reason=f"does not build: {cause}")
