@@ -252,7 +252,9 @@ def _walk(root: Path, report: Report) -> Suite | None:
         _check_environment_options(root / SUITE_FILE, config)
         _check_suite_paths(root, config)
         files = _hash_files(root)
-        suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
+        # absolute: what grading derives from the root (hidden tests, check files) must not
+        # move with the working folder (validate grades once in another: see skew.elsewhere)
+        suite = Suite(root=root.absolute(), config=config, tasks={}, solutions={}, files=files)
         suite.tools  # noqa: B018  (imported now: a broken tools.py is a problem of the suite)
         with contextlib.suppress(SpecError):  # read with the files it was hashed with, not at
             suite.policy  # noqa: B018  (the first attempt: a pool worker's, after the preflight)
