@@ -225,3 +225,23 @@ def test_a_glob_check_is_carried_and_refuses_alike(tmp_path: Path) -> None:
         assert ask(ours, "INSERT INTO a VALUES (2, 'S-2')") == []
         assert ask(theirs, "INSERT INTO a VALUES (2, 'S-2')") == []
         assert ours.state_hash() == theirs.state_hash()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        'CREATE TABLE x ("n" CHAR(5), c char(3), d TEXT)',
+        "SELECT CAST(1 AS char(3)), s.char(1) FROM t AS s",
+        "SELECT id FROM t WHERE s IS NOT NULL AND n IS NULL AND (n > 1) IS TRUE",
+        "SELECT 'a GLOB b', \"IS\" FROM t -- char(65) GLOB",
+    ],
+)
+def test_what_is_not_sqlite_s_call_or_operator_is_left_as_written(sql: str) -> None:
+    """Control: a column's type ``CHAR(5)`` (after a quoted name too), a cast's, a qualified
+    name, ``IS NULL``/``IS TRUE``, and the words in a string, a quoted name or a comment are
+    not rewritten (no server needed)."""
+    from groundstate.environments.postgres_sql import sqlite_meaning
+
+    written = sqlite_meaning(sql)
+    assert 'groundstate."char"' not in written and "OPERATOR(" not in written
+    assert "DISTINCT FROM" not in written

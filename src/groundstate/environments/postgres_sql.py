@@ -58,8 +58,9 @@ _INT64_MAX = 2**63 - 1
 
 @lru_cache(maxsize=4096)
 def sqlite_meaning(sql: str) -> str:
-    """*sql* rewritten so PostgreSQL's ``LIKE``, NULL ordering, REAL literals and casts to
-    INTEGER are SQLite's."""
+    """*sql* rewritten so PostgreSQL's ``LIKE``, NULL ordering, REAL literals, casts to
+    INTEGER, ``IS`` of values, ``GLOB``, ``char()``, ``group_concat(DISTINCT ...)`` and
+    ``ORDER BY ... COLLATE NOCASE`` are SQLite's."""
     if not _REWRITTEN.search(sql):
         return sql
     tokens = _blobs([(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)])
@@ -616,7 +617,10 @@ def _sqlite_names(tokens: list[Token]) -> list[Token]:
         previous = tokens[before] if before >= 0 else ("", "")
         if tokens[opening][1] != "(" or previous[1] == ".":
             continue
-        if word == "CHAR" and (previous[0] != "word" or _word(previous) in _BEFORE_OPERAND):
+        called = previous[0] in ("", "other") or (
+            previous[0] == "word" and _word(previous) in _BEFORE_OPERAND
+        )
+        if word == "CHAR" and called and previous[1] != ")":
             out[i] = ("other", 'groundstate."char"')
         distinct = _significant(tokens, opening + 1)
         following = tokens[distinct] if distinct < len(tokens) else ("", "")
