@@ -205,10 +205,11 @@ SQLITE_ONLY = {
         "INSERT INTO a (id) VALUES (1);",
         'column a.state DEFAULT "open" (cannot use column reference in DEFAULT expression)',
     ),
-    "a GLOB check": (
-        "CREATE TABLE a (id INTEGER PRIMARY KEY, sku TEXT CHECK (sku GLOB 'S-*'));\n"
-        "INSERT INTO a VALUES (1, 'S-1');",
-        "CHECK (sku GLOB 'S-*') of table a (syntax error",
+    # (a GLOB check is carried since the twenty-third round: the harness's GLOB operator)
+    "a JSON check": (
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, sku TEXT CHECK (json_valid(sku)));\n"
+        "INSERT INTO a VALUES (1, '{}');",
+        "CHECK (json_valid(sku)) of table a (function json_valid(text) does not exist",
     ),
     "a foreign key to a column that is not unique": (
         "CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT);\n"

@@ -194,7 +194,7 @@ REFUSED: list[tuple[str, tuple[Any, ...], str]] = [
     ("SELECT r * ? FROM t WHERE id = 1", ("x",), _TEXT),
     ("SELECT CAST('x' AS NUMERIC)", (), _TEXT),
     ("SELECT printf('%g', 2.5)", (), "printf's %g is not carried to the postgres kind"),
-    ("SELECT printf('%o', 8)", (), "printf's %o is not carried"),
+    ("SELECT printf('%#o', 8)", (), "printf's %#o is not carried"),
     ("SELECT printf('%+x', 8)", (), "printf's %+x is not carried"),
     ("SELECT printf('%.3e', 1.0005)", (), "(a tie, which SQLite rounds in binary)"),
     ("SELECT printf('%.15e', 0.1)", (), "to 14 digits"),

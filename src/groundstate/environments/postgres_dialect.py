@@ -88,6 +88,55 @@ the expression it stands in when the statement is planned, so ``n + ?`` given ``
 did not say that SQLite answers."""
 
 
+NOCASE_COMPARED = (
+    "COLLATE NOCASE outside ORDER BY is not carried to the postgres kind (PostgreSQL has no "
+    "such collation; SQLite compares folding ASCII letters): compare lower(a) = lower(b)"
+)
+PAST_DOUBLE = (
+    "a REAL past the double's range is not carried to the postgres kind (SQLite gives Inf, "
+    "PostgreSQL refuses it)"
+)
+NUMBERS_JOINED = (
+    "|| of two numbers is not carried to the postgres kind (SQLite joins their text): write "
+    "one as text, CAST(n AS TEXT)"
+)
+_FUNCTION = re.compile(r"^function (\S+?)\(")
+
+
+def not_carried(exc: psycopg.Error) -> str | None:
+    """What SQLite answers and PostgreSQL refused in its own words (no such function,
+    operator or collation, its syntax, a double's range), said as what the postgres kind does
+    not carry, after PostgreSQL's line; ``None`` for any other error."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    reason = None
+    if isinstance(exc, errors.UndefinedObject) and 'collation "nocase"' in first:
+        reason = NOCASE_COMPARED
+    elif isinstance(exc, errors.NumericValueOutOfRange):
+        if _INTEGER_RANGE.match(first):
+            reason = PAST_INT64
+        elif first.startswith("value out of range"):
+            reason = PAST_DOUBLE
+    elif isinstance(exc, errors.InvalidTextRepresentation) and _TEXT_AS_NUMBER.match(first):
+        reason = TEXT_AS_NUMBER
+    elif isinstance(exc, errors.UndefinedFunction):
+        function = _FUNCTION.match(first)
+        if first.startswith("operator does not exist") and "||" in first:
+            reason = NUMBERS_JOINED
+        elif function is not None:
+            reason = (
+                f"{function.group(1)}() of these types is not carried to the postgres kind "
+                "(PostgreSQL has no such function of them)"
+            )
+        else:
+            reason = "this operator of these types is not carried to the postgres kind"
+    elif isinstance(exc, errors.SyntaxError):
+        reason = (
+            "this SQL is not carried to the postgres kind (PostgreSQL cannot read it; the "
+            "SQLite kind's dialect is wider)"
+        )
+    return None if reason is None else f"{first}: {reason}"
+
+
 def keyword(sql: str) -> str:
     """The statement's first keyword, lower case (comments and parentheses skipped)."""
     match = _LEADING.match(sql)
@@ -169,16 +218,11 @@ def run(
     cursor = connection.cursor()
     try:
         cursor.execute(translate(sql).encode(), tuple(params), binary=True)
-    except errors.NumericValueOutOfRange as exc:
-        if _INTEGER_RANGE.match(str(exc)):
-            first = str(exc).splitlines()[0]
-            raise errors.NumericValueOutOfRange(f"{first}: {PAST_INT64}") from exc
-        raise
-    except errors.InvalidTextRepresentation as exc:
-        if _TEXT_AS_NUMBER.match(str(exc)):
-            first = str(exc).splitlines()[0]
-            raise errors.InvalidTextRepresentation(f"{first}: {TEXT_AS_NUMBER}") from exc
-        raise
+    except psycopg.Error as exc:
+        message = not_carried(exc)
+        if message is None:
+            raise
+        raise type(exc)(message) from exc
     return cursor
 
 

@@ -194,6 +194,125 @@ def _texts() -> list[str]:
     return statements
 
 
+_GLOB = (
+    "DECLARE r text := '^'; i int := 1; n int := length(p); c text; j int; k int; "
+    "neg boolean; BEGIN IF s IS NULL OR p IS NULL THEN RETURN NULL; END IF; "
+    "WHILE i <= n LOOP c := substr(p, i, 1); "
+    "  IF c = '*' THEN r := r || '.*'; "
+    "  ELSIF c = '?' THEN r := r || '.'; "
+    "  ELSIF c = '[' THEN neg := substr(p, i + 1, 1) = '^'; "
+    "    j := i + 1 + CASE WHEN neg THEN 1 ELSE 0 END; "
+    # a ']' first in the class is one of its characters; an unclosed class matches nothing
+    "    k := strpos(substr(p, j + 1), ']'); "
+    "    IF k = 0 THEN RETURN false; END IF; "
+    "    r := r || '[' || CASE WHEN neg THEN '^' ELSE '' END "
+    r"      || replace(replace(substr(p, j, k), '\', '\\'), '[', '\[') || ']'; "
+    "    i := j + k; "
+    r"  ELSIF c ~ '[[:alnum:]]' OR c !~ '^[[:ascii:]]$' THEN r := r || c; "
+    r"  ELSE r := r || '\' || c; END IF; "
+    "  i := i + 1; "
+    "END LOOP; RETURN s ~ (r || '$'); END"
+)
+"""SQLite's GLOB as a regular expression of PostgreSQL's, anchored at both ends."""
+
+
+def _sqlite_scalars() -> list[str]:
+    """SQLite's ``GLOB`` (``postgres_sql`` writes ``a GLOB b`` as the operator ``~#``, ``a NOT
+    GLOB b`` as ``!~#``: case-sensitive, ``*``, ``?``, ``[...]`` and ``[^...]``, a number
+    matched by its text), ``quote``, ``char`` (``postgres_sql`` names the harness's: ``char``
+    is a type to PostgreSQL), ``unicode``, ``zeroblob``, ``likelihood``/``likely``/
+    ``unlikely``, ``lower``/``upper`` of a number (of its text) and ``sign`` (an integer, as
+    SQLite's: PostgreSQL's of a REAL is a REAL, ``1.0``). PostgreSQL had none of them (or
+    ``sign``'s other type): a tool's call failed, or answered otherwise. A value SQLite's
+    answer holds that PostgreSQL's text cannot (NUL: ``char(0)``) and a REAL whose 15 digits
+    do not give it back (``quote`` writes such one with 20) are refused by name."""
+    glob, not_glob = f"{API}.glob", f"{API}.not_glob"
+    statements = [
+        _create(f"{glob}(s text, p text)", "boolean", _GLOB, language="plpgsql"),
+        _create(f"{not_glob}(s text, p text)", "boolean", f"SELECT NOT {glob}(s, p)"),
+        _create(
+            f"{API}.quote(v text)",
+            "text",
+            "SELECT CASE WHEN v IS NULL THEN 'NULL' ELSE '''' || replace(v, '''', '''''') "
+            "|| '''' END",
+        ),
+        _create(
+            f"{API}.quote(v bytea)",
+            "text",
+            "SELECT CASE WHEN v IS NULL THEN 'NULL' ELSE 'X''' || upper(encode(v, 'hex')) "
+            "|| '''' END",
+        ),
+        _create(
+            f"{API}.quote(v double precision)",
+            "text",
+            "BEGIN IF v IS NULL THEN RETURN 'NULL'; END IF; "
+            "IF v = v AND abs(v) <> 'Infinity' AND CAST(CAST(v AS text) AS double precision) = v "
+            "THEN RETURN CAST(v AS text); END IF; RAISE EXCEPTION 'quote() of the REAL % is "
+            "not carried to the postgres kind (SQLite writes a REAL its 15 digits do not give "
+            "back with 20)', v; END",
+            language="plpgsql",
+        ),
+        _create(
+            f"{API}.\"char\"(VARIADIC c bigint[] DEFAULT '{{}}')",
+            "text",
+            "BEGIN IF EXISTS (SELECT 1 FROM unnest(c) AS u(x) WHERE x IS NULL OR x <= 0 "
+            "OR x > 1114111) THEN RAISE EXCEPTION 'char() of a NUL or a number past the "
+            "code points is not carried to the postgres kind (its text holds no NUL)'; "
+            "END IF; RETURN (SELECT coalesce(string_agg(chr(int4(x)), '' ORDER BY o), '') "
+            "FROM unnest(c) WITH ORDINALITY AS u(x, o)); END",
+            language="plpgsql",
+        ),
+        _create(f"{API}.unicode(v text)", "bigint", "SELECT CASE WHEN v <> '' THEN ascii(v) END"),
+        _create(
+            f"{API}.zeroblob(n bigint)",
+            "bytea",
+            "SELECT CASE WHEN n IS NOT NULL THEN decode(repeat('00', int4(greatest(n, 0))), "
+            "'hex') END",
+        ),
+    ]
+    for kind in ("text", "bytea", "boolean", *_NUMBERS):
+        statements += [
+            _create(f"{API}.likelihood(v {kind}, p double precision)", kind, "SELECT v"),
+            _create(f"{API}.likely(v {kind})", kind, "SELECT v"),
+            _create(f"{API}.unlikely(v {kind})", kind, "SELECT v"),
+        ]
+    for kind in _NUMBERS:
+        text = "CAST(v AS text)"
+        statements += [
+            _create(f"{glob}(s {kind}, p text)", "boolean", f"SELECT {glob}(CAST(s AS text), p)"),
+            _create(
+                f"{not_glob}(s {kind}, p text)", "boolean", f"SELECT NOT {glob}(CAST(s AS text), p)"
+            ),
+            _create(f"{API}.unicode(v {kind})", "bigint", f"SELECT {API}.unicode({text})"),
+            _create(f"{API}.lower(v {kind})", "text", f"SELECT lower({text})"),
+            _create(f"{API}.upper(v {kind})", "text", f"SELECT upper({text})"),
+            _create(f"{API}.sign(v {kind})", "bigint", "SELECT int8(pg_catalog.sign(v))"),
+        ]
+        if kind not in _REALS:
+            statements.append(
+                _create(f"{API}.quote(v {kind})", "text", f"SELECT coalesce({text}, 'NULL')")
+            )
+    for kind in ("text", *_NUMBERS):
+        statements += [
+            f"CREATE OPERATOR {API}.~# (LEFTARG = {kind}, RIGHTARG = text, FUNCTION = {glob})",
+            f"CREATE OPERATOR {API}.!~# (LEFTARG = {kind}, RIGHTARG = text, FUNCTION = {not_glob})",
+        ]
+    return statements
+
+
+def _nocase() -> list[str]:
+    """``groundstate.nocase(x)``, the key ``postgres_sql`` orders ``ORDER BY x COLLATE
+    NOCASE`` by: the text with ASCII's capitals made small (SQLite's NOCASE folds ASCII
+    only), compared by bytes as SQLite's collation then compares; a number as it is."""
+    upper, lower = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+    statements = [
+        _create(f"{API}.nocase(v text)", "text", f"SELECT translate(v, '{upper}', '{lower}')")
+    ]
+    return statements + [
+        _create(f"{API}.nocase(v {kind})", kind, "SELECT v") for kind in ("bytea", *_NUMBERS)
+    ]
+
+
 _PRINTF = (
     "DECLARE out text := ''; i int := 1; k int := 0; m text[]; flags text; width int; "
     "prec int; c text; v text; w bigint; x numeric; r double precision; sign text; body text; "
@@ -207,24 +326,35 @@ _PRINTF = (
     "  prec := CASE WHEN m[4] IS NULL THEN NULL "
     "    ELSE CAST(coalesce(nullif(m[5], ''), '0') AS int) END; "
     "  IF c = '%' AND m[1] = '%%' THEN out := out || '%'; CONTINUE; END IF; "
-    "  IF c NOT IN ('s', 'd', 'i', 'f', 'e', 'E', 'x', 'X') OR flags ~ '[ #,!]' "
-    "    OR (c = 's' AND flags ~ '[+0]') OR (c IN ('d', 'i', 'x', 'X') AND prec IS NOT NULL) "
-    "    OR (c IN ('x', 'X') AND flags ~ '[+]') THEN "
+    "  IF c NOT IN ('s', 'd', 'i', 'f', 'e', 'E', 'x', 'X', 'o', 'c', 'q', 'Q') "
+    "    OR flags ~ '[ #,!]' OR (c IN ('s', 'c', 'q', 'Q') AND flags ~ '[+0]') "
+    "    OR (c IN ('d', 'i', 'x', 'X', 'o', 'c', 'q', 'Q') AND prec IS NOT NULL) "
+    "    OR (c IN ('x', 'X', 'o') AND flags ~ '[+]') THEN "
     "    RAISE EXCEPTION 'printf''s % is not carried to the postgres kind (it carries "
-    "%%s, %%d, %%i, %%f, %%e, %%E, %%x and %%X, with the flags - + 0)', m[1]; END IF; "
+    "%%s, %%d, %%i, %%f, %%e, %%E, %%x, %%X, %%o, %%c, %%q and %%Q, with the flags - + 0)', "
+    "m[1]; END IF; "
     "  k := k + 1; v := args[k]; "
     "  IF c = 's' THEN body := coalesce(v, ''); sign := ''; "
     "    IF prec IS NOT NULL THEN "
     "      IF body !~ '^[[:ascii:]]*$' THEN RAISE EXCEPTION 'printf''s % of text "
     "that is not ASCII is not carried to the postgres kind (SQLite counts bytes)', m[1]; "
     "      END IF; body := left(body, prec); END IF; "
+    "  ELSIF c = 'c' THEN "
+    "    IF coalesce(v, '') = '' THEN RAISE EXCEPTION 'printf''s % of % is not carried to "
+    "the postgres kind (SQLite writes a NUL, which its text cannot hold)', m[1], "
+    "coalesce(quote_literal(v), 'NULL'); END IF; "
+    # SQLite pads a character to the width in characters, not bytes
+    "    body := left(v, 1); width := width + octet_length(body) - 1; "
+    "  ELSIF c = 'q' THEN body := coalesce(replace(v, '''', ''''''), '(NULL)'); "
+    "  ELSIF c = 'Q' THEN "
+    "    body := coalesce('''' || replace(v, '''', '''''') || '''', 'NULL'); "
     "  ELSE "
-    "    IF c IN ('d', 'i', 'x', 'X') THEN "
+    "    IF c IN ('d', 'i', 'x', 'X', 'o') THEN "
     r"      w := CASE WHEN v ~ '^\s*[+-]?[0-9]+\s*$' THEN {api}.cast_integer(v) "
     "        ELSE {api}.cast_integer({api}.cast_real(coalesce(v, '0'))) END; "
     "      sign := CASE WHEN w < 0 AND c IN ('d', 'i') THEN '-' ELSE '' END; "
     "      body := CASE c WHEN 'x' THEN to_hex(w) WHEN 'X' THEN upper(to_hex(w)) "
-    "        ELSE ltrim(CAST(w AS text), '-') END; "
+    "        WHEN 'o' THEN {api}.octal(w) ELSE ltrim(CAST(w AS text), '-') END; "
     "    ELSIF c IN ('e', 'E') THEN "
     "      r := {api}.cast_real(coalesce(v, '0')); prec := coalesce(prec, 6); "
     "      IF r <> r OR abs(r) = 'Infinity' OR prec > 13 "
@@ -286,6 +416,15 @@ def _printf() -> list[str]:
             _PRINTF,
             language="plpgsql",
         ),
+        _create(
+            f"{API}.octal(w bigint)",
+            "text",
+            # of the 64 bits: a negative number as its two's complement
+            "DECLARE x numeric := CASE WHEN w < 0 THEN w + 18446744073709551616 ELSE w END; "
+            "o text := ''; BEGIN LOOP o := CAST(int4(mod(x, 8)) AS text) || o; x := div(x, 8); "
+            "EXIT WHEN x = 0; END LOOP; RETURN o; END",
+            language="plpgsql",
+        ),
         _create(f"{API}.printf_arg(v text)", "text", "SELECT v"),
         _create(f"{API}.printf_arg(v bytea)", "text", "SELECT convert_from(v, 'UTF8')"),
         _create(f"{API}.printf_arg(v boolean)", "text", "SELECT CAST(int4(v) AS text)"),
@@ -319,6 +458,32 @@ def _group_concat() -> list[str]:
             ),
             f"CREATE AGGREGATE {API}.group_concat({kind}) (SFUNC = {step}, STYPE = text)",
             f"CREATE AGGREGATE {API}.group_concat({kind}, text) (SFUNC = {step}, STYPE = text)",
+        ]
+    return statements + _distinct_group_concat()
+
+
+def _distinct_group_concat() -> list[str]:
+    """``group_concat(DISTINCT x)`` (``postgres_sql`` names this aggregate): each value's text
+    once, in the order the rows come, as SQLite's (PostgreSQL's ``DISTINCT`` sorts the
+    values first: ``'4,05,abc'`` came back ``'05,4,abc'``, with no error)."""
+    step, final = f"{INTERNAL}.distinct_step", f"{INTERNAL}.distinct_join"
+    statements = [
+        _create(
+            f"{final}(s text[])",
+            "text",
+            "SELECT CASE WHEN cardinality(s) > 0 THEN array_to_string(s, ',') END",
+        )
+    ]
+    for kind in ("text", *_NUMBERS):
+        statements += [
+            _create(
+                f"{step}(s text[], v {kind})",
+                "text[]",
+                "SELECT CASE WHEN v IS NULL OR CAST(v AS text) = ANY(s) THEN s "
+                "ELSE s || CAST(v AS text) END",
+            ),
+            f"CREATE AGGREGATE {API}.group_concat_distinct({kind}) (SFUNC = {step}, "
+            f"STYPE = text[], FINALFUNC = {final}, INITCOND = '{{}}')",
         ]
     return statements
 
@@ -562,6 +727,8 @@ def function_sql() -> list[str]:
         *_texts(),
         *_printf(),
         *_group_concat(),
+        *_sqlite_scalars(),
+        *_nocase(),
         *_dates(),
         *_column_comparisons(),
     ]

@@ -48,7 +48,8 @@ Token = tuple[str, str]
 
 
 _REWRITTEN = re.compile(
-    r"LIKE|ORDER|CAST|DATE|TIME|BETWEEN|PRINTF|FORMAT|MAX|MIN|\bIN\b|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]|[xX]'",
+    r"LIKE|ORDER|COLLATE|CAST|DATE|TIME|BETWEEN|PRINTF|FORMAT|MAX|MIN|\bIN\b|\bIS\b|GLOB|CHAR|GROUP_CONCAT"
+    r"|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]|[xX]'",
     re.IGNORECASE,
 )
 """What :func:`sqlite_meaning` may rewrite (any other statement is left as it is, untokenized)."""
@@ -57,13 +58,15 @@ _INT64_MAX = 2**63 - 1
 
 @lru_cache(maxsize=4096)
 def sqlite_meaning(sql: str) -> str:
-    """*sql* rewritten so PostgreSQL's ``LIKE``, NULL ordering, REAL literals and casts to
-    INTEGER are SQLite's."""
+    """*sql* rewritten so PostgreSQL's ``LIKE``, NULL ordering, REAL literals, casts to
+    INTEGER, ``IS`` of values, ``GLOB``, ``char()``, ``group_concat(DISTINCT ...)`` and
+    ``ORDER BY ... COLLATE NOCASE`` are SQLite's."""
     if not _REWRITTEN.search(sql):
         return sql
     tokens = _blobs([(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)])
     tokens = _compared(_in_lists(_betweens(tokens)))
     tokens = _integer_casts(_reals(_like_folded(_sqlite_dates(_printfs(_choices(tokens))))))
+    tokens = _sqlite_names(_globs(_null_safe(tokens)))
     return "".join(text for _, text in _nulls_placed(tokens))
 
 
@@ -552,6 +555,81 @@ def _printfs(tokens: list[Token]) -> list[Token]:
     return wrapped
 
 
+_NOT_VALUES = {"NULL", "TRUE", "FALSE", "UNKNOWN", "DISTINCT"}
+
+
+def _null_safe(tokens: list[Token]) -> list[Token]:
+    """Each ``a IS b`` and ``a IS NOT b`` of a value (not ``NULL``, ``TRUE``...) made
+    PostgreSQL's ``IS NOT DISTINCT FROM`` and ``IS DISTINCT FROM``, SQLite's null-safe
+    equality (PostgreSQL's ``IS`` takes only those words: ``n IS 4`` was a syntax error)."""
+    out = list(tokens)
+    for i, token in enumerate(tokens):
+        if _word(token) != "IS":
+            continue
+        after = _significant(tokens, i + 1)
+        negated = after < len(tokens) and _word(tokens[after]) == "NOT"
+        operand = _significant(tokens, after + 1) if negated else after
+        if operand >= len(tokens) or _word(tokens[operand]) in _NOT_VALUES:
+            continue
+        out[i] = ("other", "IS DISTINCT FROM" if negated else "IS NOT DISTINCT FROM")
+        if negated:
+            out[after] = ("space", "")
+    return out
+
+
+def _globs(tokens: list[Token]) -> list[Token]:
+    """Each ``a GLOB b`` made ``a OPERATOR(groundstate.~#) (b)`` and ``a NOT GLOB b``
+    ``a OPERATOR(groundstate.!~#) (b)``: SQLite's case-sensitive wildcard match
+    (``postgres_functions``), which PostgreSQL has no word for (a syntax error). The pattern
+    runs to the word ending a ``LIKE``'s; the operator binds tighter than a comparison, as
+    ``GLOB`` does, and looser than ``||`` and arithmetic."""
+    tokens = list(tokens)
+    i = 0
+    while i < len(tokens):
+        if _word(tokens[i]) != "GLOB":
+            i += 1
+            continue
+        before = _significant_toward(tokens, i - 1, -1)
+        negated = before >= 0 and _word(tokens[before]) == "NOT"
+        if negated:
+            tokens[before] = ("space", "")
+        operator = "!~#" if negated else "~#"
+        end = _expression_end(tokens, i + 1, _PATTERN_ENDS, _COMPARISONS)
+        tokens[i] = ("other", f"OPERATOR(groundstate.{operator}) (")
+        tokens.insert(end, ("other", ")"))
+        i += 1
+    return tokens
+
+
+def _sqlite_names(tokens: list[Token]) -> list[Token]:
+    """``char(...)`` made the harness's ``groundstate."char"`` (to PostgreSQL ``char`` is a
+    type: ``char(65, 66)`` was a syntax error), where it is a call (not a column's type, after
+    its name or ``AS``); ``group_concat(DISTINCT x)`` made ``groundstate.group_concat_distinct
+    (x)``, which keeps the order SQLite meets the values in (PostgreSQL's ``DISTINCT`` sorts
+    them)."""
+    out = list(tokens)
+    for i, token in enumerate(tokens):
+        word = _word(token)
+        opening = _significant(tokens, i + 1)
+        if word not in ("CHAR", "GROUP_CONCAT") or opening >= len(tokens):
+            continue
+        before = _significant_toward(tokens, i - 1, -1)
+        previous = tokens[before] if before >= 0 else ("", "")
+        if tokens[opening][1] != "(" or previous[1] == ".":
+            continue
+        called = previous[0] in ("", "other") or (
+            previous[0] == "word" and _word(previous) in _BEFORE_OPERAND
+        )
+        if word == "CHAR" and called and previous[1] != ")":
+            out[i] = ("other", 'groundstate."char"')
+        distinct = _significant(tokens, opening + 1)
+        following = tokens[distinct] if distinct < len(tokens) else ("", "")
+        if word == "GROUP_CONCAT" and _word(following) == "DISTINCT":
+            out[i] = ("other", "groundstate.group_concat_distinct")
+            out[distinct] = ("space", "")
+    return out
+
+
 _DATE_FUNCTIONS = {"DATE": "groundstate.sqlite_date", "TIME": "groundstate.sqlite_time"}
 
 
@@ -669,6 +747,7 @@ def _place_terms(tokens: list[Token], start: int) -> int:
     """Place the NULLs of every term of the list from *start*; the index after the list."""
     while True:
         end = _expression_end(tokens, start, _ORDER_ENDS, {",", ")", ";"})
+        _nocase_key(tokens, start, end)
         words = [_word(t) for t in tokens[start:end] if t[0] == "word"]
         if "NULLS" not in words[1:]:
             place = " NULLS LAST" if words[-1:] == ["DESC"] else " NULLS FIRST"
@@ -676,3 +755,22 @@ def _place_terms(tokens: list[Token], start: int) -> int:
         if end >= len(tokens) or tokens[end][1] != ",":
             return end
         start = end + 1
+
+
+def _nocase_key(tokens: list[Token], start: int, end: int) -> None:
+    """An ``ORDER BY`` term ``x COLLATE NOCASE`` made ``groundstate.nocase(x)``, the key SQLite's
+    NOCASE orders by (PostgreSQL has no such collation: "collation nocase does not exist").
+    A term that is a column's position (``1 COLLATE NOCASE``) is left to that error."""
+    depth, first = 0, _significant(tokens, start)
+    for i in range(first, end):
+        text = tokens[i][1]
+        depth += (text == "(") - (text == ")")
+        after = _significant(tokens, i + 1)
+        if depth or _word(tokens[i]) != "COLLATE" or after >= end:
+            continue
+        if _word(tokens[after]) != "NOCASE" or tokens[first][0] == "number":
+            return
+        tokens[first] = ("other", f"groundstate.nocase({tokens[first][1]}")
+        tokens[i] = ("other", ")")
+        tokens[after] = ("space", "")
+        return
