@@ -632,16 +632,7 @@ def _agent_tokens(where: str, messages: Any) -> Tokens | None:
     ]
     if not used:
         return None
-    return (
-        total(
-            count(where, f"messages[{i}].usage.prompt_tokens", u.get("prompt_tokens"))
-            for i, u in used
-        ),
-        total(
-            count(where, f"messages[{i}].usage.completion_tokens", u.get("completion_tokens"))
-            for i, u in used
-        ),
-    )
+    return _summed(where, "messages[{}].usage", used, ("prompt_tokens", "completion_tokens"))
 
 
 def _session_tokens(where: str, usage: Any) -> Tokens | None:
@@ -662,20 +653,22 @@ def _session_tokens(where: str, usage: Any) -> Tokens | None:
         (index, mapping(where, f"agent_usage.records[{index}]", record))
         for index, record in enumerate(records)
     ]
-    counted = [(i, r) for i, r in counted if {"input_tokens", "output_tokens"} & r.keys()
-               and (r.get("input_tokens"), r.get("output_tokens")) != (None, None)]  # fmt: skip
+    keys = ("input_tokens", "output_tokens")
+    counted = [(i, r) for i, r in counted if any(r.get(key) is not None for key in keys)]
     if not counted:
         return None
-    return (
-        total(
-            count(where, f"agent_usage.records[{i}].input_tokens", r.get("input_tokens"))
-            for i, r in counted
-        ),
-        total(
-            count(where, f"agent_usage.records[{i}].output_tokens", r.get("output_tokens"))
-            for i, r in counted
-        ),
+    return _summed(where, "agent_usage.records[{}]", counted, keys)
+
+
+def _summed(
+    where: str, path: str, used: list[tuple[int, dict[str, Any]]], keys: tuple[str, str]
+) -> Tokens:
+    """The two *keys* summed over *used* (index, usage), each value checked as a count named
+    by *path* (formatted with the index) and its key."""
+    first, second = (
+        total(count(where, f"{path.format(i)}.{key}", u.get(key)) for i, u in used) for key in keys
     )
+    return first, second
 
 
 def _tau2_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str, str | None]:
