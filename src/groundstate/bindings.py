@@ -125,6 +125,9 @@ class _Watched:
             for label, fn in _functions(name, value)
             if fn.__module__ == home
         )
+        """Each function of the module *home* it binds, held with its state as first seen
+        (see :func:`_state`; not every function bound: that is thousands, each read at every
+        look, where the dicts' versions spare reading the names)."""
         self.tools = tuple(
             (f"{name}.fn", value, value.fn)  # type: ignore[attr-defined]
             for name, value in list(namespace.items())
@@ -132,9 +135,6 @@ class _Watched:
         )
         """A suite's ``Tool`` objects with the function each calls (frozen: but
         ``object.__setattr__`` sets it)."""
-        """Each function of the module *home* it binds, held with its state as first seen
-        (see :func:`_state`; not every function bound: that is thousands, each read at every
-        look, where the dicts' versions spare reading the names)."""
 
     def changed(self) -> list[str]:
         """Names rebound, removed or added (code over a name first seen without) since."""
