@@ -395,17 +395,18 @@ def _slim(trial: Any) -> Any:
     by their rollouts (each file is read whole, one at a time)."""
     if not isinstance(trial, dict):
         return trial
-    slim = {**trial, "agent_result": _slim_context(trial.get("agent_result"))}
-    if "agent_result" not in trial:
-        del slim["agent_result"]
+    slim = _slim_result(trial)
     steps = trial.get("step_results")
     if isinstance(steps, list):
-        slim["step_results"] = [
-            {**s, "agent_result": _slim_context(s["agent_result"])}
-            if isinstance(s, dict) and "agent_result" in s else s
-            for s in steps
-        ]  # fmt: skip
+        slim["step_results"] = [_slim_result(s) if isinstance(s, dict) else s for s in steps]
     return slim
+
+
+def _slim_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a trial's (or a step's) *result* whose ``agent_result`` is slimmed."""
+    if "agent_result" not in result:
+        return dict(result)
+    return {**result, "agent_result": _slim_context(result["agent_result"])}
 
 
 def _slim_context(context: Any) -> Any:
