@@ -357,9 +357,7 @@ def count_columns(
         labels, horizon, revision = info.labels, info.horizon, info.revision
         mean_valid = score_sum[row] / scored_here if scored_here else None
         mean_strict = (
-            score_sum[row] / (scored_here + bad)
-            if scored_here or (bad and rubrics)
-            else None
+            score_sum[row] / (scored_here + bad) if scored_here or (bad and rubrics) else None
         )
         valid_counts.append(
             TaskCounts(task_id, total[row] - bad, wins, bad, info.weight, labels, horizon,
