@@ -615,3 +615,31 @@ def test_summaries_of_many_shapes_match_the_reference() -> None:
         summary = summarize(outcomes, n_boot=0, k_over_supporting=True).to_dict()
         report = {"summary": json.loads(json.dumps(summary))}  # keys as in the JSON
         assert report_mismatches(report, rows) == [], seed
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bootstrap_second_opinion_is_where_and_what_the_docs_say(tmp_path: Path, seed: int) -> None:
+    """Control: the percentile bootstrap ends lie within the task values; they are null where
+    the rule gives an exact bound or n/a, present at k = 1, 2, 3, 5, 10 and the common k where
+    the rule has a spread, and one for the success rate, pass@1 and pass^1 (one value)."""
+    rng = random.Random(seed)
+    rows = generated(rng, rng.choice([6, 12, 30]), [2, 4, 6], rng.choice(["mixed", "uniform"]))
+    got = as_json(tmp_path, "report", imported(tmp_path, rows, "a"))
+    for view in ("valid", "strict"):
+        summary = got["summary"]["views"][view]
+        nc = counts(rows, view)
+        ns, cs = [n for n, _ in nc.values()], [c for _, c in nc.values()]
+        trio = [summary["success_rate"], summary["pass_at_k"]["1"], summary["pass_hat_k"]["1"]]
+        assert len({(e["boot_low"], e["boot_high"]) for e in trio}) == 1, view
+        kmax = summary["kmax"]
+        for k in range(1, kmax + 1):
+            for metric, f in (("pass_at_k", ref_at), ("pass_hat_k", ref_hat)):
+                e = summary[metric][str(k)]
+                values = [float(f(n, c, k)) for n, c in zip(ns, cs, strict=True)]
+                if e["method"] in ("exact_bound", "none"):
+                    assert e["boot_low"] is None and e["boot_high"] is None, (view, metric, k)
+                elif k in (1, 2, 3, 5, 10, kmax):
+                    assert e["boot_low"] is not None, (view, metric, k)
+                if e["boot_low"] is not None:
+                    assert min(values) - 1e-6 <= e["boot_low"] <= e["boot_high"]
+                    assert e["boot_high"] <= max(values) + 1e-6
