@@ -300,13 +300,14 @@ def test_every_printed_figure_matches_the_reference(tmp_path: Path, seed: int) -
 
 def partial(task: Task, view: str, rubrics: bool) -> Fraction | None:
     """Mean rubric score over the counted attempts that carry one; strict: each invalid one
-    scores 0, and a task whose every attempt is invalid scores 0 where the batch has rubrics."""
+    scores 0, and a task with invalid attempts and no scored valid one scores 0 where the
+    batch has rubrics (until the twenty-fourth round: only one whose every attempt is invalid)."""
     ends = task.counted()
     scores = [Fraction(x.partial) for x in ends if not invalid(x.reason) and x.partial is not None]
     bad = sum(invalid(x.reason) for x in ends)
     if view == "valid":
         return sum(scores, Fraction(0)) / len(scores) if scores else None
-    if scores or (bad == len(ends) and rubrics):
+    if scores or (bad and rubrics):
         return sum(scores, Fraction(0)) / (len(scores) + bad)
     return None
 

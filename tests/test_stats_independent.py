@@ -83,14 +83,15 @@ class RefTask:
 
     def partial_score(self, view: str, batch_has_rubrics: bool) -> Fraction | None:
         """Mean over counted valid attempts with a score; strict: invalid ones score 0, and
-        a task with only invalid attempts scores 0 when the batch has rubrics."""
+        a task with invalid attempts and no scored valid one scores 0 when the batch has
+        rubrics (until the twenty-fourth round: only a task whose attempts were all invalid)."""
         ends = self.counted()
         scores = [Fraction(p) for e, p in zip(ends, self.partial, strict=True)
                   if e.split("/")[0] not in INVALID and p is not None]  # fmt: skip
         bad = sum(e.split("/")[0] in INVALID for e in ends)
         if view == "valid":
             return sum(scores) / len(scores) if scores else None
-        if scores or (bad == len(ends) and batch_has_rubrics):
+        if scores or (bad and batch_has_rubrics):
             return sum(scores, Fraction(0)) / (len(scores) + bad)
         return None
 

@@ -250,8 +250,10 @@ def _batch(rng: np.random.Generator, tasks: int) -> list[Outcome]:
 def _ref_counts(outcomes: list[Outcome], view: str) -> dict[str, tuple[int, int, list[float]]]:
     """(counted attempts, valid successes, the scores the task's partial score averages) per
     task: the valid view counts valid attempts and their scores; the strict view every
-    attempt, an invalid one scoring 0 in a task with a scored attempt, and a task whose every
-    attempt was invalid scoring 0 when some task of the batch carries a score (the docs)."""
+    attempt, an invalid one scoring 0 in a task with a scored attempt, and a task with invalid
+    attempts and no scored valid one scoring 0 over them when some task of the batch carries a
+    score (the docs; until the twenty-fourth round only a task whose every attempt was
+    invalid)."""
     rubrics = any(o.valid and o.partial_score is not None for o in outcomes)
     found: dict[str, tuple[int, int, list[float]]] = {}
     for task in dict.fromkeys(o.task_id for o in outcomes):
@@ -262,7 +264,7 @@ def _ref_counts(outcomes: list[Outcome], view: str) -> dict[str, tuple[int, int,
             found[task] = (len(valid), sum(o.success for o in valid), scores)
             continue
         bad = len(mine) - len(valid)
-        if scores or (not valid and rubrics):
+        if scores or (bad and rubrics):
             scores = scores + [0.0] * bad
         found[task] = (len(mine), sum(o.success for o in valid), scores)
     return found

@@ -287,7 +287,10 @@ def test_both_views_match_a_reference_written_from_the_docs(
             bad = sum(e.split("/")[0] in INVALID for e, _ in kept)
             scores = [s for e, s in kept if s is not None and e.split("/")[0] not in INVALID]
             scored = len(scores) + (bad if view == "strict" else 0)
-            if not scores and not (view == "strict" and bad == len(kept) and rubrics):
+            # strict: invalid attempts score 0 under rubrics, whether or not a valid attempt
+            # of the task carries a score (until the twenty-fourth round: only when none was
+            # valid)
+            if not scores and not (view == "strict" and bad and rubrics):
                 scored = 0
             partial = sum(scores) / scored if scored else None
             rows.append((weight, len(kept), sum(e == "success" for e, _ in kept), partial, scored))

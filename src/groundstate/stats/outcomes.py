@@ -93,8 +93,9 @@ class TaskCounts(_Record):
     revision: str
     partial: float | None = None
     """Mean partial score over the counted attempts that carry one (an invalid attempt
-    scores 0 in the strict view, so does a task whose attempts were all invalid when other
-    tasks of the batch carry partial scores); None when none does."""
+    scores 0 in the strict view, so does a task with invalid attempts and no valid one
+    carrying a score when other tasks of the batch carry partial scores); None when none
+    does."""
     scored: int = 0
     """The attempts *partial* is the mean over: the valid ones carrying a score, and in the
     strict view the invalid ones too (0 when *partial* is None). The partial score's
@@ -336,9 +337,12 @@ def count_columns(
     c = per_task(success & valid).astype(np.int64).tolist()
     n_scored = per_task(scored).astype(np.int64).tolist()
     score_sum = per_task(np.where(scored, partial, 0.0)).tolist()
-    # A task whose every attempt was invalid shows no partial score, but in a batch that has
-    # rubrics it scores 0 in the strict view, as its attempts count as failures there:
-    # leaving it out would let invalid attempts flatter the strict partial score.
+    # A task none of whose valid attempts carries a score (every attempt invalid, or the
+    # valid ones unscored) shows no partial score, but in a batch that has rubrics its
+    # invalid attempts score 0 in the strict view, as they count as failures there: leaving
+    # it out would let invalid attempts flatter the strict partial score. (Until the
+    # twenty-fourth round only a task whose every attempt was invalid scored 0: one valid
+    # unscored attempt beside three invalid ones dropped the task, raising the score.)
     rubrics = any(n_scored)
     counts: dict[View, list[TaskCounts]] = {"valid": [], "strict": []}
     valid_counts, strict_counts = counts["valid"], counts["strict"]
@@ -353,9 +357,7 @@ def count_columns(
         labels, horizon, revision = info.labels, info.horizon, info.revision
         mean_valid = score_sum[row] / scored_here if scored_here else None
         mean_strict = (
-            score_sum[row] / (scored_here + bad)
-            if scored_here or (bad == total[row] and rubrics)
-            else None
+            score_sum[row] / (scored_here + bad) if scored_here or (bad and rubrics) else None
         )
         valid_counts.append(
             TaskCounts(task_id, total[row] - bad, wins, bad, info.weight, labels, horizon,
