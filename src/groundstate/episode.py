@@ -1483,10 +1483,10 @@ def _rebound(
     names = HARNESS.unsealed(seal)
     names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back()
-    for one in held:
-        changed = one.changed()
+    for one in held:  # called on the class: the agent may have set code on its instance's
+        changed = Held.changed(one)
         if changed:
-            one.put_back()
+            Held.put_back(one)
             names += changed
     if not names:
         return False
