@@ -21,6 +21,9 @@ import contextlib
 import gc
 import inspect
 import json
+import os
+import resource
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,7 @@ from groundstate.spec.system import load_system
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK_SYSTEM
+from .conftest import BANK_SYSTEM, in_a_fresh_process
 from .test_agents_round21 import _eleven_steps, _harness
 from .test_executors_adversarial import pool, seed
 from .test_inprocess_adversarial import _do_the_task, _then_honest
@@ -292,3 +295,109 @@ def test_a_held_edited_in_a_batch(bank: Suite, tmp_path: Path, executor: str) ->
         result = asyncio.run(runner.start(BatchConfig(attempts=3, concurrency=1)))
         stored = {run.attempt: run.terminal_reason for run in runs.runs(result.batch.batch_id)}
     assert stored == {1: "success", 2: PROHIBITED, 3: "success"}
+
+
+# --- the event that says the agent's work was given up, set by the agent ----------------------
+
+
+def _given_up_events() -> list[Any]:
+    return [
+        one for one in gc.get_objects() if _named_in(one, "_GivenUp", "groundstate.loopthreads")
+    ]
+
+
+def _named_in(one: object, name: str, module: str) -> bool:
+    return any(cls.__name__ == name and cls.__module__ == module for cls in type(one).__mro__)
+
+
+def _set(event: Any) -> None:
+    event.set()
+
+
+def _is_set_shadowed(event: Any) -> None:
+    event.is_set = lambda: True
+
+
+def _shared_dropped(event: Any) -> None:
+    """What ``abandon`` put back from, before this round, taken away."""
+    with contextlib.suppress(AttributeError):
+        event.shared = None
+
+
+def _leaves_its_settings(how: Callable[[Any], None]) -> Any:
+    async def agent(session: Session) -> str:
+        for event in _given_up_events():
+            how(event)
+        os.umask(0o077)
+        os.environ["GROUNDSTATE_ROUND24"] = "the agent's"
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
+        return "Done."
+
+    return agent
+
+
+def _settings() -> tuple[int, str | None, tuple[int, int]]:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask, os.environ.get("GROUNDSTATE_ROUND24"), resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+@pytest.mark.parametrize(
+    "how", [_set, _is_set_shadowed, _shared_dropped], ids=["set", "is-set", "shared"]
+)
+def test_an_agent_that_says_it_was_given_up_has_its_settings_put_back(
+    bank: Suite, how: Callable[[Any], None]
+) -> None:
+    """The agent's thread puts back what it changed of the process as its work ends unless
+    the work was given up: an agent that set its event (or shadowed its ``is_set``) kept
+    its umask, environment variable and descriptor limit for its grading and every later
+    attempt in the process. Before: all three left as the agent set them."""
+    before = _settings()
+    try:
+        run = _run(bank, _leaves_its_settings(how))
+        assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+        assert _settings() == before
+    finally:
+        os.umask(before[0])
+        os.environ.pop("GROUNDSTATE_ROUND24", None)
+        resource.setrlimit(resource.RLIMIT_NOFILE, before[2])
+    _then_honest(bank)
+
+
+def _past_its_limit(root: str) -> tuple[str, bool]:
+    """An attempt whose agent drops what ``abandon`` puts back, changes the settings and
+    blocks past its time limit of 1 s; its reason, and whether the settings are as before."""
+    from groundstate.spec.suite import load_suite
+
+    release = threading.Event()
+
+    async def agent(session: Session) -> str:
+        await _leaves_its_settings(_shared_dropped)(session)
+        release.wait(30)
+        return "Done."
+
+    before = _settings()
+    try:
+        run = _run(load_suite(Path(root)), agent)
+        return run.terminal_reason, _settings() == before
+    finally:
+        release.set()
+
+
+def test_an_agent_past_its_limit_that_dropped_what_abandon_puts_back(edited_bank: Any) -> None:
+    """Past its time limit, the agent is given up and what it changed put back at once:
+    before, from the event's ``shared``, which the agent set to None (its umask, variable and
+    limit kept while its thread ran on). In a fresh process: the agent's thread."""
+    suite = edited_bank(lambda t: t.update(time_limit=1))
+    reason, put_back = in_a_fresh_process(_past_its_limit, str(suite.root))
+    assert reason == "agent_failure/time_limit"
+    assert put_back
+
+
+def test_an_agent_that_changes_nothing_leaves_the_settings_alone(bank: Suite) -> None:
+    """Control: the put back from the caller's copy changes nothing an honest run left."""
+    before = _settings()
+    run = _run(bank, _do_the_task)
+    assert run.terminal_reason == "success", run.infrastructure_status
+    assert _settings() == before
