@@ -365,15 +365,22 @@ def test_an_agent_that_says_it_was_given_up_has_its_settings_put_back(
     _then_honest(bank)
 
 
-def _past_its_limit(root: str) -> tuple[str, bool]:
-    """An attempt whose agent drops what ``abandon`` puts back, changes the settings and
-    blocks past its time limit of 1 s; its reason, and whether the settings are as before."""
+def _broken(event: Any) -> None:
+    """What its ``set`` uses, and what it names as its thread, broken."""
+    event._cond = None
+    event.worker = "nobody"
+
+
+def _past_its_limit(root: str, breaks: str) -> tuple[str, bool]:
+    """An attempt whose agent edits its given-up event (*breaks*: ``_shared_dropped`` or
+    ``_broken``), changes the settings and blocks past its time limit of 1 s; its reason,
+    and whether the settings are as before."""
     from groundstate.spec.suite import load_suite
 
     release = threading.Event()
 
     async def agent(session: Session) -> str:
-        await _leaves_its_settings(_shared_dropped)(session)
+        await _leaves_its_settings(globals()[breaks])(session)
         release.wait(30)
         return "Done."
 
@@ -385,12 +392,16 @@ def _past_its_limit(root: str) -> tuple[str, bool]:
         release.set()
 
 
-def test_an_agent_past_its_limit_that_dropped_what_abandon_puts_back(edited_bank: Any) -> None:
+@pytest.mark.parametrize("breaks", ["_shared_dropped", "_broken"])
+def test_an_agent_past_its_limit_that_edited_its_given_up_event(
+    edited_bank: Any, breaks: str
+) -> None:
     """Past its time limit, the agent is given up and what it changed put back at once:
     before, from the event's ``shared``, which the agent set to None (its umask, variable and
-    limit kept while its thread ran on). In a fresh process: the agent's thread."""
+    limit kept while its thread ran on); an event whose ``set`` raised made the time limit an
+    error of the harness's. In a fresh process: the agent's thread."""
     suite = edited_bank(lambda t: t.update(time_limit=1))
-    reason, put_back = in_a_fresh_process(_past_its_limit, str(suite.root))
+    reason, put_back = in_a_fresh_process(_past_its_limit, str(suite.root), breaks)
     assert reason == "agent_failure/time_limit"
     assert put_back
 

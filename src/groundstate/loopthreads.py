@@ -625,8 +625,11 @@ def abandon(finished: asyncio.Future[Any], shared: _SharedHooks) -> None:
     _put_back_shared(shared, streams=True)
     event = _GIVEN_UP.get(finished)
     if event is not None:
-        threading.Event.set(event)  # the class's: the work may have shadowed its own
-        worker = event.worker
+        # The class's ``set``: the work may have shadowed its own, or broken what it uses
+        # (its ``_cond`` set to None made the time limit an error of the harness's).
+        with suppress(Exception):
+            threading.Event.set(event)
+        worker = getattr(event, "worker", None)
         if isinstance(worker, _LoopThread):
             worker.not_joined_at_exit()
 
