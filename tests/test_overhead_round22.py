@@ -46,8 +46,9 @@ def _f() -> None: ...
 def _g() -> None: ...
 
 
-def _same(a: dict[str, object], b: dict[str, object]) -> bool:
-    """Equal keys, each bound to the same object."""
+def _same(a: Any, b: Any) -> bool:
+    """Equal keys, each bound to the same object (a mark's copies are items, as tuples)."""
+    a, b = dict(a), dict(b)
     return a.keys() == b.keys() and all(is_(a[k], b[k]) for k in a)
 
 
@@ -59,7 +60,7 @@ def _old_mark(bindings: Bindings) -> Mark | None:
     if versions is None:
         return None
     seen = versions()
-    return Mark(wheres, spaces, tuple(map(dict.copy, spaces)), versions, seen)
+    return Mark(wheres, spaces, tuple(tuple(s.items()) for s in spaces), versions, tuple(seen))
 
 
 def _bindings(spaces: list[dict[str, object]]) -> Bindings:
@@ -158,7 +159,7 @@ def test_unwritten_namespaces_copies_are_taken_again() -> None:
     assert first is not None and second is not None
     assert second.copies[0] is first.copies[0]
     assert second.copies[2] is not first.copies[2]
-    assert second.copies[2]["a"] is _g and first.copies[2]["a"] is _f
+    assert dict(second.copies[2])["a"] is _g and dict(first.copies[2])["a"] is _f
 
 
 @pytest.mark.parametrize("written_before", [False, True])
@@ -226,7 +227,7 @@ def _replays() -> list[Any]:
     compared: list[bool] = []
     taken = bindings._Flat.copies
 
-    def copies(self: Any, now: list[int]) -> tuple[dict[str, object], ...]:
+    def copies(self: Any, now: list[int]) -> tuple[tuple[tuple[str, object], ...], ...]:
         made = taken(self, now)
         compared.append(all(map(_same, made, [dict(s) for s in self.spaces])))
         return made

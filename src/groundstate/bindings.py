@@ -177,14 +177,18 @@ class _Watched:
 
 
 class Mark(NamedTuple):
-    """The watched namespaces at a moment (see :meth:`Bindings.mark`)."""
+    """The watched namespaces at a moment (see :meth:`Bindings.mark`). Tuples only, read
+    through ``tuple`` after the mark is given this class again: an agent that found the mark
+    (``gc.get_objects()``) and set its ``seen`` to the versions after its own writes, or an
+    entry of a copy to something else, had code it rebound for a while and put back go
+    unnamed (``written_back``)."""
 
     wheres: tuple[str, ...]
     spaces: tuple[dict[str, object], ...]
-    copies: tuple[dict[str, object], ...]
-    """Each namespace's entries as they were (a shallow copy)."""
+    copies: tuple[tuple[tuple[str, object], ...], ...]
+    """Each namespace's entries as they were (its items, as a tuple)."""
     versions: Callable[[], list[int]]
-    seen: list[int]
+    seen: tuple[int, ...]
 
 
 class Bindings:
@@ -348,7 +352,7 @@ class Bindings:
             if flat.versions is None:
                 return None
             seen = flat.versions()  # before the copies: a write meanwhile moves it again
-            return Mark(flat.wheres, flat.spaces, flat.copies(seen), flat.versions, seen)
+            return Mark(flat.wheres, flat.spaces, flat.copies(seen), flat.versions, tuple(seen))
 
     def seal(self) -> Seal:
         """The watch itself as it is now, for :meth:`unsealed` once an agent has run: a plain
@@ -477,13 +481,15 @@ class Bindings:
         :meth:`put_back` names."""
         if mark is None:
             return []
-        now = mark.versions()
+        if type(mark) is not Mark:  # a class of the agent's, its fields its own
+            object.__setattr__(mark, "__class__", Mark)
+        fields: tuple[Any, ...] = tuple(tuple.__iter__(mark))
+        wheres, spaces, copies, versions, seen = fields
+        rows = zip(wheres, spaces, copies, seen, versions(), strict=True)
         return [
             where
-            for where, space, copy, was, is_now in zip(
-                mark.wheres, mark.spaces, mark.copies, mark.seen, now, strict=True
-            )
-            if was != is_now and _same_entries(space, copy)
+            for where, space, copy, was, is_now in rows
+            if was != is_now and _same_items(space, copy)
         ]
 
     def _compare(self, *, put_back: bool) -> list[str]:
@@ -580,15 +586,15 @@ class _Flat:
         self.versions = _versions(list(spaces))
         self.seen: list[int] | None = None
         """The namespaces' versions when every name was last found as first seen."""
-        self.marked: tuple[list[int], tuple[dict[str, object], ...]] | None = None
+        self.marked: tuple[list[int], tuple[tuple[tuple[str, object], ...], ...]] | None = None
         """The versions and the copies of the last :meth:`copies`."""
         self.sealed: tuple[Any, ...] | None = None
         """What the watch held as this row was first sealed (see :meth:`Bindings.seal`)."""
         self.own: Callable[[], list[int]] | None = None
         """The versions of the watch's own dicts then."""
 
-    def copies(self, now: list[int]) -> tuple[dict[str, object], ...]:
-        """A shallow copy of each namespace, whose versions *now* were read just before (for
+    def copies(self, now: list[int]) -> tuple[tuple[tuple[str, object], ...], ...]:
+        """Each namespace's items as a tuple, whose versions *now* were read just before (for
         :meth:`Bindings.mark`). A namespace whose version has not moved since the last call
         is unwritten since its copy then was taken (after that version was read), so holds
         what that copy holds: the copy is taken again as it is (copies are only read). Most
@@ -597,12 +603,12 @@ class _Flat:
         they bring) becomes a few."""
         marked = self.marked
         if marked is None:
-            copies = tuple(map(dict.copy, self.spaces))
+            copies = tuple(tuple(space.items()) for space in self.spaces)
         else:
             was, kept = marked
             fresh = list(kept)
             for i in compress(range(len(now)), map(ne, now, was)):
-                fresh[i] = self.spaces[i].copy()
+                fresh[i] = tuple(self.spaces[i].items())
             copies = tuple(fresh)
         self.marked = (now, copies)
         return copies
@@ -722,13 +728,6 @@ def _words(fns: Iterable[object], view: Any, offset: int) -> list[Any]:
 def _entries_of(value: object) -> dict[str, object]:
     """*value* as the dict it is (see :class:`Held`)."""
     return value if isinstance(value, dict) else {}
-
-
-def _same_entries(space: dict[str, object], copy: dict[str, object]) -> bool:
-    """Whether *space* holds the same keys as *copy*, each bound to the same object."""
-    return len(space) == len(copy) and all(
-        space.get(name, _MISSING) is value for name, value in list(copy.items())
-    )
 
 
 def _dict_of(cls: type) -> dict[str, object]:
@@ -858,7 +857,7 @@ HARNESS = Bindings()
 """This process's watched bindings (see the module's docstring)."""
 
 
-class Held:
+class Held(tuple[Any, ...]):
     """One of an attempt's own objects (its session, gateway, environment) as the harness
     set it up, taken before the agent runs: :meth:`changed` names what an in-process agent
     rebound on the object itself, which :class:`Bindings` (watching modules and classes)
@@ -874,71 +873,103 @@ class Held:
     code added on the object over an attribute of its class (``env.state_hash = ...``), and
     its ``__dict__`` and ``__class__``, count, and the attributes its class says stay bound
     to one object through a run (``held_bound``: an environment's connections, which an
-    agent swapped for one to a database of its own, graded in the harness's place)."""
+    agent swapped for one to a database of its own, graded in the harness's place).
 
-    def __init__(self, owner: object, where: str, moving: frozenset[str] | None) -> None:
-        self.owner, self.where, self.moving = owner, where, moving
-        self.cls = type(owner)
-        self.space: dict[str, object] | None = getattr(owner, "__dict__", None)
-        self.first = dict(self.space or {})
-        bound: object = (
-            getattr(self.cls, "held_bound", frozenset()) if moving is None else frozenset()
-        )
-        self.bound: frozenset[str] = bound if type(bound) is frozenset else frozenset()
-        self.entries = {
-            name: dict(value)
-            for name, value in self.first.items()
+    A tuple of tuples (no dict, no attribute of its own: nothing in it can be edited), read
+    by :meth:`changed` and :meth:`put_back` through ``tuple`` itself after giving it this
+    class again, which the caller calls on the class (``Held.changed(held)``). An agent that
+    found its session's ``Held`` (``gc.get_objects()``) and set its first-seen ``_task`` to
+    the copy with the step limit of 100, shadowed ``changed`` on it, pointed it at another
+    object, or swapped its class, took 11 steps of 6 and passed."""
+
+    __slots__ = ()
+
+    def __new__(cls, owner: object, where: str, moving: frozenset[str] | None) -> Held:
+        kind = type(owner)
+        space: dict[str, object] | None = getattr(owner, "__dict__", None)
+        first = tuple(dict(space or {}).items())
+        bound: object = getattr(kind, "held_bound", frozenset()) if moving is None else frozenset()
+        entries = tuple(
+            (name, tuple(value.items()))
+            for name, value in first
             if type(value) is dict and moving is not None and name not in moving
-        }
+        )
+        return tuple.__new__(
+            cls,
+            (
+                owner,
+                where,
+                moving,
+                kind,
+                space,
+                first,
+                bound if type(bound) is frozenset else frozenset(),
+                entries,
+            ),
+        )
 
     def changed(self) -> list[str]:
         """What was rebound, added, removed or emptied since, as ``where.name``."""
-        owner, space = self.owner, self.space
-        found = [] if type(owner) is self.cls else ["__class__"]
+        owner, where, moving, cls, space, first_items, bound, entries = _fields(self)
+        found = [] if type(owner) is cls else ["__class__"]
         now = getattr(owner, "__dict__", None)
         if now is not space:
             found.append("__dict__")
         if space is None:
-            return [f"{self.where}.{name}" for name in found]
-        first, moving = self.first, self.moving
-        if moving is None:
-            cls = self.cls  # code over its class's (a kind may add code of its own lazily)
+            return [f"{where}.{name}" for name in found]
+        first = dict(first_items)
+        if moving is None:  # code over its class's (a kind may add code of its own lazily)
             found += (
                 n for n, v in list(space.items()) if n not in first and _code(v) and hasattr(cls, n)
             )
-            found += (n for n in self.bound if space.get(n, _MISSING) is not first.get(n, _MISSING))
+            found += (n for n in bound if space.get(n, _MISSING) is not first.get(n, _MISSING))
         else:
             found += (n for n in list(space) if n not in first)
             found += (
-                n for n, v in first.items() if n not in moving and space.get(n, _MISSING) is not v
+                n for n, v in first_items if n not in moving and space.get(n, _MISSING) is not v
             )
             found += (
                 n
-                for n, entries in self.entries.items()
-                if space.get(n) is first[n] and not _same_entries(entries, _entries_of(first[n]))
+                for n, items in entries
+                if space.get(n) is first[n] and not _same_items(_entries_of(first[n]), items)
             )
-        return [f"{self.where}.{name}" for name in found]
+        return [f"{where}.{name}" for name in found]
 
     def put_back(self) -> None:
         """The object as first seen: its class, its ``__dict__``, and each entry counted."""
-        owner = self.owner
-        if type(owner) is not self.cls:
-            object.__setattr__(owner, "__class__", self.cls)
-        if self.space is None:
+        owner, where, _, cls, space, first_items, _, entries = _fields(self)
+        if type(owner) is not cls:
+            object.__setattr__(owner, "__class__", cls)
+        if space is None:
             return
-        space: dict[str, object] = self.space
         if getattr(owner, "__dict__", None) is not space:
             object.__setattr__(owner, "__dict__", space)
-        prefix = len(self.where) + 1
-        for name in [where[prefix:] for where in self.changed()]:
-            held = self.first.get(name, _MISSING)
+        first, held_entries = dict(first_items), dict(entries)
+        prefix = len(where) + 1
+        for name in [found[prefix:] for found in Held.changed(self)]:
+            held = first.get(name, _MISSING)
             if held is _MISSING:
                 space.pop(name, None)
                 continue
             space[name] = held
-            if isinstance(held, dict) and name in self.entries:
+            if isinstance(held, dict) and name in held_entries:
                 held.clear()
-                held.update(self.entries[name])
+                held.update(held_entries[name])
+
+
+def _fields(held: Held) -> tuple[Any, ...]:
+    """*held*'s fields, read through ``tuple`` after giving it its class back (an agent's
+    subclass of it, swapped in, would otherwise answer for it)."""
+    if type(held) is not Held:
+        object.__setattr__(held, "__class__", Held)
+    return tuple(tuple.__iter__(held))
+
+
+def _same_items(space: dict[str, object], items: tuple[tuple[str, object], ...]) -> bool:
+    """Whether *space* holds just the keys of *items*, each bound to the same object."""
+    return len(space) == len(items) and all(
+        space.get(name, _MISSING) is value for name, value in items
+    )
 
 
 _refusing = False

@@ -63,7 +63,7 @@ from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.leftovers import Watch
-from groundstate.loopthreads import abandon, in_loop_thread, put_back_builtins
+from groundstate.loopthreads import abandon, in_loop_thread, put_back_after, put_back_builtins
 from groundstate.records import AgentRun, CheckResult, CountedUsage, Usage
 from groundstate.returned import (
     CRASHED,
@@ -1483,10 +1483,10 @@ def _rebound(
     names = HARNESS.unsealed(seal)
     names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back()
-    for one in held:
-        changed = one.changed()
+    for one in held:  # called on the class: the agent may have set code on its instance's
+        changed = Held.changed(one)
         if changed:
-            one.put_back()
+            Held.put_back(one)
             names += changed
     if not names:
         return False
@@ -1723,17 +1723,20 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     facade = AgentSession(session)
     limit, started, ended = session.time_limit, CLOCK(), list[float]()
     work = lambda: _run_to_end(agent, facade, ended)  # noqa: E731
-    finished = in_loop_thread(work, f"agent-{id(session):x}")
+    kept: list[Any] = []  # the process-wide state as the agent finds it: this frame's own
+    finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept)
+    (shared,) = kept
     try:
         in_time = await _settled_in_time(finished, limit)
     except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
-        abandon(finished)
+        abandon(finished, shared)
         raise
     if not in_time or (ended and ended[0] - started > limit):  # none: it crashed its loop
         # What the abandoned agent ends with, nobody reads: abandon reads it, so asyncio does
         # not log it ("exception was never retrieved") whenever the garbage collector gets to it.
-        abandon(finished)
+        abandon(finished, shared)
         raise TimeLimitReached(f"time limit {limit:g}s reached")
+    put_back_after(shared)  # whatever the agent made its thread take its end for
     return finished.result()
 
 

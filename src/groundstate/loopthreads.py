@@ -584,13 +584,18 @@ def submit(
 
 class _GivenUp(threading.Event):
     """Set by :func:`abandon`, or taken as set once the caller's event loop has closed (a
-    batch torn down while an attempt's thread still ran: nobody waits for it any more)."""
+    batch torn down while an attempt's thread still ran: nobody waits for it any more).
+
+    An object the work can reach (``gc.get_objects()``): what it says decides only what the
+    work's thread puts back as the work ends. The caller puts back again from its own copy
+    (:func:`put_back_after`, :func:`abandon`): an agent that set its event (``set()``,
+    ``is_set`` shadowed) left its descriptor limit, umask, environment variables... to its
+    own grading and to every later attempt in the process."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__()
         self._loop = loop
         self.worker: _LoopThread | None = None
-        self.shared: _SharedHooks | None = None
 
     def is_set(self) -> bool:
         return super().is_set() or self._loop.is_closed()
@@ -600,7 +605,7 @@ _GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], _GivenUp]
 _GIVEN_UP = weakref.WeakKeyDictionary()
 
 
-def abandon(finished: asyncio.Future[Any]) -> None:
+def abandon(finished: asyncio.Future[Any], shared: _SharedHooks) -> None:
     """The caller stops waiting for the work of :func:`in_loop_thread` behind *finished* (an
     agent past its time limit), and ignores its outcome. The process-wide state the work
     changed so far is put back now, here, as it would be at the work's end (the harness has
@@ -612,15 +617,30 @@ def abandon(finished: asyncio.Future[Any]) -> None:
     those of the piece's start would replace. (An agent that changes them after its limit is
     like one that does it from a thread of its own: the next attempt's routers still keep
     what attempts print apart, see :mod:`groundstate.capture`.) Calls it left running in its
-    loop's executor are not waited for at exit."""
+    loop's executor are not waited for at exit. *shared*: the state as the work found it,
+    which :func:`in_loop_thread` gave the caller (kept by the caller, not read from the
+    work's event, which the work can edit: an agent that set it to None, or to its own
+    ``sqlite3`` adapters, kept them past its limit)."""
     finished.add_done_callback(_ignore_outcome)
+    _put_back_shared(shared, streams=True)
     event = _GIVEN_UP.get(finished)
-    if event is not None and not event.is_set():
-        event.set()
-        if event.shared is not None:
-            _put_back_shared(event.shared, streams=True)
-        if event.worker is not None:
-            event.worker.not_joined_at_exit()
+    if event is not None:
+        # The class's ``set``: the work may have shadowed its own, or broken what it uses
+        # (its ``_cond`` set to None made the time limit an error of the harness's).
+        with suppress(Exception):
+            threading.Event.set(event)
+        worker = getattr(event, "worker", None)
+        if isinstance(worker, _LoopThread):
+            worker.not_joined_at_exit()
+
+
+def put_back_after(shared: _SharedHooks) -> None:
+    """The work of :func:`in_loop_thread` has ended while its caller waited: put back what it
+    changed of the process-wide state once more, from the caller's own copy *shared*. Its
+    thread did so as the work ended unless the work's event said it was given up, which
+    the work can make it say (``set()`` on it, its ``is_set`` shadowed). (Only what differs
+    is set: as the work's thread left it, this changes nothing.)"""
+    _put_back_shared(shared, streams=True)
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
@@ -628,12 +648,16 @@ def _ignore_outcome(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio.Future[T]:
+def in_loop_thread(
+    work: Work[T], name: str, *, crashes: bool = True, kept: list[_SharedHooks] | None = None
+) -> asyncio.Future[T]:
     """:func:`submit` *work*; its result or exception arrives on the returned future of the
     running loop. The thread is a daemon, so work the caller stopped waiting for (an agent
     past its limit) never holds the process open at exit. With *crashes*, ``SystemExit``,
     ``KeyboardInterrupt`` and the like arrive as crashes (``RuntimeError``), as suits an
-    agent; without, they arrive as raised."""
+    agent; without, they arrive as raised. *kept*, a list of the caller's own, is given the
+    process-wide state as the work finds it, for :func:`abandon` and
+    :func:`put_back_after`."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[T] = loop.create_future()
     given_up = _GIVEN_UP[finished] = _GivenUp(loop)
@@ -653,7 +677,9 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, outcome)
 
-    given_up.worker, given_up.shared = submit(work, name, done, given_up)
+    given_up.worker, shared = submit(work, name, done, given_up)
+    if kept is not None:
+        kept.append(shared)
     return finished
 
 

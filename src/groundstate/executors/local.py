@@ -45,7 +45,7 @@ from groundstate.executors._job import (
     serve,
 )
 from groundstate.exitcause import TRY, grading_starts
-from groundstate.loopthreads import abandon, in_loop_thread
+from groundstate.loopthreads import abandon, in_loop_thread, put_back_after
 from groundstate.ourthreads import start
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -168,15 +168,22 @@ class InProcessExecutor:
                     turns.done(ticket)
 
         name = f"attempt-{job.info.run_id[:8]}"
-        finished = in_loop_thread(attempt, name, crashes=False)
+        kept: list[Any] = []  # the process-wide state as the attempt finds it (see abandon)
+        finished = in_loop_thread(attempt, name, crashes=False, kept=kept)
+        (shared,) = kept
         try:
-            return await asyncio.shield(finished)
+            output = await asyncio.shield(finished)
         except asyncio.CancelledError:
-            await _unwind(started, finished)
+            await _unwind(started, finished, shared)
             raise
+        except BaseException:
+            put_back_after(shared)
+            raise
+        put_back_after(shared)  # whatever its agent made its thread take its end for
+        return output
 
 
-async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput]) -> None:
+async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput], shared: Any) -> None:
     """Cancel the attempt in its own loop and wait (bounded) until it has closed its
     environment, as it did when attempts shared the batch's loop (or, not started yet, it
     does not start: see :data:`_Started`)."""
@@ -188,7 +195,7 @@ async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput]) ->
     with suppress(BaseException):
         await asyncio.wait_for(asyncio.shield(finished), UNWIND_TIMEOUT)
     if not finished.done():  # the batch stops anyway: nobody reads what the attempt ends with
-        abandon(finished)
+        abandon(finished, shared)
 
 
 HARD_GRACE = 60.0
