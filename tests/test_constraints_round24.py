@@ -96,6 +96,7 @@ def test_a_yes_picking_the_other_option_confirms_nothing(
         "The Visa?",
         "The Visa is expired.",
         "Hmm, which is faster?",
+        "Visa or gift card.",
     ],
 )
 def test_a_choice_of_the_other_option_or_no_choice_confirms_nothing(
@@ -305,3 +306,53 @@ def test_the_amount_shown_in_another_notation_passes(
     retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
 ) -> None:
     assert failing(retail, "refund-socks", _final(oracles["refund-socks"], said)) == []
+
+
+# --- 5. what follows the yes: another option picked, "Are you sure?" "No." --------------------
+
+QUESTION = (
+    "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, $22.00, to your Visa "
+    "ending 4417. Shall I go ahead?"
+)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        [
+            ("agent", "Actually, do you want it on the gift card or the Visa?"),
+            ("user", "The gift card."),
+        ],
+        [("agent", "Actually, the gift card or the Visa?"), ("user", "Yes, the gift card.")],
+        [("agent", "Are you sure?"), ("user", "No.")],
+        [("agent", "Are you sure you want the refund?"), ("user", "No, not really.")],
+    ],
+)
+def test_a_later_answer_that_turns_the_yes_around_leaves_the_change_unconfirmed(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], after: list[tuple[str, str]]
+) -> None:
+    """The socks refunded to the Visa after the customer, asked again, picked the gift card,
+    or answered "Are you sure?" with "No.": the first yes stood."""
+    events = _asked(oracles["refund-socks"], QUESTION, "Yes.", *after)
+    assert REFUND in failing(retail, "refund-socks", events)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        [
+            ("agent", "Actually, do you want it on the gift card or the Visa?"),
+            ("user", "The Visa."),
+        ],
+        [("agent", "Are you sure?"), ("user", "Yes, I'm sure.")],
+        [("agent", "Anything else before I process it?"), ("user", "No, that's all.")],
+        [("agent", "Would you like an email receipt?"), ("user", "No thanks.")],
+        [("agent", "Is there anything else?"), ("user", "No.")],
+    ],
+)
+def test_a_later_answer_that_keeps_the_yes_keeps_the_change_confirmed(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], after: list[tuple[str, str]]
+) -> None:
+    """Controls."""
+    events = _asked(oracles["refund-socks"], QUESTION, "Yes.", *after)
+    assert failing(retail, "refund-socks", events) == []

@@ -470,9 +470,10 @@ def _agreed_otherwise(
     change's values ("Or would you prefer the gift card instead of the Visa?" "Sure"), or
     to a question about this kind of change naming another way of paying or another amount
     and no other record ("Actually, shall I refund $25.00 instead?" "Yes", then a refund of
-    $22.00 to the Visa). A yes about another record ("Shall I also refund the hoodie, $45?"),
-    about something else ("Would you like a receipt?") or restating the change ("That's
-    $22.00 to your Visa, right?") changes nothing."""
+    $22.00 to the Visa), or picking another option of a choice than the change's ("Actually,
+    the gift card or the Visa?" "The gift card."). A yes about another record ("Shall I also
+    refund the hoodie, $45?"), about something else ("Would you like a receipt?") or restating
+    the change ("That's $22.00 to your Visa, right?") changes nothing."""
     later = [a for a in answers if a.yes and a.at > yes.at]
     if not later:
         return None
@@ -482,6 +483,8 @@ def _agreed_otherwise(
     amounts = {amount for value in known for amount in _amounts(value)}
     for answer in later:
         asked = answer.answered
+        if _chose_otherwise(answer, values):
+            return answer  # "... on the gift card or the Visa?" "The gift card."
         if _turned_down(asked) & paid or any(
             mentions(asked, value) and not mentions(asked, value, chosen=True) for value in known
         ):
@@ -1034,9 +1037,9 @@ def _picks_offered(question: str, answer: str) -> bool:
     ending 4417 or your gift card?" "The Visa please.", "The first one", "Both"), or part of
     what it asked by "just" or "only" ("Just the headlamp"). Such a reply agrees to what it
     picks, as "Yes, the Visa" does; the checks of a yes then read which change it picked.
-    A question back ("The Visa?") or a word the question does not say ("The Visa is
-    expired") picks nothing."""
-    if "?" in answer:
+    A question back ("The Visa?"), the choice echoed ("Visa or gift card.") or a word the
+    question does not say ("The Visa is expired") picks nothing."""
+    if "?" in answer or re.search(r"\bor\b", answer):  # a question back, the choice echoed
         return False
     choosing = bool(_offers_choice(question))
     if not choosing and _NARROWING.search(answer) is None:
@@ -1069,13 +1072,20 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
     answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
     for sentence in _offers_choice(yes.answered):
         options = _OR.split(sentence)
-        holding = [i for i, o in enumerate(options) if any(mentions(o, v) for v in values)]
+        holding = [i for i, option in enumerate(options) if _holds(option, values)]
         if not holding or len(holding) == len(options):
             continue
         picked = _picked(answer, options)
         if picked is not None and picked not in holding:
             return True
     return False
+
+
+def _holds(option: str, values: list[str]) -> bool:
+    """Whether an *option* of a choice names one of a change's *values*, or the kind of way of
+    paying one is ("the Visa" for "Visa ending 4417")."""
+    paid = {way for value in values for way in _payments(normalise(value))}
+    return any(mentions(option, value) for value in values) or bool(_payments(option) & paid)
 
 
 def _picked(answer: str, options: list[str]) -> int | None:
@@ -1551,14 +1561,16 @@ def _asks_nothing(message: MessageEvent) -> bool:
 
 
 # A question that asks only whether to go on with what was agreed ("Shall I go ahead?",
-# "Should I try again?", "Do you want me to proceed anyway?"): it is about the pending
-# change, so a no to it takes the yes back. "Shall I proceed with the exchange?" is about
-# something else, and "Anything else before I process it?" asks for anything else.
+# "Should I try again?", "Do you want me to proceed anyway?", "Are you sure?"): it is about
+# the pending change, so a no to it takes the yes back. "Shall I proceed with the exchange?"
+# is about something else, and "Anything else before I process it?" asks for anything else.
 _GOING_ON = re.compile(
     r"\b((shall|should|can|may) (i|we)|(do|would) you (want|like) (me|us) to|want me to"
     r"|ok(ay)? (to|if i))( (just|still|then|now))* (go ahead|proceed|retry|try (it |that "
     r"|this )?again|continue|carry on|do (it|that|this)|submit (it|that|this)|process (it|"
     r"that|this))( (now|then|anyway|again|for you|with (it|that|this)))*\?"
+    r"|\bare you (really )?(sure|certain|positive)( about (it|that|this)| you (still )?want\b"
+    r"(?![^?]*\b(also|too|as well|another|else|other|besides)\b)[^?]*)?\?"
 )
 
 
