@@ -356,3 +356,52 @@ def test_a_later_answer_that_keeps_the_yes_keeps_the_change_confirmed(
     """Controls."""
     events = _asked(oracles["refund-socks"], QUESTION, "Yes.", *after)
     assert failing(retail, "refund-socks", events) == []
+
+
+# --- 6. an exchange's choice of colour or size ---------------------------------------------------
+
+COLOUR = (
+    "I can exchange your Trailhead Running Shoe (size 8, grey) from order O-1012 for size 9, at "
+    "no cost. Would you like it in grey or blue?"
+)
+SIZE = (
+    "I can exchange your Trailhead Running Shoe (size 8, grey) from order O-1012 for a grey "
+    "one. Size 9 or size 10?"
+)
+"""The oracle exchanges the shoe for size 9 in grey."""
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        (COLOUR, "Grey."),
+        (COLOUR, "The grey one."),
+        (COLOUR, "The first one."),
+        (SIZE, "Size 9."),
+        (SIZE, "9"),
+    ],
+)
+def test_the_colour_or_size_exchanged_to_picked_without_a_yes_word_confirms(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str, answer: str
+) -> None:
+    events = _asked(oracles["exchange-shoe-size"], question, answer)
+    assert failing(retail, "exchange-shoe-size", events) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        (COLOUR, "Blue."),
+        (COLOUR, "Yes, blue."),
+        (COLOUR, "The second"),
+        (SIZE, "Size 10."),
+        (SIZE, "Yes, size 10 please."),
+        (SIZE, "10 please"),
+    ],
+)
+def test_another_colour_or_size_picked_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str, answer: str
+) -> None:
+    """ "Yes, size 10 please." to "Size 9 or size 10?", then an exchange for size 9, passed."""
+    events = _asked(oracles["exchange-shoe-size"], question, answer)
+    assert "p2-confirmed-exchange" in failing(retail, "exchange-shoe-size", events)

@@ -1090,15 +1090,15 @@ def _holds(option: str, values: list[str]) -> bool:
 
 def _picked(answer: str, options: list[str]) -> int | None:
     """The index of the one of *options* *answer* picks by its place or by words only that
-    option says, or None."""
-    said = {w for w in _WORD.findall(answer) if chosen_at(answer, answer.find(w))}
+    option says (a word or a number: "Size 10" of "size 9 or size 10?"), or None."""
+    said = {w for w in _TOKEN.findall(answer) if chosen_at(answer, answer.find(w))}
     said -= _REPLY_WORDS | _CHOOSING_NOTHING | _PICKING_WORDS
     place = _PLACE_PICKED.search(answer)
     if place is not None and said <= _PLACES.keys():  # "the second one", not "first, wait"
         if place[1] in ("first", "former", "1st"):
             return 0
         return len(options) - 1 if place[1] in ("latter", "last") else 1
-    words = [set(_WORD.findall(option)) for option in options]
+    words = [set(_TOKEN.findall(option)) for option in options]
     hits = [
         i
         for i, own in enumerate(words)
