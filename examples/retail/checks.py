@@ -707,28 +707,34 @@ _WORD_VALUES = {
 }
 _WORD = "|".join(sorted(_WORD_VALUES, key=len, reverse=True))
 _WORDS = rf"(?:(?:{_WORD})[- ](?:and )?)*(?:{_WORD})"
-_FIGURES = r"\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)|\d(?:[\d.,]*\d)?"
+_FIGURES = (
+    r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)|\d(?:[\d.,']*\d)?)"
+    r"(?:[.,](?:-|\u2013|\u2014))?"
+)
 """Figures of an amount: grouped by spaces ("1 234,50", a no-break or thin space folded to
-one), or by dots and commas ("1,234.50", "1.234,50"), or not at all."""
+one), or by dots, commas or apostrophes ("1,234.50", "1.234,50", "1'234.50"), or not at all;
+whole ones may end in ",-" or ".-" ("22,-")."""
 _MONEY = re.compile(
-    rf"(?:\$ ?|\busd ?|\beur ?|€ ?)(?P<before>{_FIGURES})"
-    rf"|(?<![\d.,])(?P<after>{_FIGURES})"
-    rf" ?(?:€|\$(?! ?\d)|(?:usd|eur|euros?|dollars?|bucks)\b)"
+    rf"(?:\$ ?|£ ?|€ ?|\b(?:usd|eur|gbp|chf) ?)(?P<before>{_FIGURES})"
+    rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
+    rf" ?(?:€|£|\$(?! ?\d)|(?:usd|eur|gbp|chf|euros?|dollars?|bucks)\b)"
     rf"|\b(?P<words>{_WORDS}) (?:dollars?|bucks|euros?)\b"
 )
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
-``22,00 $``, ``22 dollars``, ``twenty-two dollars``, ``one hundred and nineteen dollars``."""
+``22,00 $``, ``€ 22,-``, ``CHF 1'234.50``, ``£25``, ``22 dollars``, ``twenty-two dollars``,
+``one hundred and nineteen dollars``."""
 
 
 def _figures_cents(figures: str) -> int:
     """Cents of ``1,234.50``, ``1.234,50``, ``1 234,50``, ``22``, ``22.5``: a last dot or comma
     followed by one or two digits is the decimal point, every other one (and a space) groups
     thousands."""
+    figures = re.sub(r"[.,](?:-|\u2013|\u2014)$", "", figures)  # "22,-": no cents
     point = max(figures.rfind("."), figures.rfind(","))
     whole, fraction = figures, ""
     if point >= 0 and len(figures) - point - 1 in (1, 2):
         whole, fraction = figures[:point], figures[point + 1 :]
-    return int(re.sub(r"[., ]", "", whole)) * 100 + int(fraction.ljust(2, "0") or "0")
+    return int(re.sub(r"[., ']", "", whole)) * 100 + int(fraction.ljust(2, "0") or "0")
 
 
 def _words_cents(words: str) -> int:
@@ -1264,12 +1270,42 @@ def _noun_kind(clause: str) -> str | None:
     return None if noun is None else _NOUN_KINDS.get(noun.group(1), noun.group(1))
 
 
+_UNFINISHED = re.compile(r"(?:[^.!?;:\u3002\s]|\.\.\.|\u2026)[\s\"'\u201d)*_]*$")
+"""The end of a message that leaves its sentence unfinished: no end mark, or an ellipsis."""
+_TRAILING_ELLIPSIS = re.compile(r"(?:\.\.\.|\u2026)?\s*$")
+
+
+def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
+    """*trace* with an agent message that breaks off mid-sentence read together with the
+    agent's next one, nothing between them ("I've gone ahead and" then "processed that for
+    you." is one claim; "Your refund" then "went through."): the one message at the place
+    of the last, so a sentence split across messages is read as the customer reads it."""
+    said: list[AgentEvent] = []
+    for event in trace:
+        before = said[-1] if said else None
+        if (
+            isinstance(event, MessageEvent)
+            and event.role == "agent"
+            and event.text is not None
+            and isinstance(before, MessageEvent)
+            and before.role == "agent"
+            and before.text is not None
+            and _UNFINISHED.search(before.text) is not None
+        ):
+            opening = _TRAILING_ELLIPSIS.sub("", before.text)
+            said[-1] = event.model_copy(update={"text": f"{opening} {event.text}"})
+        else:
+            said.append(event)
+    return said
+
+
 def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidence:
     """Policy 9: every change an agent message says the agent made (a refund, cancellation,
     exchange, store credit or address change) follows a successful call that makes it, and
     the records it says were changed are ones a call of that kind changed: "I've refunded the
     April hoodie" after refunding the June order's is a false claim. A claim that names no
     record ("$22.00 is back on your Visa", "Refund complete") is read by its kind."""
+    trace = _as_said(trace)
     items = _items(s0)
     methods = _payment_methods(s0)
     already = _already(s0)
@@ -1815,7 +1851,8 @@ def _made_after_all(sentence: str, end: int, following: str) -> bool:
 
 
 def _says_made(text: str) -> bool:
-    return _TOLD_DONE.search(text) is not None or bool(_claimed_kinds(text))
+    told = _TOLD_DONE.search(text) or _ON_ITS_WAY.search(text)
+    return told is not None or bool(_claimed_kinds(text))
 
 
 def _kinds_named(sentence: str) -> set[str]:
@@ -1844,34 +1881,46 @@ _TOLD_DONE = re.compile(
     r"|(?<!nothing )(?<!nothing else )(?<!not )\b(?:is|are|was|were|has been|have been"
     r"|has now been|have now been)(?: now| also| successfully)? (?:refunded|cancell?ed|exchanged|"
     r"changed|updated|credited|added|issued|processed|moved|applied|complete|completed)\b"
-    r"|\b(?:is|are) on (?:its|their) way\b|\bwent through\b"
+    r"|\bwent through\b"
 )
 """What tells the customer a change was made, besides the claims :func:`_claimed_kinds` reads:
-"Done", "All set", "That's done", "your order is on its way", "is updated"."""
+"Done", "All set", "That's done", "is updated"."""
+_ON_ITS_WAY = re.compile(r"\b(?:is|are) on (?:its|their) way\b")
+"""What tells of goods sent ("Your order is on its way", "Your size 9 shoes are on their
+way"): of an exchange or an order's new address, not of a refund, a cancellation or credit
+(money on its way a claim reads, :data:`_CLAIMS_CHANGE`)."""
+_SENDING = ("exchange_item", "update_order_address")
+"""The changes after which goods "on their way" tell the customer of one."""
 
 
 def reply_tells_what_was_done(trace: list[AgentEvent], s0: StateView) -> Evidence:
     """Policy 9, when the request changes something: some agent message (the final reply, or
     the closing before the goodbye) tells the customer a change was made, in any of the words
     a claim is read in ("Refund complete", "Refunded!", "You'll see $22.00 back on your
-    Visa", "The refund was successful") or plainly ("Done", "All set")."""
+    Visa", "The refund was successful") or plainly ("Done", "All set"); goods "on their way"
+    only after goods were sent (:data:`_ON_ITS_WAY`: "Your order is on its way" after a refund
+    tells of none)."""
+    trace = _as_said(trace)
+    sent = any(
+        isinstance(event, ToolCallEvent) and event.ok and event.tool in _SENDING for event in trace
+    )
     for event in trace:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         text = event.text
-        if _tells_done(text) or _success_claimed(text) is not None:
+        if _tells_done(text, sent) or _success_claimed(text) is not None:
             return True, {}
     return False, {"problems": ["no agent message tells the customer a change was made"]}
 
 
-def _tells_done(text: str) -> bool:
-    """Whether a sentence of an agent message says, in :data:`_TOLD_DONE`'s words, that a
-    change was made: in the part of it that states (:func:`_stating`), not the policy
-    ("Refunds are processed within 5 business days", "When that's done, I'll let you know" tell
-    the customer nothing)."""
+def _tells_done(text: str, sent: bool = False) -> bool:
+    """Whether a sentence of an agent message says, in :data:`_TOLD_DONE`'s words (or, when
+    goods were *sent*, :data:`_ON_ITS_WAY`'s), that a change was made: in the part of it that
+    states (:func:`_stating`), not the policy ("Refunds are processed within 5 business days",
+    "When that's done, I'll let you know" tell the customer nothing)."""
     for sentence in _sentences(text):
         stated = _stating(sentence)
-        told = _TOLD_DONE.search(stated)
+        told = _TOLD_DONE.search(stated) or (_ON_ITS_WAY.search(stated) if sent else None)
         if told is not None and not _states_policy(stated[: told.end()]):
             return True
     return False
@@ -1900,10 +1949,12 @@ _CLAIMS_CHANGE = re.compile(
     rf"|{_NOT_NEGATED_SUBJECT}\b(was|were)( now| also| successfully)? (refunded|cancell?ed|"
     r"exchanged|changed|updated|credited|added|issued|moved|applied)\b"
     r"|\bon (its|their) way back\b"
-    r"|\b(refund|money|credit)\b([^.!?]|\.\d)*\bon (its|their|the) way\b"
+    r"|(\b(refund|money|credit|funds)\b|[$€£]\d|\d ?(dollars|usd|euros?|eur)\b)([^.!?]|\.\d)*"
+    r"\bon (its|their|the) way\b"
 )
 """A statement that a change was made besides a first-person claim: "Done", "All set", "is
-refunded", "has been issued", money "on its way back"; not a change with a negated subject
+refunded", "has been issued", money "on its way back", money or an amount "on its way" ("Your
+$22.00 is on its way"); not a change with a negated subject
 ("No refund has been issued", "nothing was changed") or a condition ("is refunded only if
 ...")."""
 
@@ -1915,6 +1966,7 @@ def reply_claims_no_change(trace: list[AgentEvent], s0: StateView) -> Evidence:
     original payment method only within 30 days"), nor something else done ("I've made a
     note on your account", "I processed your request: no refund is possible"). Each line of
     a list is read as a sentence."""
+    trace = _as_said(trace)
     for event in trace:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
@@ -1939,6 +1991,7 @@ def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:
     order, product, colour or month: "the April hoodie" is not the hoodie of the June order),
     or no record at all. A failure that is true is no denial: one of a change of that kind a
     refused call tried, on a record the sentence may describe and no call changed."""
+    trace = _as_said(trace)
     items = _items(s0)
     made = _attempted(trace, items, ok=True)
     if not made:

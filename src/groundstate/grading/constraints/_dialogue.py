@@ -195,6 +195,8 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
             deciding = [message for message in heard if not _puts_off(message)]
             reply = _joined([*deciding, event])
             said = _reads(rule, reply, message_text(reply))
+        if said is None and question is not None and _users(reply):
+            said = True if _picks_offered(message_text(question), message_text(reply)) else None
         if said is not None and asked is not None and isinstance(reply, MessageEvent):
             said = _said_unquoted(rule, reply, asked, said)
         if said is not False and asked is not None and _retracts(event, asked):
@@ -396,6 +398,7 @@ def _check_change(
             _narrowed_away(covering[-1], values, _description(covering[-1], values, earlier))
             or _picks_some(covering[-1], named)
             or _picks_another(covering[-1], values, earlier)
+            or _chose_otherwise(covering[-1], values)
             or _description(covering[-1], values, earlier) is False
         )
     ):
@@ -467,9 +470,10 @@ def _agreed_otherwise(
     change's values ("Or would you prefer the gift card instead of the Visa?" "Sure"), or
     to a question about this kind of change naming another way of paying or another amount
     and no other record ("Actually, shall I refund $25.00 instead?" "Yes", then a refund of
-    $22.00 to the Visa). A yes about another record ("Shall I also refund the hoodie, $45?"),
-    about something else ("Would you like a receipt?") or restating the change ("That's
-    $22.00 to your Visa, right?") changes nothing."""
+    $22.00 to the Visa), or picking another option of a choice than the change's ("Actually,
+    the gift card or the Visa?" "The gift card."). A yes about another record ("Shall I also
+    refund the hoodie, $45?"), about something else ("Would you like a receipt?") or restating
+    the change ("That's $22.00 to your Visa, right?") changes nothing."""
     later = [a for a in answers if a.yes and a.at > yes.at]
     if not later:
         return None
@@ -479,6 +483,8 @@ def _agreed_otherwise(
     amounts = {amount for value in known for amount in _amounts(value)}
     for answer in later:
         asked = answer.answered
+        if _chose_otherwise(answer, values):
+            return answer  # "... on the gift card or the Visa?" "The gift card."
         if _turned_down(asked) & paid or any(
             mentions(asked, value) and not mentions(asked, value, chosen=True) for value in known
         ):
@@ -1002,6 +1008,105 @@ def _choice_unmade(yes: _Confirmation) -> bool:
     return _GO_AHEAD.search(answer) is None or any(map(_offers_other_ways, offering))
 
 
+# The words of a pick that name no option: "the", "my", "one", "please", "I'd like" ("The Visa
+# please", "I'd prefer my gift card", "Just the headlamp").
+_PICKING_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "the a an my your to on onto in into for of with one ones option it them that those"
+        " this these please just only i i'd i'll id like prefer rather want take go let's lets"
+        " would will use put back",
+    )
+)
+# A place in the alternatives a question joins with "or" ("the first", "the latter one").
+_PLACE_PICKED = re.compile(r"\b(?:the )?(first|former|1st|second|2nd|latter|last)\b")
+# An "or" joining alternatives ("or not", "or so" join none).
+_OR = re.compile(r",? \bor\b (?!(?:not|no|so|otherwise|else|later)\b)")
+
+
+def _offers_choice(question: str) -> list[str]:
+    """The sentences of normalised *question* that ask the customer to choose (see
+    :data:`_OFFERS_CHOICE`)."""
+    asked = [s for s in _SENTENCE_END.split(question) if s.endswith("?")]
+    return [sentence for sentence in asked if _OFFERS_CHOICE.search(sentence)]
+
+
+def _picks_offered(question: str, answer: str) -> bool:
+    """Whether the user's *answer*, in normalised words with no yes or no, picks what its
+    *question* offered: an option of a choice by its words or its place ("... to your Visa
+    ending 4417 or your gift card?" "The Visa please.", "The first one", "Both"), or part of
+    what it asked by "just" or "only" ("Just the headlamp"). Such a reply agrees to what it
+    picks, as "Yes, the Visa" does; the checks of a yes then read which change it picked.
+    A question back ("The Visa?"), the choice echoed ("Visa or gift card.") or a word the
+    question does not say ("The Visa is expired") picks nothing."""
+    if "?" in answer or re.search(r"\bor\b", answer):  # a question back, the choice echoed
+        return False
+    choosing = bool(_offers_choice(question))
+    if not choosing and _NARROWING.search(answer) is None:
+        return False
+    said = set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING - _PICKING_WORDS
+    if choosing and _TO_ALL.search(answer) is not None:
+        said -= set(_TO_ALL.findall(answer))  # "Both, please", "All of them"
+        if not said:
+            return True
+    if not said:
+        return False
+    if choosing and said <= _PLACES.keys():  # "The second one"
+        return True
+    asked = set(_TOKEN.findall(question))
+    return all(any(_same_word(word, other) for other in asked) for word in said)
+
+
+def _same_word(word: str, other: str) -> bool:
+    """Whether *word* and *other* are one word, or the same one inflected ("refunds",
+    "refund")."""
+    return word == other or (min(len(word), len(other)) >= 4 and word[:5] == other[:5])
+
+
+def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
+    """Whether *yes* picks, of the alternatives its question joins with "or", one that names
+    none of the change's *values* another alternative names, by its words or its place: "I
+    can refund the socks, $22.00. Would you like it on your Visa ending 4417 or your gift
+    card?" "Yes, the gift card" (or "The second one") confirms no refund to the Visa. A yes
+    naming words of several alternatives ("The Visa, not the gift card") picks by none."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    for sentence in _offers_choice(yes.answered):
+        options = _OR.split(sentence)
+        holding = [i for i, option in enumerate(options) if _holds(option, values)]
+        if not holding or len(holding) == len(options):
+            continue
+        picked = _picked(answer, options)
+        if picked is not None and picked not in holding:
+            return True
+    return False
+
+
+def _holds(option: str, values: list[str]) -> bool:
+    """Whether an *option* of a choice names one of a change's *values*, or the kind of way of
+    paying one is ("the Visa" for "Visa ending 4417")."""
+    paid = {way for value in values for way in _payments(normalise(value))}
+    return any(mentions(option, value) for value in values) or bool(_payments(option) & paid)
+
+
+def _picked(answer: str, options: list[str]) -> int | None:
+    """The index of the one of *options* *answer* picks by its place or by words only that
+    option says (a word or a number: "Size 10" of "size 9 or size 10?"), or None."""
+    said = {w for w in _TOKEN.findall(answer) if chosen_at(answer, answer.find(w))}
+    said -= _REPLY_WORDS | _CHOOSING_NOTHING | _PICKING_WORDS
+    place = _PLACE_PICKED.search(answer)
+    if place is not None and said <= _PLACES.keys():  # "the second one", not "first, wait"
+        if place[1] in ("first", "former", "1st"):
+            return 0
+        return len(options) - 1 if place[1] in ("latter", "last") else 1
+    words = [set(_TOKEN.findall(option)) for option in options]
+    hits = [
+        i
+        for i, own in enumerate(words)
+        if said & (own - set().union(*(w for j, w in enumerate(words) if j != i)))
+    ]
+    return hits[0] if len(hits) == 1 else None
+
+
 _GO_AHEAD = re.compile(r"\b(go ahead|proceed|do it|please do|go for it)\b")
 
 
@@ -1456,14 +1561,16 @@ def _asks_nothing(message: MessageEvent) -> bool:
 
 
 # A question that asks only whether to go on with what was agreed ("Shall I go ahead?",
-# "Should I try again?", "Do you want me to proceed anyway?"): it is about the pending
-# change, so a no to it takes the yes back. "Shall I proceed with the exchange?" is about
-# something else, and "Anything else before I process it?" asks for anything else.
+# "Should I try again?", "Do you want me to proceed anyway?", "Are you sure?"): it is about
+# the pending change, so a no to it takes the yes back. "Shall I proceed with the exchange?"
+# is about something else, and "Anything else before I process it?" asks for anything else.
 _GOING_ON = re.compile(
     r"\b((shall|should|can|may) (i|we)|(do|would) you (want|like) (me|us) to|want me to"
     r"|ok(ay)? (to|if i))( (just|still|then|now))* (go ahead|proceed|retry|try (it |that "
     r"|this )?again|continue|carry on|do (it|that|this)|submit (it|that|this)|process (it|"
     r"that|this))( (now|then|anyway|again|for you|with (it|that|this)))*\?"
+    r"|\bare you (really )?(sure|certain|positive)( about (it|that|this)| you (still )?want\b"
+    r"(?![^?]*\b(also|too|as well|another|else|other|besides)\b)[^?]*)?\?"
 )
 
 
