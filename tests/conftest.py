@@ -217,7 +217,8 @@ def _validated(root: Path, task_id: str) -> tuple[str, TaskValidity]:
 # Each test is checked: streams it leaves replaced fail it; threads it started that are still
 # working once it has ended, and a CliRunner command whose streams were replaced under it
 # (with the threads working then, each named with the test that started it), are listed at
-# the end of the session. GROUNDSTATE_LEAK_LOG=FILE also logs, per test, every replacement of
+# the end of the session (under pytest-xdist, each worker's list goes to the controller, which
+# prints them all). GROUNDSTATE_LEAK_LOG=FILE also logs, per test, every replacement of
 # the streams made by groundstate.capture (put back, or a router installed over the wrong
 # stream), with the thread that made it.
 
@@ -229,6 +230,7 @@ _POOL_IDLE = (
 )
 _STARTED_BY: dict[int, str] = {}
 _LEFT: list[str] = []
+_LEFT_KEY = "groundstate_left_behind"
 _TEST = ["(collection)"]
 
 
@@ -297,6 +299,19 @@ def _leaves_nothing_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     now = _real_streams()
     if now[0] is not streams[0] or now[1] is not streams[1]:
         pytest.fail(f"the test left sys.stdout/sys.stderr replaced: {now!r}, not {streams!r}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker (``make test`` runs two), hand what its tests left behind to
+    the controller, which lists every worker's at the end (:func:`pytest_testnodedown`)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output[_LEFT_KEY] = list(_LEFT)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown when it is not installed
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    _LEFT.extend(getattr(node, "workeroutput", {}).get(_LEFT_KEY, []))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
