@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import groundstate.importers.stream as stream
 from groundstate.errors import SpecError
@@ -28,6 +30,7 @@ from groundstate.importers import detect_format, import_file, open_source
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
 from groundstate.store import RunStore
 from tests.test_imports_formats import Store, log, sample, write_json
+from tests.test_imports2_round21 import JSON
 from tests.test_imports_harbor import job, trial
 from tests.test_imports_round14 import tb_run, tb_trial
 from tests.test_imports_tau2_versions import monolithic, simulation
@@ -254,3 +257,67 @@ def test_a_large_harbor_trial_is_imported_in_bounded_memory(tmp_path: Path) -> N
     small = child_peak(tmp_path, 1, "harbor", False)
     large = child_peak(tmp_path, 40, "harbor", False)
     assert large - small < 20_000, (small, large)
+
+
+# --- reading past: the rules of a whole parse, whatever the window --------------------------
+
+
+def _skipped(text: str, chunk: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """The keys of *text*'s object, every value read past (a value other than an object:
+    read past), by a stream reading *chunk* characters at a time."""
+    monkeypatch.setattr(stream, "CHUNK", chunk)
+    path = tmp_path / "doc.json"
+    path.write_text(text, encoding="utf-8")
+    with json_stream(path, 1 << 20) as reader:
+        keys = list(reader.members()) if reader.peek() == "{" else reader.skip()
+        reader.end()
+    return keys
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    document=st.dictionaries(st.text(max_size=6), JSON, max_size=5) | JSON,
+    chunk=st.integers(1, 9),
+    indent=st.sampled_from([None, 0, 2]),
+)
+def test_reading_past_any_value_ends_where_a_whole_parse_ends(
+    document: Any, chunk: int, indent: int | None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every value read past, cut by the window anywhere (walked, grown, parsed in place),
+    leaves the stream where the value ends."""
+    text = json.dumps(document, indent=indent)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        keys = _skipped(text, chunk, monkeypatch, tmp_path_factory.mktemp("doc"))
+    assert keys == (list(document) if isinstance(document, dict) else None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": [[1, 2,]]}', '{"a": [{"b": [1 2]}]}', '{"a": [tru]}', '{"a": [1, 2], "b": [[3]',
+        '{"a": {"b": [1, 2], }}', '{"a": ["x\ny"]}', '{"a": [[1,\n2],\n[3,, 4]]}',
+        '{"a": [1, 2]]}', '{"a": [{"b": 1e}]}', '{"a": [[[]]]}\n\n   x',
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
+def test_reading_past_refuses_what_a_whole_parse_refuses_at_its_line(
+    text: str, chunk: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Control: broken JSON inside a value read past is named on the line a whole parse names."""
+    with pytest.raises(json.JSONDecodeError) as whole:
+        json.loads(text)
+    with pytest.raises(SpecError) as walked:
+        _skipped(text, chunk, monkeypatch, tmp_path)
+    assert walked.value.reason.startswith("not valid JSON: ")
+    assert str(walked.value.path).endswith(f"doc.json:{whole.value.lineno}")
+
+
+@pytest.mark.parametrize("chunk", [2, 1 << 20])
+def test_a_key_given_twice_inside_a_value_read_past_is_named_where_it_sits(
+    chunk: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Control: walked or parsed in place, the key is named by its path."""
+    text = '{"samples": [{"id": 1}, {"id": 2, "scores": {"m": [1], "m": [2]}}], "x": 1}'
+    with pytest.raises(SpecError) as walked:
+        _skipped(text, chunk, monkeypatch, tmp_path)
+    assert walked.value.field == "samples[1].scores.m"
