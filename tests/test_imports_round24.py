@@ -29,8 +29,8 @@ from groundstate.errors import SpecError
 from groundstate.importers import detect_format, import_file, open_source
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
 from groundstate.store import RunStore
-from tests.test_imports_formats import Store, log, sample, write_json
 from tests.test_imports2_round21 import JSON
+from tests.test_imports_formats import Store, log, sample, write_json
 from tests.test_imports_harbor import job, trial
 from tests.test_imports_round14 import tb_run, tb_trial
 from tests.test_imports_tau2_versions import monolithic, simulation
@@ -321,3 +321,70 @@ def test_a_key_given_twice_inside_a_value_read_past_is_named_where_it_sits(
     with pytest.raises(SpecError) as walked:
         _skipped(text, chunk, monkeypatch, tmp_path)
     assert walked.value.field == "samples[1].scores.m"
+
+
+# --- a record's own id given twice ------------------------------------------------------------
+
+
+def test_a_simulation_given_twice_is_refused(store: Store, tmp_path: Path) -> None:
+    """τ² gives each simulation a unique ``id``: one given twice under another trial number (two
+    files' lists merged, a record pasted and renumbered) was two attempts."""
+    sims = [simulation("sim-a", "1", 0), simulation("sim-b", "1", 1, 0.0),
+            simulation("sim-a", "1", 2)]  # fmt: skip
+    err = store.refused(monolithic(tmp_path, sims))
+    assert "results.json:simulations[2]: id: simulation sim-a is also at" in err
+    assert "simulations[0]" in err
+
+
+def test_a_simulation_given_twice_under_its_own_label_is_named_by_the_batch(
+    store: Store, tmp_path: Path
+) -> None:
+    """The same simulation under the same task and trial is left to the batch's check, which
+    names the attempt; the id's check does not speak first."""
+    sims = [simulation("sim-a", "1", 0), simulation("sim-a", "1", 0, 0.0)]
+    err = store.refused(monolithic(tmp_path, sims))
+    assert "simulations[1]: attempt: task '1' attempt 0 appears twice" in err
+    assert "is also at" not in err
+
+
+def test_a_harbor_trial_id_twice_under_another_name_is_refused(
+    store: Store, tmp_path: Path
+) -> None:
+    """Harbor's check runs before any row and takes no label: a trial's id in two files is
+    refused whatever each names its trial."""
+    folder = job(tmp_path / "job", [trial("t", "t__a", {"reward": 1.0}, id="same-id")])
+    (folder / "other").mkdir()
+    write_json(folder / "other" / "result.json", trial("t", "t__b", {"reward": 1.0}, id="same-id"))
+    assert "id: trial same-id is also at" in store.refused(folder)
+
+
+def test_an_inspect_sample_run_given_twice_is_refused(store: Store, tmp_path: Path) -> None:
+    """Inspect gives each sample's run (a sample in an epoch) its own ``uuid``: a run given
+    twice under another epoch was two attempts."""
+    first = sample(1, 1, {"match": {"value": "C"}})
+    again = {**first, "epoch": 2}
+    err = store.refused(write_json(tmp_path / "log.json", log([first, again])))
+    assert "log.json:samples[1]: uuid: sample run u-1-1 is also at" in err
+
+
+def test_a_terminal_bench_trial_given_twice_is_refused(store: Store, tmp_path: Path) -> None:
+    """A ``tb run`` trial's ``id`` (a uuid4) given twice under another trial name was two
+    attempts."""
+    first = tb_trial("h", 1, True)
+    again = {**first, "trial_name": first["trial_name"].replace(".1-of-2", ".2-of-2")}
+    err = store.refused(write_json(tmp_path / "results.json", tb_run([first, again])))
+    assert f"id: trial {first['id']} is also at" in err
+
+
+def test_records_without_ids_or_with_their_own_still_import(store: Store, tmp_path: Path) -> None:
+    """Control: ids each given once, or not given (an Inspect log before ``uuid``, a τ²
+    simulation written by a script of its own), import as before."""
+    sims = [simulation(f"sim-{i}", str(i % 2), i // 2) for i in range(4)]
+    assert len(store.runs(store.imported(monolithic(tmp_path, sims)))) == 4
+    bare = [{k: v for k, v in simulation("x", "1", n).items() if k != "id"} for n in range(2)]
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    assert len(store.runs(store.imported(monolithic(folder, bare)))) == 2
+    samples = [{**sample(i, e, {"match": {"value": "C"}}), "uuid": None}
+               for i in (1, 2) for e in (1, 2)]  # fmt: skip
+    assert len(store.runs(store.imported(write_json(tmp_path / "log.json", log(samples))))) == 4

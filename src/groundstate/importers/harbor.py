@@ -26,6 +26,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    OnceEach,
     Tokens,
     amount,
     as_reward,
@@ -163,16 +164,9 @@ class HarborSource:
     def _same_trial_once(self, trials: list[tuple[str, dict[str, Any]]]) -> None:
         """A trial (its ``id``) in two files is one attempt read twice (a copied folder): which
         copy counts would be a guess, and both would double its weight."""
-        seen: dict[str, str] = {}
+        once = OnceEach("trial")
         for where, trial in trials:
-            trial_id = trial.get("id")
-            if isinstance(trial_id, str) and trial_id in seen:
-                raise SpecError(
-                    where, "id", f"trial {trial_id} is also at {seen[trial_id]}: one trial "
-                    "is one attempt",
-                )  # fmt: skip
-            if isinstance(trial_id, str):
-                seen[trial_id] = where
+            once.check(where, "id", trial.get("id"))
 
     def rows(self) -> Iterator[ImportedRow]:
         if self.scorer is None:
