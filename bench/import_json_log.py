@@ -1,5 +1,6 @@
 """Import of a large JSON document: an Inspect ``.json`` log, a τ² results file, Terminal-Bench
-results, an AppWorld evaluation or SWE-bench instances' reports (prints figures; not a test,
+results, an AppWorld evaluation, SWE-bench instances' reports or a Harbor trial's result, its
+rollout every model call's token ids (prints figures; not a test,
 though ``tests/test_imports2_round21.py`` and later rounds' tests run it small).
 
 Writes a document of about ``--megabytes`` MB (samples, simulations or trials of about 500 KB each,
@@ -93,9 +94,14 @@ def _instance(index: int) -> dict[str, Any]:
             "resolved": index % 3 != 0, "tests_status": status}  # fmt: skip
 
 
+def _call(index: int) -> list[int]:
+    """One model call's prompt token ids in a Harbor trial's rollout (``RolloutDetail``)."""
+    return list(range(100_000 + index, 100_000 + index + 60_000))
+
+
 RECORDS = {
     "inspect": _sample, "tau2-bench": _simulation, "terminal-bench": _trial, "appworld": _task,
-    "swe-bench": _instance,
+    "swe-bench": _instance, "harbor": _call,
 }  # fmt: skip
 
 
@@ -118,6 +124,8 @@ def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False
         return _write_appworld(path, count, "" if one_line else "\n")
     elif kind == "swe-bench":  # instances' reports: an object's members, by instance id
         return _write_reports(path, count, "" if one_line else "\n")
+    elif kind == "harbor":  # one trial, its rollout every call's token ids
+        return _write_trial(path, count, "" if one_line else "\n")
     else:  # the figures tb run computes from its trials come after them
         head, key = {"id": "run"}, "results"
         resolved = [f"task{i}" for i in range(count) if i % 3 != 0]
@@ -152,6 +160,26 @@ def _write_reports(path: Path, count: int, brk: str) -> int:
             entry = f'"repo__repo-{index}": ' + json.dumps(_instance(index))
             out.write(("" if index == 0 else f",{brk}") + entry)
         out.write(f"{brk}}}\n")
+    return count
+
+
+def _write_trial(path: Path, count: int, brk: str) -> int:
+    """A Harbor trial's ``result.json`` whose rollout holds *count* model calls' token ids."""
+    at = {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:10:00Z"}
+    head = {"id": "00000000-0000-4000-8000-000000000001", "task_name": "bench",
+            "trial_name": "bench__1", "task_id": {"path": "tasks/bench"}, "source": "bench",
+            "task_checksum": "c", "config": {}, "agent_info": {"name": "a", "version": "1",
+            "model_info": {"name": "m", "provider": "p"}}}  # fmt: skip
+    tail = {"verifier_result": {"rewards": {"reward": 1.0}}, "exception_info": None, **at,
+            "agent_execution": at}  # fmt: skip
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(head)[:-1] + ', "agent_result": {"n_input_tokens": 10, '
+                  '"n_output_tokens": 5, "cost_usd": 0.1, "rollout_details": '
+                  f'[{{"prompt_token_ids": [{brk}')  # fmt: skip
+        for index in range(count):
+            out.write(("" if index == 0 else f",{brk}") + json.dumps(_call(index)))
+        out.write(f'{brk}], "completion_token_ids": [], "logprobs": []}}], "metadata": {{}}}}, '
+                  + json.dumps(tail)[1:] + "\n")  # fmt: skip
     return count
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -205,7 +206,7 @@ def tb_trial(task: str, attempt: int, resolved: bool | None, mode: str = "none",
              **fields: Any) -> dict[str, Any]:  # fmt: skip
     """A ``TrialResults`` as ``tb run`` writes it (``model_dump``)."""
     return {
-        "id": f"00000000-0000-4000-8000-{attempt:012d}", "trial_name":
+        "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{task}.{attempt}")), "trial_name":
         f"{task}.{attempt}-of-2.2026-08-01__10-00-00", "task_id": task, "instruction": "do it",
         "is_resolved": resolved, "failure_mode": mode, "parser_results": None,
         "recording_path": None, "total_input_tokens": 1000, "total_output_tokens": 50,

@@ -308,16 +308,13 @@ def test_a_compressed_json_document_too_large_is_refused(
 ) -> None:
     """A few KiB of gzip can hold gigabytes (a decompression bomb): a document read whole is
     refused past the limit before more of it is read. (A τ-bench list is read result by
-    result since the twenty-first round's second pass, each within its own limit, and a
-    SWE-bench report value by value since the twenty-third: a Harbor trial's result stands
-    for a document read whole.)"""
-    from tests.test_imports_harbor import trial
-
+    result since the twenty-first round's second pass, each within its own limit, a SWE-bench
+    report value by value since the twenty-third and a Harbor result since the
+    twenty-fourth: a document of no format, read whole to tell its format, stands for one.)"""
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1000)
     path = tmp_path / "result.json.gz"
-    padded = {**trial("t1", "t1__a"), "padding": "x" * 2000}
-    path.write_bytes(gzip.compress(json.dumps(padded).encode()))
-    err = store.refused(path, "--format", "harbor")
+    path.write_bytes(gzip.compress(json.dumps({"what": "x" * 2000}, indent=2).encode()))
+    err = store.refused(path)
     assert "over 0 MiB uncompressed: decompress it and give the file" in err
 
 

@@ -262,12 +262,13 @@ def _document_format(path: Path) -> Format:
 
 def _streamed_format(path: Path) -> Format | None:
     """The format of a document read by its reader value by value (an Inspect ``.json`` log,
-    a τ² results file, Terminal-Bench results, an AppWorld evaluation), told from its
-    top-level keys as they come, without reading the samples, simulations, trials or tasks
-    that make it large (read whole, a log of a gigabyte took several GB of memory here
-    before its reader read it again)."""
+    a τ² results file, Terminal-Bench results, an AppWorld evaluation, a Harbor result), told
+    from its top-level keys as they come, without reading the samples, simulations, trials,
+    tasks or rollouts that make it large (read whole, a log of a gigabyte took several GB of
+    memory here before its reader read it again)."""
     keys: set[str] = set()
     trials = False
+    task: Any = None
     with json_stream(path, RECORD_LIMIT) as stream:
         if stream.peek() != "{":
             return None
@@ -278,6 +279,9 @@ def _streamed_format(path: Path) -> Format | None:
             if {"eval", "samples"} <= keys:
                 return "inspect"
             trials |= key == "results" and stream.peek() == "["
+            if key == "task_id" and stream.peek() not in ("{", "["):
+                task = stream.value(key)  # a row of ours names its task so (Harbor: an object)
+                continue
             try:
                 if len(keys) > 1 or stream.peek() != "{":
                     stream.skip(key)
@@ -289,6 +293,8 @@ def _streamed_format(path: Path) -> Format | None:
         return "terminal-bench"
     if keys >= APPWORLD_KEYS and _object_format(dict.fromkeys(keys)) == "appworld":
         return "appworld"  # told by its keys alone, as from the whole
+    if _object_format(dict.fromkeys(keys)) == "harbor" and not isinstance(task, str | int):
+        return "harbor"  # by its keys alone, as from the whole (or a first line: _sniff)
     return None
 
 

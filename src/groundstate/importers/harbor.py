@@ -26,6 +26,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    OnceEach,
     Tokens,
     amount,
     as_reward,
@@ -34,13 +35,13 @@ from groundstate.importers.rows import (
     count,
     duration,
     mapping,
-    read_json,
     read_json_object,
     reward_kind,
     reward_verdict,
     task_key,
     total,
 )
+from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
 
 CANCELLED = "environment_failure/cancelled"
 HARBOR_EXCEPTIONS: dict[str, str | None] = {
@@ -111,7 +112,7 @@ class HarborSource:
             raise SpecError(
                 self.path, None, "a folder without result.json (a Harbor job holds one)"
             )
-        return file, read_json_object(file, "a Harbor result")
+        return file, read_result(file)
 
     @property
     def _job(self) -> dict[str, Any] | None:
@@ -127,7 +128,7 @@ class HarborSource:
         for key in ("n_total_trials", "stats"):
             if key not in data:
                 raise SpecError(file, key, "required: a Harbor job result has it")
-        found = [(str(f), _slim(read_json(f))) for f in sorted(file.parent.glob("*/result.json"))]
+        found = [(str(f), read_result(f)) for f in sorted(file.parent.glob("*/result.json"))]
         if not found:
             inline = data.get("trial_results")
             if not isinstance(inline, list) or not inline:
@@ -163,16 +164,9 @@ class HarborSource:
     def _same_trial_once(self, trials: list[tuple[str, dict[str, Any]]]) -> None:
         """A trial (its ``id``) in two files is one attempt read twice (a copied folder): which
         copy counts would be a guess, and both would double its weight."""
-        seen: dict[str, str] = {}
+        once = OnceEach("trial")
         for where, trial in trials:
-            trial_id = trial.get("id")
-            if isinstance(trial_id, str) and trial_id in seen:
-                raise SpecError(
-                    where, "id", f"trial {trial_id} is also at {seen[trial_id]}: one trial "
-                    "is one attempt",
-                )  # fmt: skip
-            if isinstance(trial_id, str):
-                seen[trial_id] = where
+            once.check(where, "id", trial.get("id"))
 
     def rows(self) -> Iterator[ImportedRow]:
         if self.scorer is None:
@@ -288,7 +282,8 @@ class HarborSource:
         files = [file] + ([] if self._job is None else sorted(file.parent.glob("*/result.json")))
         for each in files:
             digest.update(str(each.relative_to(file.parent)).encode() + b"\0")
-            digest.update(hashlib.sha256(each.read_bytes()).digest())
+            with each.open("rb") as handle:  # in chunks: a trial's file runs to hundreds of MB
+                digest.update(hashlib.file_digest(handle, "sha256").digest())
         return digest.hexdigest()
 
     def warnings(self) -> list[str]:
@@ -389,30 +384,46 @@ nothing here: each model call's token ids and log-probabilities (kept for reinfo
 learning), and the agent's own notes; the bulk of a trial's file."""
 
 
-def _slim(trial: Any) -> Any:
-    """*trial* without the values of :data:`UNREAD` (their keys kept), so that a job's
-    trials, all held to be sorted by when they started, take memory by their verdicts, not
-    by their rollouts (each file is read whole, one at a time)."""
-    if not isinstance(trial, dict):
-        return trial
-    slim = _slim_result(trial)
-    steps = trial.get("step_results")
-    if isinstance(steps, list):
-        slim["step_results"] = [_slim_result(s) if isinstance(s, dict) else s for s in steps]
-    return slim
+def read_result(path: Path) -> dict[str, Any]:
+    """A Harbor result file (a trial's or a job's), read value by value (:mod:`.stream`)
+    with the values of :data:`UNREAD` read past, not held (their keys kept, as ``None``):
+    a trial's file, mostly its rollouts, runs to hundreds of MB, and read whole it took
+    several times that in memory before those values were dropped. The file is held to a
+    whole parse's rules (cut short, a key twice, data after it: refused naming the line or
+    the field)."""
+    with json_stream(path, RECORD_LIMIT) as stream:
+        if stream.peek() != "{":
+            return read_json_object(path, "a Harbor result")  # names what it is instead
+        result: dict[str, Any] = {}
+        for key in stream.members():
+            if key == "step_results" and stream.peek() == "[":
+                result[key] = [_result_read(stream, at) for at in stream.places(key)]
+            else:
+                result[key] = _member(stream, key, key)
+        stream.end()
+    return result
 
 
-def _slim_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a trial's (or a step's) *result* whose ``agent_result`` is slimmed."""
-    if "agent_result" not in result:
-        return dict(result)
-    return {**result, "agent_result": _slim_context(result["agent_result"])}
+def _result_read(stream: JsonStream, at: str) -> Any:
+    """A step's result (one of ``step_results``), its ``agent_result`` read as a trial's is."""
+    if stream.peek() != "{":
+        return stream.value(at)
+    return {key: _member(stream, key, f"{at}.{key}") for key in stream.members(at)}
 
 
-def _slim_context(context: Any) -> Any:
-    if not isinstance(context, dict):
-        return context
-    return {k: None if k in UNREAD else v for k, v in context.items()}
+def _member(stream: JsonStream, key: str, at: str) -> Any:
+    """The value of *key* (at *at*): an ``agent_result`` object without its :data:`UNREAD`
+    values, anything else whole."""
+    if key != "agent_result" or stream.peek() != "{":
+        return stream.value(at)
+    context: dict[str, Any] = {}
+    for name in stream.members(at):
+        if name in UNREAD:
+            stream.skip(f"{at}.{name}")  # down to its token ids, one list at a time
+            context[name] = None
+        else:
+            context[name] = stream.value(f"{at}.{name}")
+    return context
 
 
 def is_trial(data: Any) -> bool:

@@ -37,6 +37,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    OnceEach,
     Tokens,
     amount,
     as_reward,
@@ -284,9 +285,11 @@ class InspectSource:
         return None
 
     def _rows(self) -> Iterator[ImportedRow]:
+        once = OnceEach("sample run")  # Inspect's uuid: one per sample and epoch
         for index, (where, sample) in enumerate(self._samples(), start=1):
             self._read = index
             sample = mapping(where, "sample", sample)
+            once.check(where, "uuid", sample.get("uuid"), (sample.get("id"), sample.get("epoch")))
             row = self._row(where, index, sample)  # counts a foreign verdict it ignores
             self._logged.add((row.task_id, _epoch(where, sample.get("epoch"))))
             own = _own(sample) if self._exported else None

@@ -382,6 +382,35 @@ def token_lists(where: str, name: str, value: Any) -> int | None:
     return count(where, name, value)
 
 
+@dataclass
+class OnceEach:
+    """A record's own id (a τ² simulation's ``id``, an Inspect sample's ``uuid``, a Terminal-Bench
+    or Harbor trial's ``id``: unique to one attempt as its harness writes it) met once: the
+    same record given again under another label (two files merged, a record pasted and its
+    trial number or epoch edited) is one attempt read twice, which would double its weight."""
+
+    what: str
+    """What the id names, for the error ("simulation")."""
+    seen: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Each id met: where, and the label it came with."""
+
+    def check(self, where: str, name: str, value: Any, label: Any = None) -> None:
+        """*value* (the record's field *name*, at *where*) not met before; an id not given (or
+        not text) says nothing. With the attempt's *label* as the file gives it, an id met again
+        under the same label is left to the batch's check, which names it more plainly
+        (``attempt 1 appears twice``); without one (Harbor, checked before any row), any id
+        met twice is refused."""
+        if not isinstance(value, str) or not value:
+            return
+        given = None if label is None else repr(label)
+        if value in self.seen and (given is None or self.seen[value][1] != given):
+            raise SpecError(
+                where, name, f"{self.what} {value} is also at {self.seen[value][0]}: one "
+                f"{self.what} is one attempt (given twice, it would count twice)",
+            )  # fmt: skip
+        self.seen.setdefault(value, (where, given))
+
+
 def read_json(path: Path) -> Any:
     """A whole JSON file (decompressed, if it is compressed), or one named error (unreadable,
     damaged, not UTF-8, not JSON)."""

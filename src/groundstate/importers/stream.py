@@ -109,6 +109,13 @@ class JsonStream:
     def elements(self, field: str = "") -> Iterator[Any]:
         """The elements of the list that comes next, each parsed on its own (*field*: the
         list's path, for the field of a key given twice inside an element)."""
+        for place in self.places(field):
+            yield self.value(place)
+
+    def places(self, field: str = "") -> Iterator[str]:
+        """The path of each element of the list that comes next (``field[0]``, ...), for the
+        caller to read it as it reads a member's value (:meth:`members`, say, to walk an
+        element that is a large object); an element it does not read is read past."""
         self._expect("[", "Expecting value")
         index = 0
         while True:
@@ -117,21 +124,71 @@ class JsonStream:
                 return
             if index:
                 self._expect(",", "Expecting ',' delimiter")
-            yield self.value(f"{field}[{index}]")
+            self.peek()  # past white space: a caller that only peeks has not read it
+            place, start = f"{field}[{index}]", self._offset
+            yield place
+            if self._offset == start:  # left unread: read past it
+                self.skip(place)
             index += 1
 
     def skip(self, field: str = "") -> None:
-        """Read past the next value: a list element by element, an object member by member (an
-        AppWorld evaluation's tasks are an object's members), so that no more than one of
-        them is held (*field*: its path, for the field of a key given twice inside it)."""
-        if self.peek() == "[":
-            for _ in self.elements(field):
-                pass
-        elif self.peek() == "{":
+        """Read past the next value, holding no more of it at a time than the window already
+        read holds (or one list of numbers): a list or object the window holds whole is
+        parsed there; a longer one is walked, member by member or element by element, each
+        read past in turn, and a list of numbers and literals alone (a model call's token ids)
+        parsed whole. Parsing each element of a list whole held all of a value in one element
+        (a Harbor trial's rollouts: every token id of every model call). Checked as a whole
+        parse would check it (*field*: its path, for the field of a key given twice inside)."""
+        try:
+            self._skip(field)
+        except RecursionError:
+            raise SpecError(self._path, field or None, "not readable JSON: nested too "
+                            "deeply") from None  # fmt: skip
+
+    def _skip(self, field: str) -> None:
+        opening = self.peek()
+        if opening not in ("[", "{") or self._in_window(field):
+            if opening not in ("[", "{"):
+                self.value(field)
+        elif opening == "{":
             for key in self.members(field):
-                self.value(f"{field}.{key}".lstrip("."))
-        else:
+                self._skip(f"{field}.{key}".lstrip("."))
+        elif self._flat(field):
             self.value(field)
+        else:
+            for place in self.places(field):
+                self._skip(place)
+
+    def _in_window(self, field: str) -> bool:
+        """The list or object that comes next was read past within the window as it is
+        (``False``: the window ends inside it). Anything else wrong in it is named by
+        :meth:`value`, as it would be read whole."""
+        try:
+            _, end = UNIQUE.raw_decode(self._text, self._pos)
+        except json.JSONDecodeError as exc:
+            if self._cut(exc):
+                return False
+            self.value(field)  # raises, naming the line
+        except (DoubledKey, RecursionError, ValueError, MemoryError):
+            self.value(field)  # names it, and where it sits
+        else:
+            self._pos = end
+        return True
+
+    def _flat(self, field: str) -> bool:
+        """The list that comes next holds no list, object or string (the window grown until
+        its end or one of those is seen, within the limit)."""
+        want = CHUNK
+        while True:
+            end = self._text.find("]", self._pos)
+            before = end if end >= 0 else len(self._text)
+            if any(self._text.find(c, self._pos + 1, before) >= 0 for c in '[{"'):
+                return False
+            if end >= 0:
+                return True
+            if not self._grow(want, field):
+                return False  # cut short: reading it names where
+            want *= 2
 
     def end(self) -> None:
         """Nothing but white space after the document, as a whole parse requires."""

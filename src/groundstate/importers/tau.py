@@ -27,6 +27,7 @@ from groundstate.importers.rows import (
     REWARD_TOLERANCE,
     ErrorPolicy,
     ImportedRow,
+    OnceEach,
     Tokens,
     amount,
     as_integer,
@@ -377,8 +378,10 @@ class Tau2Source:
             stream.end()
 
     def rows(self) -> Iterator[ImportedRow]:
+        once = OnceEach("simulation")
         for index, (where, item) in enumerate(self._simulations(), start=1):
             if isinstance(item, dict):
+                once.check(where, "id", item.get("id"), (item.get("task_id"), item.get("trial")))
                 self._held[str(item.get("task_id"))] += 1
             yield _tau2_row(where, index, item)
 

@@ -26,6 +26,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    OnceEach,
     as_text,
     checked,
     count,
@@ -151,8 +152,10 @@ class TerminalBenchSource:
 
     def rows(self) -> Iterator[ImportedRow]:
         seen: list[_Seen] = []
+        once = OnceEach("trial")
         for index, given in enumerate(self._trials(), start=1):
             if isinstance(given, dict):
+                once.check(self.place(index), "id", given.get("id"), given.get("trial_name"))
                 resolved = given.get("is_resolved") is True
                 seen.append(_Seen(repr(given.get("trial_name")), given.get("task_id"), resolved))
             yield self._row(index, self.place(index), given)
