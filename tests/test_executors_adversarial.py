@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -418,6 +419,13 @@ def test_raw_writes_to_standard_output_do_not_break_run_json(tmp_path: Path) -> 
     assert 1_000_000 <= len(stdout) < 1_100_000 and "more characters not kept" in stdout
 
 
+def own_threads() -> frozenset[str]:
+    """The names of the test process's own threads, which a worker would not have (one of
+    pytest-rerunfailures' whenever pytest-xdist is installed): the process-wide checks of
+    :func:`groundstate.executors._job.leftovers`, run here, take them as known."""
+    return frozenset(thread.name for thread in threading.enumerate())
+
+
 def test_process_wide_settings_an_attempt_changed_retire_its_worker() -> None:
     """Besides threads and os.environ, the settings every later attempt of a worker would
     inherit: the GIL's switch interval and the recursion limit. The variables the harness
@@ -426,14 +434,14 @@ def test_process_wide_settings_an_attempt_changed_retire_its_worker() -> None:
     from groundstate.executors._job import leftovers, process_state
 
     baseline = process_state()
-    assert leftovers(None, baseline) is None
+    assert leftovers(None, baseline, own_threads()) is None
     limit = sys.getrecursionlimit()
     previous = os.environ.get(URL_VARIABLE)
     try:
         os.environ[URL_VARIABLE] = "postgresql://elsewhere"
-        assert leftovers(None, baseline) is None
+        assert leftovers(None, baseline, own_threads()) is None
         sys.setrecursionlimit(limit + 7)
-        assert leftovers(None, baseline) == "changed: sys.getrecursionlimit()"
+        assert leftovers(None, baseline, own_threads()) == "changed: sys.getrecursionlimit()"
     finally:
         sys.setrecursionlimit(limit)
         if previous is None:

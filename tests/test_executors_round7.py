@@ -21,7 +21,14 @@ from groundstate.spec.system import load_system
 from groundstate.store import RunStore
 
 from .conftest import HANG
-from .test_executors_adversarial import _alive, pool, reasons, rogue_system, run
+from .test_executors_adversarial import (
+    _alive,
+    own_threads,
+    pool,
+    reasons,
+    rogue_system,
+    run,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -267,23 +274,23 @@ def test_process_state_sees_limits_masks_and_ignored_signals() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft - 1, hard))
     try:
-        assert leftovers(None, baseline) == "changed: resource limits"
+        assert leftovers(None, baseline, own_threads()) == "changed: resource limits"
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     mask = os.umask(0o077)
     if mask == 0o077:
         os.umask(0o022)
     try:
-        assert leftovers(None, baseline) == "changed: umask"
+        assert leftovers(None, baseline, own_threads()) == "changed: umask"
     finally:
         os.umask(mask)
     previous = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     try:
         if previous != signal.SIG_IGN:
-            assert leftovers(None, baseline) == "changed: signals ignored"
+            assert leftovers(None, baseline, own_threads()) == "changed: signals ignored"
     finally:
         signal.signal(signal.SIGUSR2, previous)
-    assert leftovers(None, baseline) is None
+    assert leftovers(None, baseline, own_threads()) is None
 
 
 def test_a_child_that_left_the_workers_group_and_writes_later_frames_no_one(
@@ -324,12 +331,12 @@ def test_children_are_seen_but_not_the_harnesss_own() -> None:
         os._exit(0)
     try:
         assert children() - before == {pid}
-        assert leftovers(None, baseline) == "changed: child processes"
+        assert leftovers(None, baseline, own_threads()) == "changed: child processes"
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
     assert children() == before
-    assert leftovers(None, baseline) is None
+    assert leftovers(None, baseline, own_threads()) is None
 
 
 def test_an_agent_that_moves_its_worker_out_of_its_process_group_retires_it(
@@ -348,7 +355,7 @@ def test_an_agent_that_moves_its_worker_out_of_its_process_group_retires_it(
     if pid == 0:  # pragma: no cover - the child's verdict is its exit code
         baseline = process_state()
         os.setpgid(0, 0)
-        os._exit(0 if leftovers(None, baseline) == "changed: process group" else 1)
+        os._exit(0 if leftovers(None, baseline, own_threads()) == "changed: process group" else 1)
     assert os.waitpid(pid, 0)[1] == 0
 
 
