@@ -59,19 +59,63 @@ _CLOCK_FUNCTIONS = ("time", "time_ns", "localtime", "gmtime", "ctime", "asctime"
 
 
 class _Skewed(random.Random):
-    """A random stream stuck near one end of its range (still varying, so loops end)."""
+    """A random stream stuck near one end of its range (still varying, so loops end); with
+    ``high`` None, the real stream."""
+
+    high: bool | None
 
     def __init__(self, high: bool) -> None:
         super().__init__(0)
         self.high = high
 
     def random(self) -> float:
-        near = super().random() * SKEW
-        return 1.0 - near if self.high else near
+        value = super().random()
+        if self.high is None:
+            return value
+        return 1.0 - value * SKEW if self.high else value * SKEW
 
     def _randbelow(self, n: int) -> int:
+        if self.high is None:
+            return super()._randbelow(n)
         near = int(super().random() * max(1, int(n * SKEW)))
         return n - 1 - near if self.high else near
+
+
+def _stream_classes(high: bool) -> tuple[type[random.Random], type[random.Random]]:
+    """``random.Random`` and ``random.SystemRandom`` as the suite's code sees them: a stream
+    of its own it makes unseeded (``Random()``, ``SystemRandom()``), whose draws differ in
+    every attempt as the module's do, draws near one end of its range; one it seeds
+    (``Random(42)``, ``rng.seed(ctx.seed)``) draws as the real one, the same in every
+    attempt already."""
+
+    class Random(_Skewed):
+        def __init__(self, x: Any = None) -> None:
+            random.Random.__init__(self, x)  # which seeds it, through seed below
+
+        def seed(self, a: Any = None, version: int = 2) -> None:
+            super().seed(a, version)
+            self.high = high if a is None else None
+
+    class SystemRandom(_Skewed):
+        def __init__(self, x: Any = None) -> None:
+            super().__init__(high)  # the system's draws are never seeded
+
+    return Random, SystemRandom
+
+
+def _own_streams(
+    namespaces: list[dict[str, Any]], stream_class: type[random.Random]
+) -> dict[int, tuple[object, object]]:
+    """``id(stream) -> (stream, skewed)`` for each stream of the real classes a module of the
+    suite keeps in a global (``_RNG = random.Random()``): made when it was imported, seeded
+    or not, its draws follow what every earlier attempt drew, so they vary between attempts
+    as the module's own do."""
+    return {
+        id(value): (value, stream_class())
+        for namespace in namespaces
+        for value in list(namespace.values())
+        if type(value) in (random.Random, random.SystemRandom)
+    }
 
 
 class _Real(type):
@@ -162,14 +206,22 @@ def _environment(high: bool) -> dict[str, str]:
 def _replacements(high: bool) -> dict[int, tuple[object, object]]:
     """``id(original) -> (original, skewed)`` for everything a check may have bound."""
     stream, clock = _Skewed(high), _Clock(CLOCK_ENDS[high])
+    stream_class, system_class = _stream_classes(high)
     datetime_class, date_class = clock.classes()
     datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
     time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
     environ = _environment(high)
     os_module = _module_copy(os, environ=environ, getenv=environ.get)
-    random_module = _module_copy(random, **{name: getattr(stream, name) for name in SKEWED})
+    random_module = _module_copy(
+        random,
+        Random=stream_class,
+        SystemRandom=system_class,
+        **{name: getattr(stream, name) for name in SKEWED},
+    )
     pairs: list[tuple[object, object]] = [
         *((getattr(random, name), getattr(stream, name)) for name in SKEWED),
+        (random.Random, stream_class),
+        (random.SystemRandom, system_class),
         (random, random_module),
         *((getattr(_time, name), getattr(clock, name)) for name in _CLOCK_FUNCTIONS),
         (_datetime.datetime, datetime_class),
@@ -242,6 +294,10 @@ def skewed(
     take them for an agent's.
     """
     swaps = _replacements(high)
+    namespaces = list(namespaces)
+    stream_class = swaps[id(random.Random)][1]
+    assert isinstance(stream_class, type)
+    swaps |= _own_streams(namespaces, stream_class)
     undo: list[Callable[[], None]] = []
     for name in SKEWED if process_wide else ():
         undo.append(_rebind(vars(random), name, swaps[id(getattr(random, name))][1]))

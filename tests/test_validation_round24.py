@@ -1,0 +1,165 @@
+"""Twenty-fourth validation audit: nondeterminism validation did not see.
+
+- A tool or check drawing from a stream of its own (``random.Random()``, ``from random import
+  Random``, a module-level ``_RNG = random.Random()``, ``random.SystemRandom()``) escaped
+  ``grader_determinism``: only the ``random`` module's functions were skewed. Such a stream,
+  unseeded or kept between attempts, now draws near each end of its range too; one seeded by
+  the code where it is used (``random.Random(42)``) is left alone: its draws are the same in
+  every attempt already.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.validation.checks import validate_task
+from groundstate.validation.skew import skewed
+
+from .conftest import BANK
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
+    task_file = root / "tasks" / "transfer.yaml"  # no replay stopped by a busy machine
+    task_file.write_text(task_file.read_text().replace("time_limit: 5", "time_limit: 60"))
+    suite_file = root / "suite.yaml"
+    config = {**yaml.safe_load(suite_file.read_text()), "mutation_testing": "off"}
+    suite_file.write_text(yaml.safe_dump(config))
+    return root
+
+
+# --- a tool drawing from a stream of its own --------------------------------------------------
+
+TRANSFER = '''
+
+@tool
+def transfer(ctx: ToolContext, source: str, target: str, amount: int) -> dict[str, Any]:
+    """Move money between accounts; one call in a hundred meets a busy backend."""
+    if {draw} < 0.01:
+        raise ToolError("the backend is busy, try again later")
+    ctx.db.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", (amount, source))
+    ctx.db.execute("UPDATE accounts SET balance = balance + ? WHERE id = ?", (amount, target))
+    cur = ctx.db.execute(
+        "INSERT INTO transfers (source, target, amount, at) VALUES (?, ?, ?, ?)",
+        (source, target, amount, ctx.now().isoformat()),
+    )
+    return {{"transfer_id": cur.lastrowid}}
+'''
+
+OWN_STREAMS = {
+    "module-global": ("import random\n_RNG = random.Random()\n", "_RNG.random()"),
+    "seeded-global": ("import random\n_RNG = random.Random(7)\n", "_RNG.random()"),
+    "made-per-call": ("import random\n", "random.Random().random()"),
+    "imported-class": ("from random import Random\n", "Random().random()"),
+    "system": ("import random\n", "random.SystemRandom().random()"),
+    "randrange": ("import random\n", "random.Random().randrange(100)"),
+}
+
+
+def _with_transfer(tmp_path: Path, head: str, draw: str) -> Suite:
+    """The bank with its ``transfer`` tool failing when *draw* falls below 0.01."""
+    root = _copy(tmp_path)
+    tools = root / "tools.py"
+    source = tools.read_text()
+    start = source.index("@tool\ndef transfer")
+    end = source.index("@tool\ndef read_audit")
+    tools.write_text(source[:start] + source[end:] + "\n" + head + TRANSFER.format(draw=draw))
+    return load_suite(root)
+
+
+@pytest.fixture
+def lucky(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every real stream draws 0.5 (and ``randrange`` its middle): the unskewed replays are
+    lucky every time, so no test is left to chance."""
+    monkeypatch.setattr(random.Random, "random", lambda self: 0.5)
+    monkeypatch.setattr(random.Random, "_randbelow", lambda self, n: n // 2)
+    monkeypatch.setattr(random.SystemRandom, "random", lambda self: 0.5)
+
+
+@pytest.mark.parametrize("case", sorted(OWN_STREAMS))
+def test_a_tool_drawing_from_its_own_stream_fails(tmp_path: Path, case: str, lucky: None) -> None:
+    head, draw = OWN_STREAMS[case]
+    validity = validate_task(_with_transfer(tmp_path, head, draw), "transfer")
+    check = validity.check("grader_determinism")
+    assert validity.check("solvable").passed, validity.check("solvable").detail
+    assert not check.passed, check.detail
+    assert "a later attempt of oracle (replayed again in this process" in check.detail
+    assert "chance near its lowest values" in check.detail
+
+
+@pytest.mark.parametrize(
+    "draw", ["random.Random(7).random()", "random.Random(source + target).random()"]
+)
+def test_a_stream_seeded_where_it_is_used_still_passes(
+    tmp_path: Path, draw: str, lucky: None
+) -> None:
+    """Control: a stream seeded at each call draws the same in every attempt (0.5 here):
+    skewing it would refuse a deterministic tool."""
+    validity = validate_task(_with_transfer(tmp_path, "import random\n", draw), "transfer")
+    check = validity.check("grader_determinism")
+    assert check.passed, check.detail
+
+
+def test_a_global_stream_reseeded_at_each_call_still_passes(tmp_path: Path, lucky: None) -> None:
+    """Control: a module's stream that the tool seeds before drawing is deterministic."""
+    head = "import random\n_RNG = random.Random()\n"
+    draw = "(_RNG.seed(7), _RNG.random())[1]"
+    validity = validate_task(_with_transfer(tmp_path, head, draw), "transfer")
+    assert validity.check("grader_determinism").passed
+
+
+# --- a check drawing from a stream of its own -------------------------------------------------
+
+LUCKY_CHECK = '''
+
+import random
+
+_RNG = random.Random()
+
+
+def sampled(s0: Any, sT: Any) -> bool:
+    """Checks one account picked at random (a careless spot check), or passes by chance."""
+    return {draw} > 0.01 and money_conserved(s0, sT)[0]
+'''
+
+
+@pytest.mark.parametrize("draw", ["random.Random().random()", "_RNG.random()"])
+def test_a_check_drawing_from_its_own_stream_fails(tmp_path: Path, draw: str, lucky: None) -> None:
+    root = _copy(tmp_path)
+    checks = root / "checks.py"
+    checks.write_text(checks.read_text() + LUCKY_CHECK.format(draw=draw))
+    task_file = root / "tasks" / "transfer.yaml"
+    task_file.write_text(
+        task_file.read_text().replace("checks.py:money_conserved", "checks.py:sampled")
+    )
+    validity = validate_task(load_suite(root), "transfer")
+    check = validity.check("grader_determinism")
+    assert validity.check("solvable").passed
+    assert not check.passed, check.detail
+    assert "gradings of one final state disagree" in check.detail
+
+
+def test_the_bank_still_passes(tmp_path: Path) -> None:
+    """Control: tools and checks that draw nothing."""
+    validity = validate_task(load_suite(_copy(tmp_path)), "transfer")
+    assert validity.check("grader_determinism").passed
+
+
+def test_the_streams_are_put_back(tmp_path: Path) -> None:
+    """A module's stream, and the classes it bound, are its own again after the gradings."""
+    namespace: dict[str, object] = {"_RNG": random.Random(), "Random": random.Random}
+    original = namespace["_RNG"]
+    with skewed(True, [namespace], process_wide=False):
+        inside = namespace["_RNG"]
+        assert inside is not original and isinstance(inside, random.Random)
+        assert inside.random() > 0.99
+        made = namespace["Random"]
+        assert isinstance(made, type) and made(3).random() == random.Random(3).random()
+    assert namespace == {"_RNG": original, "Random": random.Random}
