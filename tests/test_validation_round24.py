@@ -162,4 +162,10 @@ def test_the_streams_are_put_back(tmp_path: Path) -> None:
         assert inside.random() > 0.99
         made = namespace["Random"]
         assert isinstance(made, type) and made(3).random() == random.Random(3).random()
+        seeded, real = made(5), random.Random(5)  # the same draws as the real class's
+        assert [seeded.randrange(1000) for _ in range(9)] == [
+            real.randrange(1000) for _ in range(9)
+        ]
+        assert seeded.sample(range(50), 5) == real.sample(range(50), 5)
+        assert made().randrange(1000) >= 999 - 1  # unseeded: near the top
     assert namespace == {"_RNG": original, "Random": random.Random}

@@ -75,8 +75,12 @@ class _Skewed(random.Random):
         return 1.0 - value * SKEW if self.high else value * SKEW
 
     def _randbelow(self, n: int) -> int:
-        if self.high is None:
-            return super()._randbelow(n)
+        if self.high is None:  # the real class's draw (``_randbelow_with_getrandbits``)
+            k = n.bit_length()
+            drawn = self.getrandbits(k)
+            while drawn >= n:
+                drawn = self.getrandbits(k)
+            return drawn
         near = int(super().random() * max(1, int(n * SKEW)))
         return n - 1 - near if self.high else near
 
