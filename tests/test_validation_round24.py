@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import random
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.validation.checks import validate_task
 from groundstate.validation.skew import skewed
 
@@ -120,6 +122,7 @@ def test_a_global_stream_reseeded_at_each_call_still_passes(tmp_path: Path, luck
 LUCKY_CHECK = '''
 
 import random
+from datetime import UTC, datetime
 
 _RNG = random.Random()
 
@@ -169,3 +172,88 @@ def test_the_streams_are_put_back(tmp_path: Path) -> None:
         assert seeded.sample(range(50), 5) == real.sample(range(50), 5)
         assert made().randrange(1000) >= 999 - 1  # unseeded: near the top
     assert namespace == {"_RNG": original, "Random": random.Random}
+
+
+# --- a table whose assertions say only what it must not hold, on PostgreSQL -------------------
+
+ABSENCE_ONLY = [
+    {"id": "a-debited", "sql": "SELECT id FROM accounts WHERE id = 'A' AND balance != 70"},
+    {"id": "b-credited", "sql": "SELECT id FROM accounts WHERE id = 'B' AND balance != 80"},
+]
+"""Assertions that hold when no row of A or B is left wrong: on an empty table too."""
+
+
+def _postgres() -> Any:
+    """The postgres kind's class, or a skip saying why it is not here."""
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    from groundstate.environments.postgres import PostgresEnvironment
+
+    from .test_postgres import needs_postgres
+
+    needs_postgres()
+    return PostgresEnvironment
+
+
+def _absence_only(tmp_path: Path, absence: bool = True) -> Suite:
+    root = _copy(tmp_path)
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    transfer = {"id": "transfer-row", "sql": "SELECT source, target, amount FROM transfers"}
+    named = {"id": "balances", "sql": "SELECT id, balance FROM accounts WHERE id IN ('A', 'B')"}
+    task["outcome_assertions"] = [
+        {**transfer, "expect_rows": [["A", "B", 30]]},
+        *(
+            ({**a, "expect_rows": []} for a in ABSENCE_ONLY)
+            if absence
+            else [{**named, "expect_rows": [["A", 70], ["B", 80]]}]
+        ),
+    ]
+    task.pop("partial_credit_rubric")
+    task_file.write_text(yaml.safe_dump(task, sort_keys=False))
+    return with_environment(load_suite(root), "postgres")
+
+
+def test_postgres_a_table_passing_with_every_row_deleted_is_a_grader_gap(tmp_path: Path) -> None:
+    """Only the SQLite kind could delete a table's rows for the probe: the same task on
+    PostgreSQL passed ``grader_sensitivity``."""
+    _postgres()
+    validity = validate_task(_absence_only(tmp_path), "transfer")
+    check = validity.check("grader_sensitivity")
+    assert validity.check("solvable").passed, validity.check("solvable").detail
+    assert not check.passed, check.detail
+    assert (
+        "grader gap: oracle's final state passes with every row of accounts deleted" in check.detail
+    )
+    assert "every row of transfers deleted" not in check.detail
+
+
+def test_postgres_a_table_whose_rows_are_named_passes_with_none_deleted(tmp_path: Path) -> None:
+    """Control: assertions naming the rows each table must hold."""
+    _postgres()
+    validity = validate_task(_absence_only(tmp_path, absence=False), "transfer")
+    check = validity.check("grader_sensitivity")
+    assert check.passed and "deleted" not in check.detail, check.detail
+
+
+def test_postgres_clears_a_parent_table_past_its_foreign_keys_and_reset_undoes_it(
+    tmp_path: Path,
+) -> None:
+    """Deleting a parent table's rows neither cascades into its children nor is refused for
+    the child rows that now refer to nothing; the next reset brings every row back."""
+    postgres = _postgres()
+    fixture = tmp_path / "shop.sql"
+    fixture.write_text(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT);\n"
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, order_id INTEGER NOT NULL "
+        "REFERENCES orders(id) ON DELETE CASCADE, sku TEXT);\n"
+        "INSERT INTO orders VALUES (1, 'open');\n"
+        "INSERT INTO items VALUES (1, 1, 'sock');\n"
+    )
+    with postgres(fixture, clock=datetime(2026, 1, 15, 10, tzinfo=UTC)) as env:
+        initial = env.reset()
+        env.clear_collection("orders")
+        assert env.evaluator_view().query("SELECT id FROM orders") == []
+        assert env.evaluator_view().query("SELECT id FROM items") == [(1,)]
+        assert env.state_hash() != initial
+        assert env.reset() == initial
+        assert env.evaluator_view().query("SELECT id, status FROM orders") == [(1, "open")]
