@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from datetime import UTC, datetime
@@ -62,6 +63,11 @@ OWN_STREAMS = {
     "imported-class": ("from random import Random\n", "Random().random()"),
     "system": ("import random\n", "random.SystemRandom().random()"),
     "randrange": ("import random\n", "random.Random().randrange(100)"),
+    "urandom": ("import os\n", "os.urandom(1)[0] / 256"),
+    "imported-urandom": ("from os import urandom\n", "urandom(1)[0] / 256"),
+    "secrets": ("import secrets\n", "secrets.randbelow(100) / 100"),
+    "token": ("from secrets import token_hex\n", "int(token_hex(2), 16) / 65536"),
+    "uuid4": ("import uuid\n", "int(uuid.uuid4().hex[:4], 16) / 65536"),
 }
 
 
@@ -78,11 +84,14 @@ def _with_transfer(tmp_path: Path, head: str, draw: str) -> Suite:
 
 @pytest.fixture
 def lucky(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every real stream draws 0.5 (and ``randrange`` its middle): the unskewed replays are
-    lucky every time, so no test is left to chance."""
+    """Every real stream draws 0.5 (``randrange`` and ``randbelow`` their middle, bytes
+    0x80): the unskewed replays are lucky every time, so no test is left to chance."""
     monkeypatch.setattr(random.Random, "random", lambda self: 0.5)
     monkeypatch.setattr(random.Random, "_randbelow", lambda self, n: n // 2)
     monkeypatch.setattr(random.SystemRandom, "random", lambda self: 0.5)
+    monkeypatch.setattr(random.SystemRandom, "_randbelow", lambda self, n: n // 2)
+    monkeypatch.setattr(os, "urandom", lambda n: b"\x80" * n)
+    monkeypatch.setattr(random.SystemRandom, "randbytes", lambda self, n: b"\x80" * n)
 
 
 @pytest.mark.parametrize("case", sorted(OWN_STREAMS))
@@ -172,6 +181,31 @@ def test_the_streams_are_put_back(tmp_path: Path) -> None:
         assert seeded.sample(range(50), 5) == real.sample(range(50), 5)
         assert made().randrange(1000) >= 999 - 1  # unseeded: near the top
     assert namespace == {"_RNG": original, "Random": random.Random}
+
+
+def test_the_standard_librarys_other_chance_is_skewed_and_put_back() -> None:
+    """``os.urandom``, ``secrets`` and ``uuid.uuid4``, as the suite's code bound them, draw
+    near each end of their range while inside, and are the real ones again after."""
+    import secrets
+    import uuid
+
+    namespace: dict[str, object] = {
+        "os": os,
+        "secrets": secrets,
+        "uuid": uuid,
+        "uuid4": uuid.uuid4,
+        "token_hex": secrets.token_hex,
+    }
+    before = dict(namespace)
+    for high, end in ((False, "00"), (True, "ff")):
+        with skewed(high, [namespace], process_wide=False):
+            seen: Any = namespace
+            assert seen["os"].urandom(2).hex().startswith(end)
+            assert seen["token_hex"](2).startswith(end)
+            assert seen["uuid"].uuid4().hex.startswith(end) and seen["uuid4"]().hex[:2] == end
+            assert seen["secrets"].randbelow(100) == (99 if high else 0)
+            assert seen["os"].environ is not os.environ  # the module copy's other changes kept
+    assert namespace == before
 
 
 # --- a table whose assertions say only what it must not hold, on PostgreSQL -------------------

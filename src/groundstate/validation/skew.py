@@ -29,14 +29,16 @@ import importlib.util
 import itertools
 import os
 import random
+import secrets
 import socket
 import sys
 import tempfile
 import time as _time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
 from groundstate.bindings import HARNESS
@@ -84,6 +86,14 @@ class _Skewed(random.Random):
         near = int(super().random() * max(1, int(n * SKEW)))
         return n - 1 - near if self.high else near
 
+    def randbytes(self, n: int) -> bytes:
+        """*n* bytes read as a number near one end of its range (about a thousandth of it):
+        ``os.urandom``, ``secrets.token_hex`` and ``uuid.uuid4`` draw through it."""
+        if self.high is None:
+            return super().randbytes(n)
+        near = self.getrandbits(max(0, 8 * n - 10))
+        return ((1 << 8 * n) - 1 - near if self.high else near).to_bytes(n, "big")
+
 
 def _stream_classes(high: bool) -> tuple[type[random.Random], type[random.Random]]:
     """``random.Random`` and ``random.SystemRandom`` as the suite's code sees them: a stream
@@ -105,6 +115,41 @@ def _stream_classes(high: bool) -> tuple[type[random.Random], type[random.Random
             super().__init__(high)  # the system's draws are never seeded
 
     return Random, SystemRandom
+
+
+def _secure_modules(
+    stream: random.Random, system_class: type[random.Random], os_module: ModuleType
+) -> list[tuple[object, object]]:
+    """``(original, skewed)`` for the standard library's other sources of chance that the
+    suite's code may draw a verdict or an outcome from: ``os.urandom``, the ``secrets``
+    module (its functions and ``SystemRandom``) and ``uuid.uuid4``, each drawing from
+    *stream* (``secrets`` from an instance of *system_class*)."""
+    shared = dict(vars(secrets))
+    shared.update(os=os_module, _sysrand=system_class(), SystemRandom=system_class)
+    shared.update(randbits=shared["_sysrand"].getrandbits, choice=shared["_sysrand"].choice)
+    for name in ("randbelow", "token_bytes", "token_hex", "token_urlsafe"):
+        shared[name] = _rehomed(getattr(secrets, name), shared)
+    secrets_module = _module_copy(secrets, **shared)
+    uuid4 = _rehomed(uuid.uuid4, {**vars(uuid), "os": os_module})
+    uuid_module = _module_copy(uuid, uuid4=uuid4)
+    return [
+        (os.urandom, stream.randbytes),
+        *(
+            (getattr(secrets, name), shared[name])
+            for name in ("randbelow", "randbits", "choice", "token_bytes", "token_hex")
+        ),
+        (secrets.token_urlsafe, shared["token_urlsafe"]),
+        (secrets, secrets_module),
+        (uuid.uuid4, uuid4),
+        (uuid, uuid_module),
+    ]
+
+
+def _rehomed(function: Any, namespace: dict[str, Any]) -> Any:
+    """A copy of the standard library's *function* whose globals are *namespace*."""
+    copied = FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
+    copied.__doc__ = function.__doc__
+    return copied
 
 
 def _own_streams(
@@ -215,7 +260,7 @@ def _replacements(high: bool) -> dict[int, tuple[object, object]]:
     datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
     time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
     environ = _environment(high)
-    os_module = _module_copy(os, environ=environ, getenv=environ.get)
+    os_module = _module_copy(os, environ=environ, getenv=environ.get, urandom=stream.randbytes)
     random_module = _module_copy(
         random,
         Random=stream_class,
@@ -235,6 +280,7 @@ def _replacements(high: bool) -> dict[int, tuple[object, object]]:
         (os.environ, environ),
         (os.getenv, environ.get),
         (os, os_module),
+        *_secure_modules(stream, system_class, os_module),
     ]
     return {id(original): (original, skewed) for original, skewed in pairs}
 

@@ -35,7 +35,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 31
+VALIDATOR_REVISION = 32
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -101,7 +101,9 @@ and Portuguese words; 30: the constraint language's ``asks`` read in a question 
 Spanish, French, German or Portuguese, and the retail policy 9 checks reading one success
 claim; 31: ``grader_determinism`` replays each route again after the proof's other replays,
 with the tools' chance and wall clock at each end of their range, and ``grader_sensitivity``
-grades the oracle's final state with each checked table emptied)."""
+grades the oracle's final state with each checked table emptied; 32: ``grader_determinism``
+skews the streams of the suite's own (``random.Random()``, ``SystemRandom()``, a module's
+``_RNG``) too, and ``grader_sensitivity`` empties each checked table on the postgres kind)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
