@@ -22,7 +22,7 @@ import yaml
 
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.validation.checks import validate_task
-from groundstate.validation.skew import skewed
+from groundstate.validation.skew import outside_reads, skewed
 
 from .conftest import BANK
 
@@ -291,3 +291,76 @@ def test_postgres_clears_a_parent_table_past_its_foreign_keys_and_reset_undoes_i
         assert env.state_hash() != initial
         assert env.reset() == initial
         assert env.evaluator_view().query("SELECT id, status FROM orders") == [(1, "open")]
+
+
+# --- a check reading a file from outside the suite --------------------------------------------
+
+READS = '''
+
+import json
+from pathlib import Path
+
+
+def expected_from_file(s0: Any, sT: Any) -> bool:
+    """Compares with expected balances kept {where}."""
+    expected = json.loads({path}.read_text())
+    rows = sT.query("SELECT id, balance FROM accounts WHERE id IN ('A', 'B') ORDER BY id")
+    return [list(r) for r in rows] == expected
+'''
+
+
+def _reading(tmp_path: Path, path: str, where: str) -> Suite:
+    root = _copy(tmp_path)
+    checks = root / "checks.py"
+    checks.write_text(checks.read_text() + READS.format(path=path, where=where))
+    task_file = root / "tasks" / "transfer.yaml"
+    task_file.write_text(
+        task_file.read_text().replace("checks.py:money_conserved", "checks.py:expected_from_file")
+    )
+    return load_suite(root)
+
+
+def test_a_check_reading_a_file_outside_the_suite_fails(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "expected.json"
+    outside.parent.mkdir()
+    outside.write_text('[["A", 70], ["B", 80]]')
+    suite = _reading(tmp_path, f"Path({str(outside)!r})", "outside the suite")
+    validity = validate_task(suite, "transfer")
+    check = validity.check("grader_determinism")
+    assert validity.check("solvable").passed, validity.check("solvable").detail
+    assert not check.passed, check.detail
+    assert f"a check reads {outside.resolve()}, outside the suite's folder" in check.detail
+
+
+def test_a_check_reading_its_own_data_file_still_passes(tmp_path: Path) -> None:
+    """Control: the same file shipped in the suite, opened from the check's ``__file__``."""
+    suite = _reading(tmp_path, 'Path(__file__).parent / "expected.json"', "in the suite")
+    (suite.root / "expected.json").write_text('[["A", 70], ["B", 80]]')
+    validity = validate_task(load_suite(suite.root), "transfer")
+    check = validity.check("grader_determinism")
+    assert check.passed, check.detail
+
+
+def test_outside_reads_sees_only_the_suite_codes_own_reads(tmp_path: Path) -> None:
+    """What the watch notes: a read by the suite's code, through the standard library's
+    file readers too; not a write, a read by other code, or one inside the suite."""
+    root, elsewhere = tmp_path / "suite", tmp_path / "elsewhere"
+    root.mkdir(), elsewhere.mkdir()
+    (elsewhere / "data.txt").write_text("x")
+    (root / "own.txt").write_text("x")
+    code = (
+        "from pathlib import Path\n"
+        "def read(p): return Path(p).read_text()\n"
+        "def write(p): Path(p).write_text('y')\n"
+    )
+    namespace: dict[str, Any] = {"__name__": "suite_checks"}
+    exec(compile(code, str(root / "checks.py"), "exec"), namespace)
+    found: dict[str, None] = {}
+    with outside_reads([namespace], root, found):
+        namespace["read"](root / "own.txt")
+        namespace["write"](elsewhere / "written.txt")
+        (elsewhere / "data.txt").read_text()  # not the suite's code
+        assert found == {}
+        namespace["read"](elsewhere / "data.txt")
+    namespace["read"](elsewhere / "written.txt")  # after: no watch
+    assert list(found) == [str((elsewhere / "data.txt").resolve())]

@@ -32,6 +32,7 @@ import random
 import secrets
 import socket
 import sys
+import sysconfig
 import tempfile
 import time as _time
 import uuid
@@ -503,6 +504,74 @@ def _refused(
         return real(*args, **kwargs)
 
     return guarded
+
+
+_OPENERS = frozenset(
+    {"io", "_io", "pathlib", "codecs", "json", "csv", "tomllib", "configparser", "fileinput"}
+    | {"gzip", "bz2", "lzma", "zipfile", "tarfile", "shutil", "sqlite3", "linecache"}
+)
+"""Standard library modules that open a file for the code calling them (``Path.read_text``,
+``json.load``...): the reader is the frame before theirs."""
+_WATCHES: list[tuple[set[int], list[Path], dict[str, None]]] = []
+"""The watches of :func:`outside_reads` in force: suite namespaces, the folders they may read,
+and the files found read outside them."""
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """The process's audit hook (added when this module is imported, never removed: it
+    returns at once while no watch is in force): a file the suite's code opens for reading,
+    or a SQLite database it connects to, outside the folders its watch allows."""
+    if not _WATCHES or event not in ("open", "sqlite3.connect") or not args:
+        return
+    target, mode = args[0], (args[1] if event == "open" and len(args) > 1 else "r")
+    if not isinstance(target, str | bytes | os.PathLike) or any(c in str(mode) for c in "wax+"):
+        return
+    name = os.fsdecode(target)
+    if name.startswith((":", "file:")) or not name:
+        return
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and str(frame.f_globals.get("__name__")).split(".")[0] in _OPENERS:
+        frame = frame.f_back
+    if frame is None:
+        return
+    with suppress(OSError, ValueError):
+        for suite_code, allowed, found in list(_WATCHES):
+            if id(frame.f_globals) in suite_code:
+                path = Path(name).resolve()
+                outside = not any(path.is_relative_to(folder) for folder in allowed)
+                if outside and path.exists():  # a missing one fails the check anyway
+                    found[str(path)] = None
+
+
+# Now, on import: groundstate refuses audit hooks added once an agent has run in the process.
+sys.addaudithook(_audit)
+
+
+@contextmanager
+def outside_reads(
+    namespaces: Iterable[dict[str, Any]], root: Path, found: dict[str, None]
+) -> Iterator[None]:
+    """While inside, note in *found* each file that the code of *namespaces* opens for
+    reading itself (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``)
+    outside the suite's folder *root*, Python's own folders and ``/dev``, ``/proc``: a
+    verdict resting on a file no suite ships (``/tmp/expected.json``, a path in the author's
+    home) is another verdict on another machine, and editing it proves nothing again (the
+    validity cache hashes the suite's files). A file opened by a library the code calls
+    (other than the standard library's file readers) is not seen. Process-wide, for the
+    short gradings of ``grader_determinism``."""
+    allowed = [root.resolve(), *_python_folders(), Path("/dev"), Path("/proc")]
+    watch = ({id(namespace) for namespace in namespaces}, allowed, found)
+    _WATCHES.append(watch)
+    try:
+        yield
+    finally:
+        _WATCHES.remove(watch)
+
+
+def _python_folders() -> list[Path]:
+    """Where Python, the installed packages and groundstate itself live."""
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    return [Path(f).resolve() for f in folders] + [Path(__file__).resolve().parents[1]]
 
 
 _FRESH = itertools.count(1)
