@@ -103,7 +103,9 @@ claim; 31: ``grader_determinism`` replays each route again after the proof's oth
 with the tools' chance and wall clock at each end of their range, and ``grader_sensitivity``
 grades the oracle's final state with each checked table emptied; 32: ``grader_determinism``
 skews the streams of the suite's own (``random.Random()``, ``SystemRandom()``, a module's
-``_RNG``) too, and ``grader_sensitivity`` empties each checked table on the postgres kind)."""
+``_RNG``), ``os.urandom``, ``secrets`` and ``uuid.uuid4`` too, and fails a check reading a
+file from outside the suite, and ``grader_sensitivity`` empties each checked table on the
+postgres kind)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
