@@ -10,9 +10,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -364,3 +367,52 @@ def test_outside_reads_sees_only_the_suite_codes_own_reads(tmp_path: Path) -> No
         namespace["read"](elsewhere / "data.txt")
     namespace["read"](elsewhere / "written.txt")  # after: no watch
     assert list(found) == [str((elsewhere / "data.txt").resolve())]
+
+
+AFTER_AN_AGENT = """
+import json, sys
+from pathlib import Path
+
+from groundstate.bindings import refuse_audit_hooks
+
+refuse_audit_hooks()  # as once an in-process agent has run
+assert "groundstate.validation.skew" not in sys.modules
+from groundstate.validation.skew import outside_reads
+
+root, elsewhere = Path(sys.argv[1]), Path(sys.argv[2])
+code = "from pathlib import Path\\ndef read(p): return Path(p).read_text()\\n"
+namespace = {"__name__": "suite_checks"}
+exec(compile(code, str(root / "checks.py"), "exec"), namespace)
+found = {}
+with outside_reads([namespace], root, found):
+    namespace["read"](elsewhere / "data.txt")
+print(json.dumps(list(found)))
+"""
+
+
+def test_outside_reads_are_seen_when_validation_is_imported_after_an_agent_ran(
+    tmp_path: Path,
+) -> None:
+    """Before: the watch's audit hook was added as :mod:`groundstate.validation.skew` was
+    imported; imported after an in-process agent had run, the hook was refused (dropped
+    without a word, as ``sys.addaudithook`` does) and no read outside the suite was seen.
+    The watch is now called from the hook :mod:`groundstate.bindings` added first. In a
+    process of its own: audit hooks once refused stay refused."""
+    root, elsewhere = tmp_path / "suite", tmp_path / "elsewhere"
+    root.mkdir(), elsewhere.mkdir()
+    (elsewhere / "data.txt").write_text("x")
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", AFTER_AN_AGENT, str(root), str(elsewhere)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [str((elsewhere / "data.txt").resolve())]

@@ -958,9 +958,18 @@ def refuse_audit_hooks() -> None:
         _refusing = True
 
 
+AUDIT_WATCHERS: list[Callable[[str, tuple[Any, ...]], None]] = []
+"""The harness's own functions that see every audited event while listed here (validation's
+watch of the files a suite's checks read, :func:`groundstate.validation.skew.outside_reads`):
+called from the one hook this module adds, as no other can be added once an agent has run,
+and at no cost while none is listed."""
+
+
 def _refuse_audit_hooks(event: str, args: tuple[object, ...]) -> None:
     if event == "sys.addaudithook" and _refusing:
         raise RuntimeError("groundstate refuses audit hooks added once an agent has run")
+    for watcher in AUDIT_WATCHERS:
+        watcher(event, args)
 
 
 sys.addaudithook(_refuse_audit_hooks)

@@ -42,7 +42,7 @@ from pathlib import Path
 from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
-from groundstate.bindings import HARNESS
+from groundstate.bindings import AUDIT_WATCHERS, HARNESS
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.suite import Suite
@@ -518,8 +518,8 @@ and the files found read outside them."""
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """The process's audit hook (added when this module is imported, never removed: it
-    returns at once while no watch is in force): a file the suite's code opens for reading,
+    """Seen by the process's audit hook while a watch is in force
+    (:data:`~groundstate.bindings.AUDIT_WATCHERS`): a file the suite's code opens for reading,
     or a SQLite database it connects to, outside the folders its watch allows."""
     if not _WATCHES or event not in ("open", "sqlite3.connect") or not args:
         return
@@ -529,7 +529,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     name = os.fsdecode(target)
     if name.startswith((":", "file:")) or not name:
         return
-    frame: FrameType | None = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(2)  # past the hook calling this function
     while frame is not None and str(frame.f_globals.get("__name__")).split(".")[0] in _OPENERS:
         frame = frame.f_back
     if frame is None:
@@ -541,10 +541,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
                 outside = not any(path.is_relative_to(folder) for folder in allowed)
                 if outside and path.exists():  # a missing one fails the check anyway
                     found[str(path)] = None
-
-
-# Now, on import: groundstate refuses audit hooks added once an agent has run in the process.
-sys.addaudithook(_audit)
 
 
 @contextmanager
@@ -562,9 +558,11 @@ def outside_reads(
     allowed = [root.resolve(), *_python_folders(), Path("/dev"), Path("/proc")]
     watch = ({id(namespace) for namespace in namespaces}, allowed, found)
     _WATCHES.append(watch)
+    AUDIT_WATCHERS.append(_audit)
     try:
         yield
     finally:
+        AUDIT_WATCHERS.remove(_audit)
         _WATCHES.remove(watch)
 
 
