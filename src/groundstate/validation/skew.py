@@ -42,7 +42,8 @@ from pathlib import Path
 from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
-from groundstate.bindings import AUDIT_WATCHERS, HARNESS
+from groundstate.bindings import HARNESS
+from groundstate.readwatch import WATCHES
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.suite import Suite
@@ -506,43 +507,6 @@ def _refused(
     return guarded
 
 
-_OPENERS = frozenset(
-    {"io", "_io", "pathlib", "codecs", "json", "csv", "tomllib", "configparser", "fileinput"}
-    | {"gzip", "bz2", "lzma", "zipfile", "tarfile", "shutil", "sqlite3", "linecache"}
-)
-"""Standard library modules that open a file for the code calling them (``Path.read_text``,
-``json.load``...): the reader is the frame before theirs."""
-_WATCHES: list[tuple[set[int], list[Path], dict[str, None]]] = []
-"""The watches of :func:`outside_reads` in force: suite namespaces, the folders they may read,
-and the files found read outside them."""
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """Seen by the process's audit hook while a watch is in force
-    (:data:`~groundstate.bindings.AUDIT_WATCHERS`): a file the suite's code opens for reading,
-    or a SQLite database it connects to, outside the folders its watch allows."""
-    if not _WATCHES or event not in ("open", "sqlite3.connect") or not args:
-        return
-    target, mode = args[0], (args[1] if event == "open" and len(args) > 1 else "r")
-    if not isinstance(target, str | bytes | os.PathLike) or any(c in str(mode) for c in "wax+"):
-        return
-    name = os.fsdecode(target)
-    if name.startswith((":", "file:")) or not name:
-        return
-    frame: FrameType | None = sys._getframe(2)  # past the hook calling this function
-    while frame is not None and str(frame.f_globals.get("__name__")).split(".")[0] in _OPENERS:
-        frame = frame.f_back
-    if frame is None:
-        return
-    with suppress(OSError, ValueError):
-        for suite_code, allowed, found in list(_WATCHES):
-            if id(frame.f_globals) in suite_code:
-                path = Path(name).resolve()
-                outside = not any(path.is_relative_to(folder) for folder in allowed)
-                if outside and path.exists():  # a missing one fails the check anyway
-                    found[str(path)] = None
-
-
 @contextmanager
 def outside_reads(
     namespaces: Iterable[dict[str, Any]], root: Path, found: dict[str, None]
@@ -557,13 +521,11 @@ def outside_reads(
     short gradings of ``grader_determinism``."""
     allowed = [root.resolve(), *_python_folders(), Path("/dev"), Path("/proc")]
     watch = ({id(namespace) for namespace in namespaces}, allowed, found)
-    _WATCHES.append(watch)
-    AUDIT_WATCHERS.append(_audit)
+    WATCHES.append(watch)
     try:
         yield
     finally:
-        AUDIT_WATCHERS.remove(_audit)
-        _WATCHES.remove(watch)
+        WATCHES.remove(watch)
 
 
 def _python_folders() -> list[Path]:
