@@ -29,6 +29,9 @@ from operator import attrgetter, is_, itemgetter, ne
 from types import CodeType, FunctionType, ModuleType
 from typing import Any, NamedTuple
 
+from groundstate.readwatch import WATCHES as _READ_WATCHES
+from groundstate.readwatch import audit as _seen_read
+
 WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
 """The modules (and their submodules) whose functions and classes an agent must not rebind:
 the harness's own and those it serialises, hashes and stores with (not every module: the
@@ -992,6 +995,8 @@ def refuse_audit_hooks() -> None:
 def _refuse_audit_hooks(event: str, args: tuple[object, ...]) -> None:
     if event == "sys.addaudithook" and _refusing:
         raise RuntimeError("groundstate refuses audit hooks added once an agent has run")
+    if _READ_WATCHES:  # validation's watch of the files a suite's checks read
+        _seen_read(event, args)
 
 
 sys.addaudithook(_refuse_audit_hooks)

@@ -108,6 +108,7 @@ from groundstate.validation.skew import (
     fresh_checks,
     fresh_tools,
     offline,
+    outside_reads,
     retimed,
     rows_reversed,
     skewed,
@@ -722,12 +723,14 @@ def check_grader_determinism(proof: Proof) -> Finding:
         namespaces = suite_namespaces(suite.checks.values(), suite.root)
         stack.enter_context(skewed(n % 2 == 0, namespaces))
         stack.enter_context(offline(namespaces, env))
+        stack.enter_context(outside_reads(namespaces, suite.root, outside))
         if n == 2:  # last: the namespaces are found from the suite's folder
             stack.enter_context(elsewhere())
         return stack
 
     # Every route that must pass: a check may draw only on the state one of them reaches.
     routes = {**oracles, **proof.of_kind("alternative")}
+    outside: dict[str, None] = {}  # files the suite's checks read from outside the suite
     problems: list[str] = []
     agreed: list[str] = []
     # The replays have the tools imported anew (once per task: an import costs as much as a
@@ -749,6 +752,13 @@ def check_grader_determinism(proof: Proof) -> Finding:
                     f"{GRADINGS} gradings of {name}'s final state agree: "
                     + verdict_line(verdicts[0])
                 )
+    if outside:
+        problems.append(
+            f"a check reads {', '.join(sorted(outside))}, outside the suite's folder: its "
+            "verdict rests on a file another machine lacks or holds otherwise, and which the "
+            "validity cache does not hash (put it in the suite, opened from the check's "
+            "__file__)"
+        )
     # after the loop: the fresh tools' module is no longer in sys.modules, as in a batch
     problems += [
         p for name, solution in routes.items() for p in _later_attempt(proof, name, solution)

@@ -29,17 +29,21 @@ import importlib.util
 import itertools
 import os
 import random
+import secrets
 import socket
 import sys
+import sysconfig
 import tempfile
 import time as _time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
-from types import FrameType, ModuleType
+from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
 from groundstate.bindings import HARNESS
+from groundstate.readwatch import WATCHES
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.suite import Suite
@@ -59,19 +63,110 @@ _CLOCK_FUNCTIONS = ("time", "time_ns", "localtime", "gmtime", "ctime", "asctime"
 
 
 class _Skewed(random.Random):
-    """A random stream stuck near one end of its range (still varying, so loops end)."""
+    """A random stream stuck near one end of its range (still varying, so loops end); with
+    ``high`` None, the real stream."""
+
+    high: bool | None
 
     def __init__(self, high: bool) -> None:
         super().__init__(0)
         self.high = high
 
     def random(self) -> float:
-        near = super().random() * SKEW
-        return 1.0 - near if self.high else near
+        value = super().random()
+        if self.high is None:
+            return value
+        return 1.0 - value * SKEW if self.high else value * SKEW
 
     def _randbelow(self, n: int) -> int:
+        if self.high is None:  # the real class's draw (``_randbelow_with_getrandbits``)
+            k = n.bit_length()
+            drawn = self.getrandbits(k)
+            while drawn >= n:
+                drawn = self.getrandbits(k)
+            return drawn
         near = int(super().random() * max(1, int(n * SKEW)))
         return n - 1 - near if self.high else near
+
+    def randbytes(self, n: int) -> bytes:
+        """*n* bytes read as a number near one end of its range (about a thousandth of it):
+        ``os.urandom``, ``secrets.token_hex`` and ``uuid.uuid4`` draw through it."""
+        if self.high is None:
+            return super().randbytes(n)
+        near = self.getrandbits(max(0, 8 * n - 10))
+        return ((1 << 8 * n) - 1 - near if self.high else near).to_bytes(n, "big")
+
+
+def _stream_classes(high: bool) -> tuple[type[random.Random], type[random.Random]]:
+    """``random.Random`` and ``random.SystemRandom`` as the suite's code sees them: a stream
+    of its own it makes unseeded (``Random()``, ``SystemRandom()``), whose draws differ in
+    every attempt as the module's do, draws near one end of its range; one it seeds
+    (``Random(42)``, ``rng.seed(ctx.seed)``) draws as the real one, the same in every
+    attempt already."""
+
+    class Random(_Skewed):
+        def __init__(self, x: Any = None) -> None:
+            random.Random.__init__(self, x)  # which seeds it, through seed below
+
+        def seed(self, a: Any = None, version: int = 2) -> None:
+            super().seed(a, version)
+            self.high = high if a is None else None
+
+    class SystemRandom(_Skewed):
+        def __init__(self, x: Any = None) -> None:
+            super().__init__(high)  # the system's draws are never seeded
+
+    return Random, SystemRandom
+
+
+def _secure_modules(
+    stream: random.Random, system_class: type[random.Random], os_module: ModuleType
+) -> list[tuple[object, object]]:
+    """``(original, skewed)`` for the standard library's other sources of chance that the
+    suite's code may draw a verdict or an outcome from: ``os.urandom``, the ``secrets``
+    module (its functions and ``SystemRandom``) and ``uuid.uuid4``, each drawing from
+    *stream* (``secrets`` from an instance of *system_class*)."""
+    shared = dict(vars(secrets))
+    shared.update(os=os_module, _sysrand=system_class(), SystemRandom=system_class)
+    shared.update(randbits=shared["_sysrand"].getrandbits, choice=shared["_sysrand"].choice)
+    for name in ("randbelow", "token_bytes", "token_hex", "token_urlsafe"):
+        shared[name] = _rehomed(getattr(secrets, name), shared)
+    secrets_module = _module_copy(secrets, **shared)
+    uuid4 = _rehomed(uuid.uuid4, {**vars(uuid), "os": os_module})
+    uuid_module = _module_copy(uuid, uuid4=uuid4)
+    return [
+        (os.urandom, stream.randbytes),
+        *(
+            (getattr(secrets, name), shared[name])
+            for name in ("randbelow", "randbits", "choice", "token_bytes", "token_hex")
+        ),
+        (secrets.token_urlsafe, shared["token_urlsafe"]),
+        (secrets, secrets_module),
+        (uuid.uuid4, uuid4),
+        (uuid, uuid_module),
+    ]
+
+
+def _rehomed(function: Any, namespace: dict[str, Any]) -> Any:
+    """A copy of the standard library's *function* whose globals are *namespace*."""
+    copied = FunctionType(function.__code__, namespace, function.__name__, function.__defaults__)
+    copied.__doc__ = function.__doc__
+    return copied
+
+
+def _own_streams(
+    namespaces: list[dict[str, Any]], stream_class: type[random.Random]
+) -> dict[int, tuple[object, object]]:
+    """``id(stream) -> (stream, skewed)`` for each stream of the real classes a module of the
+    suite keeps in a global (``_RNG = random.Random()``): made when it was imported, seeded
+    or not, its draws follow what every earlier attempt drew, so they vary between attempts
+    as the module's own do."""
+    return {
+        id(value): (value, stream_class())
+        for namespace in namespaces
+        for value in list(namespace.values())
+        if type(value) in (random.Random, random.SystemRandom)
+    }
 
 
 class _Real(type):
@@ -162,14 +257,22 @@ def _environment(high: bool) -> dict[str, str]:
 def _replacements(high: bool) -> dict[int, tuple[object, object]]:
     """``id(original) -> (original, skewed)`` for everything a check may have bound."""
     stream, clock = _Skewed(high), _Clock(CLOCK_ENDS[high])
+    stream_class, system_class = _stream_classes(high)
     datetime_class, date_class = clock.classes()
     datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
     time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
     environ = _environment(high)
-    os_module = _module_copy(os, environ=environ, getenv=environ.get)
-    random_module = _module_copy(random, **{name: getattr(stream, name) for name in SKEWED})
+    os_module = _module_copy(os, environ=environ, getenv=environ.get, urandom=stream.randbytes)
+    random_module = _module_copy(
+        random,
+        Random=stream_class,
+        SystemRandom=system_class,
+        **{name: getattr(stream, name) for name in SKEWED},
+    )
     pairs: list[tuple[object, object]] = [
         *((getattr(random, name), getattr(stream, name)) for name in SKEWED),
+        (random.Random, stream_class),
+        (random.SystemRandom, system_class),
         (random, random_module),
         *((getattr(_time, name), getattr(clock, name)) for name in _CLOCK_FUNCTIONS),
         (_datetime.datetime, datetime_class),
@@ -179,6 +282,7 @@ def _replacements(high: bool) -> dict[int, tuple[object, object]]:
         (os.environ, environ),
         (os.getenv, environ.get),
         (os, os_module),
+        *_secure_modules(stream, system_class, os_module),
     ]
     return {id(original): (original, skewed) for original, skewed in pairs}
 
@@ -242,6 +346,10 @@ def skewed(
     take them for an agent's.
     """
     swaps = _replacements(high)
+    namespaces = list(namespaces)
+    stream_class = swaps[id(random.Random)][1]
+    assert isinstance(stream_class, type)
+    swaps |= _own_streams(namespaces, stream_class)
     undo: list[Callable[[], None]] = []
     for name in SKEWED if process_wide else ():
         undo.append(_rebind(vars(random), name, swaps[id(getattr(random, name))][1]))
@@ -397,6 +505,33 @@ def _refused(
         return real(*args, **kwargs)
 
     return guarded
+
+
+@contextmanager
+def outside_reads(
+    namespaces: Iterable[dict[str, Any]], root: Path, found: dict[str, None]
+) -> Iterator[None]:
+    """While inside, note in *found* each file that the code of *namespaces* opens for
+    reading itself (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``)
+    outside the suite's folder *root*, Python's own folders and ``/dev``, ``/proc``: a
+    verdict resting on a file no suite ships (``/tmp/expected.json``, a path in the author's
+    home) is another verdict on another machine, and editing it proves nothing again (the
+    validity cache hashes the suite's files). A file opened by a library the code calls
+    (other than the standard library's file readers) is not seen. Process-wide, for the
+    short gradings of ``grader_determinism``."""
+    allowed = [root.resolve(), *_python_folders(), Path("/dev"), Path("/proc")]
+    watch = ({id(namespace) for namespace in namespaces}, allowed, found)
+    WATCHES.append(watch)
+    try:
+        yield
+    finally:
+        WATCHES.remove(watch)
+
+
+def _python_folders() -> list[Path]:
+    """Where Python, the installed packages and groundstate itself live."""
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, *sysconfig.get_paths().values()}
+    return [Path(f).resolve() for f in folders] + [Path(__file__).resolve().parents[1]]
 
 
 _FRESH = itertools.count(1)

@@ -35,7 +35,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 32
+VALIDATOR_REVISION = 33
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -103,7 +103,11 @@ claim; 31: ``grader_determinism`` replays each route again after the proof's oth
 with the tools' chance and wall clock at each end of their range, and ``grader_sensitivity``
 grades the oracle's final state with each checked table emptied; 32: ``confirmed`` reads a
 choice answered without a yes word as agreeing to the option picked, a yes picking another
-option of a choice as no confirmation, and "Are you sure?" "No." as taking the yes back)."""
+option of a choice as no confirmation, and "Are you sure?" "No." as taking the yes back;
+33: ``grader_determinism`` skews the streams of the suite's own (``random.Random()``,
+``SystemRandom()``, a module's ``_RNG``), ``os.urandom``, ``secrets`` and ``uuid.uuid4`` too,
+and fails a check reading a file from outside the suite, and ``grader_sensitivity`` empties
+each checked table on the postgres kind)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
