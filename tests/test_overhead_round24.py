@@ -1,0 +1,227 @@
+"""The rebinding check of the twenty-fourth round reads its words in one gather, and skips
+the modules' entries only while ``sys.modules`` is unwritten.
+
+Each look of the rebinding check (three per attempt) read three words of each of some 2,750
+watched function objects through a ctypes view per function (``view.raw``, a bytes object
+each), and each of some 600 namespaces' dict versions through a ``c_uint64`` per dict: 0.3-0.7
+ms a look. The words are now gathered in one call in C
+(:func:`groundstate.bindings._gather`, read by :func:`groundstate.bindings._read`). And a look
+looked up each of some 190 watched modules in ``sys.modules`` even when no namespace had been
+written since the last look; ``sys.modules``'s own version is now read with the namespaces',
+and the entries are looked up only when it moved (an import), or ``sys.modules`` is another
+dict, since the last look that found everything as first seen.
+
+Compared here: the gather with the words read one by one (ctypes, the attributes); the
+row's versions with ``sys.modules``'s last, moved by an import (the next look looks the
+entries up again) and not by a look; and the controls, which must keep passing: a module
+swapped in ``sys.modules`` after a quiet look, ``sys.modules`` replaced by a dict with one
+module changed (a fresh process), and in attempts, an agent that swaps a harness module in
+``sys.modules`` or sets a function's code is stopped at stage ``harness_code``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+import types
+from collections.abc import Callable
+
+import pytest
+
+import groundstate.episode
+import groundstate.grading.outcome
+from groundstate.bindings import HARNESS, Bindings, _Flat, _gather, _read, _versions
+from groundstate.spec.suite import Suite
+from groundstate.testing import FunctionAgent, attempt
+
+from .conftest import in_a_fresh_process
+from .test_adversarial_agents import _do_the_task
+from .test_agents_round22 import _prohibited_and_put_back
+
+_HEADER = object.__basicsize__
+
+
+def _version(space: dict[str, object]) -> int:
+    """A dict's version, read alone (``ma_version_tag``, after the header and ``ma_used``)."""
+    return ctypes.c_uint64.from_address(id(space) + _HEADER + 8).value
+
+
+def _row() -> tuple[Bindings, _Flat]:
+    bindings = Bindings()
+    return bindings, bindings._row()
+
+
+# --- the gather ------------------------------------------------------------------------------
+
+
+def test_the_gather_reads_each_word_as_ctypes_reads_it() -> None:
+    """Words of objects made apart (an early module's dict, a new dict, a function, a big
+    list's storage far from them) come back in the order given, as a ``c_uint64`` each."""
+    big = [0] * 100_000
+    objects: list[object] = [
+        vars(types),
+        {"a": 1},
+        test_the_gather_reads_each_word_as_ctypes_reads_it,
+    ]
+    objects += [big, object(), *gc.get_objects()[:50]]
+    addresses = [id(o) + 8 * k for o in objects for k in (0, 1)]
+    addresses += list(reversed(addresses))
+    gather = _gather(addresses)
+    assert _read(gather).tolist() == [ctypes.c_uint64.from_address(a).value for a in addresses]
+    assert _read(_gather([])).tolist() == []
+
+
+def test_the_gather_sees_a_word_written_after_it_was_made() -> None:
+    space: dict[str, object] = {"a": 1}
+    gather = _gather([id(space) + _HEADER + 8])
+    (before,) = _read(gather).tolist()
+    space["a"] = 2
+    (after,) = _read(gather).tolist()
+    assert after != before and after == _version(space)
+
+
+def test_the_gather_cannot_be_edited_in_place() -> None:
+    """What it compares through is immutable: the indices and the first words are bytes (an
+    agent cannot write into them, nor make an array over them writeable), the reader numpy's
+    builtin, and the arrays are made anew at each read."""
+    import numpy as np
+
+    _, flat = _row()
+    assert flat.states is not None and flat.looked is not None
+    for gather in (flat.states[0], flat.looked):
+        frombuffer, _, word, index, at = gather
+        assert frombuffer is np.frombuffer and type(index) is bytes
+        assert word == np.dtype(np.uint64) and at == np.dtype(np.intp)
+        view = np.frombuffer(index, at)
+        with pytest.raises(ValueError):
+            view.flags.writeable = True
+        assert _read(gather) is not _read(gather)
+    assert type(flat.states[1]) is bytes
+
+
+def test_the_row_gathers_every_functions_code_and_defaults() -> None:
+    """The words are the function objects' code, defaults and keyword defaults (0 where a
+    function has none), in the order of the row's functions."""
+    _, flat = _row()
+    assert flat.states is not None
+    gather, first = flat.states
+    functions = flat.rows[0][1]
+    assert len(functions) > 1000
+    expected = []
+    for fn in functions:
+        parts = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+        expected += [0 if part is None else id(part) for part in parts]
+    assert _read(gather).tolist() == expected
+    assert _read(gather).tobytes() == first
+
+
+def test_the_versions_read_as_one_by_one() -> None:
+    spaces: list[dict[str, object]] = [{"a": 1}, vars(sys), {}]
+    versions = _versions(spaces)
+    assert versions is not None
+    assert versions() == [_version(space) for space in spaces]
+    spaces[2]["b"] = 2
+    assert versions() == [_version(space) for space in spaces]
+
+
+# --- sys.modules's version with the looks -------------------------------------------------------
+
+
+def test_a_look_holds_sys_modules_version_last_and_an_import_moves_it() -> None:
+    """The cache of a look (the versions when everything was last found as first seen)
+    includes ``sys.modules``'s; a module added (an import) moves it, so the next look looks
+    the entries up again (and finds nothing: a new module is no change)."""
+    _, flat = _row()
+    assert flat.unchanged() and flat.unchanged()
+    seen = flat.seen
+    assert seen is not None and flat.registry is sys.modules
+    assert seen[-1] == _version(sys.modules)
+    assert flat.unchanged() and flat.seen is seen  # a quiet look: nothing looked up again
+    name = "groundstate_round24_imported"
+    sys.modules[name] = types.ModuleType(name)
+    try:
+        assert _read(flat.looked).tolist() != seen
+        assert flat.unchanged()
+        assert flat.seen is not seen and flat.seen[-1] == _version(sys.modules)
+    finally:
+        del sys.modules[name]
+
+
+def test_a_module_swapped_in_sys_modules_after_a_quiet_look_is_found() -> None:
+    bindings, flat = _row()
+    assert flat.unchanged() and flat.unchanged()
+    name = "groundstate.grading.outcome"
+    real = sys.modules[name]
+    sys.modules[name] = types.ModuleType(name)
+    try:
+        assert not flat.unchanged()
+        assert bindings.put_back() == [f"sys.modules[{name!r}]"]
+        assert sys.modules[name] is real
+    finally:
+        sys.modules[name] = real
+    assert bindings.put_back() == []
+
+
+def _sys_modules_replaced() -> tuple[bool, bool, list[str]]:
+    """In a fresh process: after quiet looks, ``sys.modules`` replaced by an equal dict (no
+    change), then by one with a harness module swapped (found, though the first dict's version
+    never moved)."""
+    import groundstate.episode  # noqa: F401  (the harness's modules, as in a run)
+
+    bindings = Bindings()
+    flat = bindings._row()
+    assert flat.unchanged() and flat.unchanged()
+    first = sys.modules
+    try:
+        sys.modules = dict(first)
+        equal = flat.unchanged()
+        swapped = dict(first)
+        swapped["groundstate.episode"] = types.ModuleType("groundstate.episode")
+        sys.modules = swapped
+        found = flat.unchanged()
+        named = bindings.rebound()
+    finally:
+        sys.modules = first
+    return equal, found, named
+
+
+def test_sys_modules_replaced_with_a_module_swapped_is_found() -> None:
+    equal, found, named = in_a_fresh_process(_sys_modules_replaced)
+    assert equal is True
+    assert found is False
+    assert named == ["sys.modules['groundstate.episode']"]
+
+
+# --- in attempts (controls) ---------------------------------------------------------------------
+
+
+def test_an_agent_that_swaps_a_harness_module_in_sys_modules_is_stopped(bank: Suite) -> None:
+    name = "groundstate.grading.outcome"
+
+    def change() -> Callable[[], None]:
+        real = sys.modules[name]
+        sys.modules[name] = types.ModuleType(name)
+        return lambda: sys.modules.__setitem__(name, real)
+
+    _prohibited_and_put_back(bank, change, f"sys.modules[{name!r}]")
+    assert sys.modules[name] is groundstate.grading.outcome
+
+
+def test_an_agent_that_sets_a_harness_functions_code_is_stopped(bank: Suite) -> None:
+    fn = groundstate.episode.classify
+
+    def change() -> Callable[[], None]:
+        code = fn.__code__
+        fn.__code__ = (lambda *args: "success").__code__
+        return lambda: setattr(fn, "__code__", code)
+
+    _prohibited_and_put_back(bank, change, ".classify.__code__")
+
+
+def test_the_harness_row_is_quiet_between_attempts(bank: Suite) -> None:
+    """After an attempt, the process's own watch finds nothing (a control: the faster looks
+    leave nothing for the next one)."""
+    run = attempt(bank, "transfer", FunctionAgent(_do_the_task)).run
+    assert run.success, run.infrastructure_status
+    assert HARNESS.rebound() == []
