@@ -171,7 +171,7 @@ def test_the_harness_row_reads_words_for_every_function() -> None:
     bindings = Bindings()
     flat = bindings._row()
     assert flat.states is not None
-    (frombuffer, span, word, index, at), first = flat.states
+    (_, _, _, index, _), first = flat.states
     functions = len(flat.rows[0][1])
     assert len(first) == len(index) == 3 * 8 * functions and functions > 1000
     assert _answers(flat) == (True, True)

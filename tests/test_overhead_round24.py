@@ -31,12 +31,10 @@ import pytest
 
 import groundstate.episode
 import groundstate.grading.outcome
-from groundstate.bindings import HARNESS, Bindings, _Flat, _gather, _read, _versions
+from groundstate.bindings import Bindings, _Flat, _gather, _read, _versions
 from groundstate.spec.suite import Suite
-from groundstate.testing import FunctionAgent, attempt
 
 from .conftest import in_a_fresh_process
-from .test_adversarial_agents import _do_the_task
 from .test_agents_round22 import _prohibited_and_put_back
 
 _HEADER = object.__basicsize__
@@ -56,19 +54,21 @@ def _row() -> tuple[Bindings, _Flat]:
 
 
 def test_the_gather_reads_each_word_as_ctypes_reads_it() -> None:
-    """Words of objects made apart (an early module's dict, a new dict, a function, a big
-    list's storage far from them) come back in the order given, as a ``c_uint64`` each."""
+    """Words of objects made apart (an early module's dict, new ones, a function, a big list,
+    objects the collector tracks) come back in the order given, as a ``c_uint64`` each. The
+    words read do not move while the test runs: each object's type, and the sizes of the
+    test's own dict and list (a reference count could, in another thread)."""
     big = [0] * 100_000
-    objects: list[object] = [
-        vars(types),
-        {"a": 1},
-        test_the_gather_reads_each_word_as_ctypes_reads_it,
-    ]
+    mine: dict[str, object] = {"a": 1, "b": 2}
+    objects: list[object] = [vars(types), mine, test_the_gather_reads_each_word_as_ctypes_reads_it]
     objects += [big, object(), *gc.get_objects()[:50]]
-    addresses = [id(o) + 8 * k for o in objects for k in (0, 1)]
+    addresses = [id(o) + 8 for o in objects] + [id(mine) + 16, id(big) + 16]
     addresses += list(reversed(addresses))
     gather = _gather(addresses)
-    assert _read(gather).tolist() == [ctypes.c_uint64.from_address(a).value for a in addresses]
+    words = [ctypes.c_uint64.from_address(a).value for a in addresses]
+    assert _read(gather).tolist() == words
+    assert words[: len(objects)] == [id(type(o)) for o in objects]
+    assert words[len(objects) : len(objects) + 2] == [2, 100_000]
     assert _read(_gather([])).tolist() == []
 
 
@@ -117,7 +117,7 @@ def test_the_row_gathers_every_functions_code_and_defaults() -> None:
 
 
 def test_the_versions_read_as_one_by_one() -> None:
-    spaces: list[dict[str, object]] = [{"a": 1}, vars(sys), {}]
+    spaces: list[dict[str, object]] = [{"a": 1}, dict(vars(sys)), {}]
     versions = _versions(spaces)
     assert versions is not None
     assert versions() == [_version(space) for space in spaces]
@@ -128,24 +128,32 @@ def test_the_versions_read_as_one_by_one() -> None:
 # --- sys.modules's version with the looks -------------------------------------------------------
 
 
+def _a_look_and_an_import() -> list[bool]:
+    """In a fresh process (no thread of an earlier test importing meanwhile): what a look
+    keeps of ``sys.modules``'s version, and what an import does to it."""
+    import groundstate.episode  # noqa: F401  (the harness's modules, as in a run)
+
+    _, flat = _row()
+    facts = [flat.unchanged(), flat.unchanged()]
+    seen = flat.seen
+    assert seen is not None
+    facts += [flat.registry is sys.modules, seen[-1] == _version(sys.modules)]
+    facts += [flat.unchanged(), flat.seen is seen]  # a quiet look: nothing looked up again
+    name = "groundstate_round24_imported"
+    sys.modules[name] = types.ModuleType(name)
+    facts += [_read(flat.looked).tolist() != seen, flat.unchanged()]
+    facts += [
+        flat.seen is not seen,
+        flat.seen is not None and flat.seen[-1] == _version(sys.modules),
+    ]
+    return facts
+
+
 def test_a_look_holds_sys_modules_version_last_and_an_import_moves_it() -> None:
     """The cache of a look (the versions when everything was last found as first seen)
     includes ``sys.modules``'s; a module added (an import) moves it, so the next look looks
     the entries up again (and finds nothing: a new module is no change)."""
-    _, flat = _row()
-    assert flat.unchanged() and flat.unchanged()
-    seen = flat.seen
-    assert seen is not None and flat.registry is sys.modules
-    assert seen[-1] == _version(sys.modules)
-    assert flat.unchanged() and flat.seen is seen  # a quiet look: nothing looked up again
-    name = "groundstate_round24_imported"
-    sys.modules[name] = types.ModuleType(name)
-    try:
-        assert _read(flat.looked).tolist() != seen
-        assert flat.unchanged()
-        assert flat.seen is not seen and flat.seen[-1] == _version(sys.modules)
-    finally:
-        del sys.modules[name]
+    assert in_a_fresh_process(_a_look_and_an_import) == [True] * 10
 
 
 def test_a_module_swapped_in_sys_modules_after_a_quiet_look_is_found() -> None:
@@ -217,11 +225,3 @@ def test_an_agent_that_sets_a_harness_functions_code_is_stopped(bank: Suite) -> 
         return lambda: setattr(fn, "__code__", code)
 
     _prohibited_and_put_back(bank, change, ".classify.__code__")
-
-
-def test_the_harness_row_is_quiet_between_attempts(bank: Suite) -> None:
-    """After an attempt, the process's own watch finds nothing (a control: the faster looks
-    leave nothing for the next one)."""
-    run = attempt(bank, "transfer", FunctionAgent(_do_the_task)).run
-    assert run.success, run.infrastructure_status
-    assert HARNESS.rebound() == []

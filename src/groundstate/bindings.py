@@ -651,7 +651,8 @@ def _versions(spaces: list[Any]) -> Callable[[], list[int]] | None:
         return None
     import ctypes
 
-    # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``.
+    # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``;
+    # words of 8 bytes (what :func:`_gather` reads).
     header = object.__basicsize__
     if header != 2 * ctypes.sizeof(ctypes.c_void_p) or header != 16:
         return None
@@ -675,7 +676,7 @@ def _version_words(spaces: list[Any]) -> tuple[Any, ...] | None:
     :func:`_read`; None where :func:`_versions` gives None."""
     if _versions([]) is None:
         return None
-    return _gather([id(d) + 2 * 8 + 8 for d in spaces])
+    return _gather([id(d) + 16 + 8 for d in spaces])  # the header, ``ma_used``, the tag
 
 
 def _read(gather: tuple[Any, ...]) -> Any:
@@ -745,9 +746,8 @@ def _state_words(
     if probed.raw != words.pack(*map(id, held)):
         return None  # not the layout assumed: read the attributes
     gather = _gather([id(fn) + offset + i * word for fn, _ in functions for i in range(3)])
-    frombuffer, span, unit, index, at = gather
-    now = frombuffer(span, unit)[frombuffer(index, at)].tolist()
-    first = []
+    now = _read(gather).tolist()
+    first: list[int] = []
     for i, (_, (code, defaults, kwdefaults)) in enumerate(functions):
         _, now_defaults, now_kwdefaults = now[3 * i : 3 * i + 3]
         first += (
