@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
+import os
+import subprocess
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -225,3 +229,36 @@ def test_an_agent_that_sets_a_harness_functions_code_is_stopped(bank: Suite) -> 
         return lambda: setattr(fn, "__code__", code)
 
     _prohibited_and_put_back(bank, change, ".classify.__code__")
+
+
+# --- numpy's threads start before a pool worker counts its own ---------------------------------
+
+_WORKER_START = """
+import json, sys
+import groundstate.executors._job as job  # what a pool worker (or its fork server) imports
+from groundstate.bindings import HARNESS
+
+numpy_first = "numpy" in sys.modules
+baseline = job.unlisted_threads()  # as serve() counts before any attempt
+HARNESS.seal(); HARNESS.mark()  # an attempt's start (episode): the first row built and looked at
+print(json.dumps([numpy_first, baseline, job.unlisted_threads()]))
+"""
+
+
+def test_the_first_look_starts_no_thread_a_pool_worker_would_count() -> None:
+    """numpy's import starts native threads (OpenBLAS's, on a machine of several cores);
+    imported when the first row was built (inside an attempt), they were more threads than
+    the worker counted before its first attempt, taken for threads the agent left (the
+    worker retired after each attempt, a death while grading laid at the agent's door).
+    In a clean interpreter: the test's own process (and a spawned one, which imports this
+    module) has numpy loaded already."""
+    root = Path(__file__).parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER_START], cwd=root, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(root / "src")}, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    numpy_first, baseline, after = json.loads(done.stdout)
+    assert numpy_first
+    assert after == baseline

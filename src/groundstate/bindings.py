@@ -29,6 +29,13 @@ from operator import attrgetter, is_, itemgetter, ne
 from types import CodeType, FunctionType, ModuleType
 from typing import Any, NamedTuple
 
+# numpy gathers the words the looks read (see :func:`_gather`). Imported with this module, not
+# when the first row is built: its import starts native threads (OpenBLAS's), and a pool
+# worker counts the threads ``threading`` does not list before its first attempt
+# (``executors._job.unlisted_threads``): started during an attempt, they were taken for the
+# agent's. ``groundstate --help`` does not import this module.
+import numpy as np
+
 WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
 """The modules (and their submodules) whose functions and classes an agent must not rebind:
 the harness's own and those it serialises, hashes and stores with (not every module: the
@@ -697,11 +704,8 @@ def _gather(addresses: list[int]) -> tuple[Any, ...]:
     read but at the addresses, which lie in live objects), and numpy's indexing gathers the
     words. The parts are immutable (bytes, a ctypes array whose address cannot be set,
     numpy's builtin ``frombuffer`` and dtypes) and the arrays are made anew at each read, so
-    nothing the looks compare through can be edited in place (see :meth:`Bindings.seal`).
-    numpy is imported here, when a row is first built, not with this module."""
+    nothing the looks compare through can be edited in place (see :meth:`Bindings.seal`)."""
     import ctypes
-
-    import numpy as np
 
     base = min(addresses, default=0)
     count = (max(addresses, default=0) - base) // 8 + 1
