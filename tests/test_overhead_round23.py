@@ -165,13 +165,15 @@ def test_a_function_written_with_what_it_held_is_unchanged(checks: types.ModuleT
 
 
 def test_the_harness_row_reads_words_for_every_function() -> None:
-    """On this interpreter the harness's row reads the words (one view per function held),
-    and agrees with the attribute reads."""
+    """On this interpreter the harness's row reads the words (three 8-byte words per function
+    held, gathered at once since the twenty-fourth round), and agrees with the attribute
+    reads."""
     bindings = Bindings()
     flat = bindings._row()
     assert flat.states is not None
-    views, first = flat.states
-    assert len(views) == len(first) == len(flat.rows[0][1]) > 1000
+    (_, _, _, index, _), first = flat.states
+    functions = len(flat.rows[0][1])
+    assert len(first) == len(index) == 3 * 8 * functions and functions > 1000
     assert _answers(flat) == (True, True)
 
 

@@ -29,6 +29,13 @@ from operator import attrgetter, is_, itemgetter, ne
 from types import CodeType, FunctionType, ModuleType
 from typing import Any, NamedTuple
 
+# numpy gathers the words the looks read (see :func:`_gather`). Imported with this module, not
+# when the first row is built: its import starts native threads (OpenBLAS's), and a pool
+# worker counts the threads ``threading`` does not list before its first attempt
+# (``executors._job.unlisted_threads``): started during an attempt, they were taken for the
+# agent's. ``groundstate --help`` does not import this module.
+import numpy as np
+
 from groundstate.readwatch import WATCHES as _READ_WATCHES
 from groundstate.readwatch import audit as _seen_read
 
@@ -587,8 +594,13 @@ class _Flat:
         gives: read without the attribute lookups the rows make (see :func:`_state_words`)."""
         self.wheres, self.spaces = tuple(wheres), tuple(spaces)
         self.versions = _versions(list(spaces))
+        self.registry = sys.modules
+        self.looked = _version_words([*spaces, self.registry])
+        """What reads the versions a look compares (:func:`_read`): the namespaces' and, last,
+        ``sys.modules``'s (held as :attr:`registry`)."""
         self.seen: list[int] | None = None
-        """The namespaces' versions when every name was last found as first seen."""
+        """The namespaces' and ``sys.modules``'s versions when every name and module was last
+        found as first seen."""
         self.marked: tuple[list[int], tuple[tuple[tuple[str, object], ...], ...]] | None = None
         """The versions and the copies of the last :meth:`copies`."""
         self.sealed: tuple[Any, ...] | None = None
@@ -618,24 +630,27 @@ class _Flat:
 
     def unchanged(self) -> bool:
         """Whether no namespace changed size and every name is bound as first seen."""
-        if not all(map(is_, map(sys.modules.get, self.entries), self.modules)):
-            return False
         if not all(map(is_, map(type, self.objects), self.classes)):
             return False
         # Code and defaults set on a function move no dict's version.
         if self.states is not None:
-            words, first_words = self.states
-            if tuple(map(_RAW, words)) != first_words:
+            gather, first_words = self.states
+            if _read(gather).tobytes() != first_words:
                 return False
         elif not all(all(map(is_, map(read, fns), first)) for read, fns, first in self.rows):
             return False
         if not all(getattr(holder, "fn", None) is fn for holder, fn in self.tools):
             return False
-        now = None if self.versions is None else self.versions()
-        if now is not None and now == self.seen:
-            return True  # no namespace was written to since they were all found unchanged
-        if tuple(map(len, self.spaces)) == self.sizes and all(
-            map(is_, map(dict.get, self.owners, self.names), self.values)
+        now = None if self.looked is None else _read(self.looked).tolist()
+        if now is not None and now == self.seen and sys.modules is self.registry:
+            # No namespace, nor ``sys.modules``, was written to since they were all found
+            # unchanged (the modules' entries looked up one by one: some 190, a fifth of a
+            # look with the caches cold).
+            return True
+        if (
+            all(map(is_, map(sys.modules.get, self.entries), self.modules))
+            and tuple(map(len, self.spaces)) == self.sizes
+            and all(map(is_, map(dict.get, self.owners, self.names), self.values))
         ):
             # Versions read before the names: a write during the look moves them again.
             self.seen = now
@@ -652,9 +667,10 @@ def _versions(spaces: list[Any]) -> Callable[[], list[int]] | None:
         return None
     import ctypes
 
-    # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``.
+    # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``;
+    # words of 8 bytes (what :func:`_gather` reads).
     header = object.__basicsize__
-    if header != 2 * ctypes.sizeof(ctypes.c_void_p):
+    if header != 2 * ctypes.sizeof(ctypes.c_void_p) or header != 16:
         return None
 
     def tags(dicts: list[Any]) -> list[ctypes.c_uint64]:
@@ -666,21 +682,55 @@ def _versions(spaces: list[Any]) -> Callable[[], list[int]] | None:
     probe["a"] = 2
     if before.value == first or ctypes.c_ssize_t.from_address(id(probe) + header).value != 1:
         return None  # not the layout assumed: look at every name
-    read = attrgetter("value")
-    held = tuple(tags(spaces))  # *spaces* is kept alive by the caller's row; a tuple: unedited
-    return lambda: list(map(read, held))
+    # *spaces* is kept alive by the caller's row; the gather is a tuple: unedited.
+    frombuffer, span, word, index, at = _gather([id(d) + header + 8 for d in spaces])
+    return lambda: frombuffer(span, word)[frombuffer(index, at)].tolist()
 
 
-_RAW = attrgetter("raw")
+def _version_words(spaces: list[Any]) -> tuple[Any, ...] | None:
+    """The :func:`_gather` of each dict's version (see :func:`_versions`), read with
+    :func:`_read`; None where :func:`_versions` gives None."""
+    if _versions([]) is None:
+        return None
+    return _gather([id(d) + 16 + 8 for d in spaces])  # the header, ``ma_used``, the tag
+
+
+def _read(gather: tuple[Any, ...]) -> Any:
+    """The words a :func:`_gather` reads, now, as an array."""
+    frombuffer, span, word, index, at = gather
+    return frombuffer(span, word)[frombuffer(index, at)]
+
+
+def _gather(addresses: list[int]) -> tuple[Any, ...]:
+    """What reads the 8-byte word at each of *addresses* (8-byte aligned, inside objects the
+    caller keeps alive) in one call in C: ``frombuffer(span, word)[frombuffer(index, at)]``,
+    an array of the words in the order given.
+
+    The looks read a word of some 2,750 function objects and 600 dicts several times per
+    attempt; a ctypes view per word, read one by one (``view.raw``, ``c_uint64.value``),
+    cost 0.35-0.7 ms a look, the largest piece of the harness's own CPU per attempt. Here
+    *span* is one ctypes array over the memory from the lowest address to the highest (never
+    read but at the addresses, which lie in live objects), and numpy's indexing gathers the
+    words. The parts are immutable (bytes, a ctypes array whose address cannot be set,
+    numpy's builtin ``frombuffer`` and dtypes) and the arrays are made anew at each read, so
+    nothing the looks compare through can be edited in place (see :meth:`Bindings.seal`)."""
+    import ctypes
+
+    base = min(addresses, default=0)
+    count = (max(addresses, default=0) - base) // 8 + 1
+    span = (ctypes.c_uint64 * count).from_address(base) if addresses else (ctypes.c_uint64 * 1)()
+    index = np.array([(address - base) // 8 for address in addresses], dtype=np.intp)
+    return np.frombuffer, span, np.dtype(np.uint64), index.tobytes(), np.dtype(np.intp)
 
 
 def _state_words(
     functions: list[tuple[FunctionType, _FunctionState]],
-) -> tuple[tuple[Any, ...], tuple[bytes, ...]] | None:
-    """For each function, a view of the three words that hold its code, defaults and keyword
+) -> tuple[tuple[Any, ...], bytes] | None:
+    """For each function, the three words that hold its code, defaults and keyword
     defaults in the function object (CPython 3.11 to 3.13 with the GIL: ``func_code``,
-    ``func_defaults`` and ``func_kwdefaults`` follow one another), with the bytes those words
-    hold for its state as first seen; None elsewhere (the rows' attributes are read then).
+    ``func_defaults`` and ``func_kwdefaults`` follow one another), read together by one
+    :func:`_gather`, with the bytes those words hold for its state as first seen; None
+    elsewhere (the rows' attributes are read then).
 
     Reading ``__code__``, ``__defaults__`` or ``__kwdefaults__`` raises an audit event, and
     this process has an audit hook of Python's (:func:`refuse_audit_hooks`): each read was a
@@ -695,7 +745,7 @@ def _state_words(
     import struct
 
     header, word = object.__basicsize__, ctypes.sizeof(ctypes.c_void_p)
-    if header != 2 * word:  # a free-threaded build's header is longer
+    if header != 2 * word or word != 8:  # a free-threaded build's header is longer
         return None
     offset = header + 4 * word  # after func_globals, func_builtins, func_name, func_qualname
     view = ctypes.c_char * (3 * word)
@@ -704,28 +754,22 @@ def _state_words(
     def probe(a: object = (), *, b: object = ()) -> object:
         return a, b
 
-    (probed,) = _words([probe], view, offset)
+    probed = view.from_address(id(probe) + offset)
     held = (probe.__code__, probe.__defaults__, probe.__kwdefaults__)
     if probed.raw != words.pack(*map(id, held)):
         return None  # not the layout assumed: read the attributes
-    views = _words([fn for fn, _ in functions], view, offset)
-    first = []
-    for (_, (code, defaults, kwdefaults)), now in zip(functions, views, strict=True):
-        _, now_defaults, now_kwdefaults = words.unpack(now.raw)
-        first.append(
-            words.pack(
-                id(code),
-                now_defaults if defaults is None else id(defaults),
-                now_kwdefaults if kwdefaults is None else id(kwdefaults),
-            )
+    gather = _gather([id(fn) + offset + i * word for fn, _ in functions for i in range(3)])
+    now = _read(gather).tolist()
+    first: list[int] = []
+    for i, (_, (code, defaults, kwdefaults)) in enumerate(functions):
+        _, now_defaults, now_kwdefaults = now[3 * i : 3 * i + 3]
+        first += (
+            id(code),
+            now_defaults if defaults is None else id(defaults),
+            now_kwdefaults if kwdefaults is None else id(kwdefaults),
         )
-    return tuple(views), tuple(first)  # tuples: not editable in place (see :meth:`Bindings.seal`)
-
-
-def _words(fns: Iterable[object], view: Any, offset: int) -> list[Any]:
-    """A view of *view*'s bytes at *offset* into each function object of *fns* (the caller
-    keeps the functions alive)."""
-    return [view.from_address(id(fn) + offset) for fn in fns]
+    # The gather and bytes: not editable in place (see :meth:`Bindings.seal`).
+    return gather, struct.pack(f"@{len(first)}Q", *first)
 
 
 def _entries_of(value: object) -> dict[str, object]:
