@@ -12,6 +12,8 @@ of, folders that refuse writes, and task files behind a link.
   "unable to open database file": it now names the folder and the reason.
 - A task file in a folder linked into ``tasks/`` (or a solution's folder) was passed over
   without a word, where one in a real subfolder is reported.
+- A check file that does not import was reported twice by ``check`` of a suite given by a
+  relative path, once under each spelling of its path.
 """
 
 from __future__ import annotations
@@ -279,3 +281,15 @@ def test_links_in_tasks_that_hold_no_yaml_are_left_alone(copy: Path) -> None:
     (copy / "retail/tasks/sub").mkdir()
     (copy / "retail/tasks/sub/x.yaml").write_text("task_id: x\n")
     assert [p for p in _problems(copy / "retail") if "not read: a subfolder of tasks/" in p]
+
+
+def test_a_check_file_that_does_not_import_is_reported_once(copy: Path) -> None:
+    """Named by suite.yaml's constraint sets (from the folder as given) and by a task's (from
+    the absolute root), its error was printed twice, once under each spelling of its path."""
+    checks = copy / "retail/checks.py"
+    checks.write_text(checks.read_text() + "\n  x = 1\n")
+    checked = groundstate("check", "retail", cwd=copy)
+    assert checked.code == 2, checked.text
+    said = [line for line in checked.out.splitlines() if "IndentationError" in line]
+    assert len(said) == 1 and said[0].startswith("retail/checks.py:"), checked.text
+    assert "1 error" in checked.err
