@@ -26,6 +26,7 @@ from groundstate.analysis import final_runs, missing_attempts, planned, planned_
 from groundstate.errors import GroundstateError
 from groundstate.importers.inspect_log import EARLIER_TRIES, OWN_METADATA
 from groundstate.importers.table import COLUMNS
+from groundstate.paths import make_folder
 from groundstate.records import AgentRun
 from groundstate.report.numbers import incomplete_text
 from groundstate.store import BatchInfo, RunStore, known_usage, refuse_store_files
@@ -72,7 +73,7 @@ def export_batch(
         "inspect": partial(_write_inspect, status=_inspect_status(batch, missing is None)),
     }
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(out.parent)
         count = writers[format](batch, runs, out)
     except OSError as exc:
         raise GroundstateError(f"cannot write {out}: {exc.strerror or exc}") from None

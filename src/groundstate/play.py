@@ -26,6 +26,7 @@ import yaml
 from groundstate.agents.base import Agent, Session
 from groundstate.episode import AttemptInfo, run_attempt
 from groundstate.errors import SpecError
+from groundstate.paths import make_folder
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, derive_seed, plan_batch
 from groundstate.spec.files import YamlDumper
@@ -189,7 +190,7 @@ def save_solution(suite_root: Path, task_id: str, name: str, steps: list[Step]) 
     solution = Solution(
         kind="alternative", description="Played by a person (groundstate play).", steps=steps
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     data = solution.model_dump(mode="json", exclude_defaults=True)
     data["steps"] = [s.model_dump(mode="json", exclude_defaults=True) for s in steps]
     path.write_text(

@@ -23,6 +23,7 @@ import os
 import random
 import socket
 import sqlite3
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -35,7 +36,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
-from groundstate.paths import DEFAULT_STORE
+from groundstate.paths import DEFAULT_STORE, make_folder
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
@@ -57,6 +58,10 @@ LEASE_HEARTBEAT = 30.0
 BUSY_TIMEOUT = 30.0
 """Seconds a write waits for another process's write transaction on the store to end before
 it fails ("database is locked", named as such)."""
+QUIET_WAIT = 2.0
+"""Seconds a write waits for another process's write without a word: another batch's commit
+ends well within it; past it, the wait is said on stderr (:func:`say_waiting`), so a command
+held by a lock someone left open is not taken for a hang."""
 
 _OUTCOME_FIELDS = (
     "task_id", "attempt", "retry", "terminal_reason", "success", "cost", "latency",
@@ -957,7 +962,7 @@ class RunStore:
             self._open_read_only(None)
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(self.path.parent)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
             self._refuse_foreign_database()
             self._refuse_newer_format()
@@ -975,7 +980,8 @@ class RunStore:
         except sqlite3.OperationalError as exc:
             full = _file_system_full(self.path)
             if create or not (_cannot_write(exc) or full):
-                raise StoreError(f"cannot open the run store {self.path}: {exc}{full}") from exc
+                why = full or (_folder_refuses(self.path) if _cannot_write(exc) else "")
+                raise StoreError(f"cannot open the run store {self.path}: {exc}{why}") from exc
             self._db.close()
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
@@ -1282,17 +1288,41 @@ class RunStore:
             ) from exc
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, *, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction; *wait* ``False`` (a cache's write) gives up at once when
+        another process holds the store's write lock, instead of waiting for it."""
         if self._duplicated is not None:
             raise StoreError(f"cannot write to the run store {self.path}: {self._duplicated}")
         try:
             with self._db:
-                self._db.execute("BEGIN IMMEDIATE")
+                self._begin_write(wait)
                 yield self._db
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot write to the run store {self.path}: {exc}{_why(exc, self.path)}"
             ) from exc
+
+    def _begin_write(self, wait: bool) -> None:
+        """``BEGIN IMMEDIATE``, waiting for another process's write up to
+        :data:`BUSY_TIMEOUT` (none without *wait*); a wait past :data:`QUIET_WAIT` is said
+        (:func:`say_waiting`) before it goes on: a lock left open by another process held a
+        command for 30 s without a word."""
+        quiet = min(QUIET_WAIT, BUSY_TIMEOUT) if wait else 0.0
+        try:
+            self._busy_timeout(quiet)
+            self._db.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not wait or "locked" not in str(exc) or quiet >= BUSY_TIMEOUT:
+                raise
+            say_waiting(self.path, BUSY_TIMEOUT - quiet)
+            self._busy_timeout(BUSY_TIMEOUT - quiet)
+            self._db.execute("BEGIN IMMEDIATE")
+        finally:
+            self._busy_timeout(BUSY_TIMEOUT)
+
+    def _busy_timeout(self, seconds: float) -> None:
+        self._db.execute(f"PRAGMA busy_timeout = {round(seconds * 1000)}")
 
     # --- tries started ---------------------------------------------------------------------
 
@@ -1842,7 +1872,8 @@ class RunStore:
             return
         # a cache: a store another process holds locked keeps none (the next command seals),
         # never failing the reading command that verified the batch in full
-        with suppress(StoreError), self._transaction() as db:
+        # (nor waits for it: `report` of an unsealed batch waited 30 s on another's write)
+        with suppress(StoreError), self._transaction(wait=False) as db:
             db.execute(_INSERT_SEAL, (batch_id, datetime.now(UTC).isoformat(), record, outcomes))
 
     @contextmanager
@@ -2405,6 +2436,16 @@ def require_id(prefix: str) -> str:
     return prefix
 
 
+def say_waiting(path: Path, seconds: float) -> None:
+    """Say on stderr that a write to the store at *path* waits for another process's."""
+    print(
+        f"groundstate: waiting up to {seconds:.0f} s for the run store {path}: another process "
+        "holds its write lock (a run storing tries, or a lock left open)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     """SQLite's ways of saying the store's file or folder may not be written here."""
     text = str(exc).lower()
@@ -2419,6 +2460,18 @@ def _why(exc: sqlite3.Error, path: Path) -> str:
             "when it is done)"
         )
     return _file_system_full(path)
+
+
+def _folder_refuses(path: Path) -> str:
+    """`` (its folder F cannot be written: REASON)`` when no file can be made beside the store
+    at *path*, else ``""``: SQLite says only "unable to open database file" when it cannot
+    make the store (or its journal) there (a read-only or immutable folder, one owned by
+    another user)."""
+    try:
+        with tempfile.TemporaryFile(dir=path.parent):
+            return ""
+    except OSError as exc:
+        return f" (its folder {path.parent} cannot be written: {exc.strerror or exc})"
 
 
 def _file_system_full(path: Path) -> str:

@@ -506,7 +506,9 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
 @STORE_OPTION
 def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
     """Turn each run of BATCH_ID adjudicated evaluator_defect into a regression case: a copy
-    of its task whose observed trajectory is an alternative the repaired grader must pass."""
+    of its task whose observed trajectory is an alternative the repaired grader must pass.
+    Exit 1 when a run could not be made one (each named on stderr) or the batch's records are
+    altered."""
     from groundstate.diagnosis import adjudicated_defects
     from groundstate.spec.suite import load_suite
     from groundstate.store import RunStore

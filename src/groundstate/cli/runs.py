@@ -43,7 +43,8 @@ FAIL_UNDER_OPTION = click.option(
     "--fail-under",
     multiple=True,
     metavar="METRIC=VALUE",
-    help="Exit 4 if METRIC (success_rate, pass@K, pass^K) is below VALUE (repeatable).",
+    help="Exit 4 if METRIC (success_rate, pass@K, pass^K) is below VALUE, or the batch cannot "
+    "estimate it (repeatable).",
 )
 
 MAX_ATTEMPTS = 100_000
@@ -570,8 +571,10 @@ def _refuse_store_files(html: Path | None, store: Path) -> None:
 
 
 def _write(path: Path, text: str) -> None:
+    from groundstate.paths import make_folder
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise SpecError(path, None, f"cannot write: {exc.strerror}") from None

@@ -281,7 +281,9 @@ def _yaml_scalar(text: str) -> str:
 def _copy_template(source: Traversable, target: Path, names: dict[str, str]) -> int:
     """Copy the template tree, naming the suite and system (*names*: placeholder -> name);
     return the number of files written."""
-    target.mkdir(parents=True, exist_ok=True)
+    from groundstate.paths import make_folder
+
+    make_folder(target)
     written = 0
     for item in sorted(source.iterdir(), key=lambda i: i.name):
         if item.name == "__pycache__" or item.name.endswith(".pyc"):

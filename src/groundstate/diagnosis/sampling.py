@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from groundstate.analysis import counted_runs
 from groundstate.diagnosis.taxonomy import TAXONOMY_FILE, FailureTaxonomy
 from groundstate.errors import GroundstateError
+from groundstate.paths import make_folder
 from groundstate.records import AgentRun
 from groundstate.report.html_text import environment
 from groundstate.spec.files import YamlDumper
@@ -172,7 +173,7 @@ def write_sheet(
         raise GroundstateError(f"{existing[0]} exists: choose another --out folder")
     rows = sheet_rows(batch, sample)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out)
         _write_csv(paths[0], rows)
         paths[1].write_text("".join(r.model_dump_json() + "\n" for r in rows), "utf-8")
         paths[2].write_text(render_sheet(batch, sample, rows, taxonomy), "utf-8")

@@ -344,6 +344,10 @@ def _unread_files(root: Path) -> Iterator[SpecError]:
     folders = [root / "tasks", *sorted(p for p in solutions.glob("*") if is_dir(p))]
     for folder in [solutions, *folders]:
         for path in sorted(folder.rglob("*") if folder != solutions else folder.glob("*")):
+            if folder != solutions and path.is_symlink() and _holds_yaml(path):
+                yield SpecError(
+                    path, None, f"not read: a link to a folder of YAML files in {folder.name}/"
+                )
             if path.suffix.lower() not in {".yml", ".yaml"} or is_dir(path):
                 continue
             if folder == solutions:
@@ -352,6 +356,16 @@ def _unread_files(root: Path) -> Iterator[SpecError]:
                 yield SpecError(path, None, f"not read: a subfolder of {folder.name}/")
             elif path.suffix != ".yaml":
                 yield SpecError(path, None, "not read: task and solution files end in .yaml")
+
+
+def _holds_yaml(link: Path) -> bool:
+    """Whether the link *link* leads to a folder holding a YAML file (at any depth, links in
+    it not followed): the scan of ``tasks/`` does not follow links, so such a file, read in a
+    subfolder of its own, was passed over without a word."""
+    try:
+        return is_dir(link) and any(p.suffix.lower() in {".yml", ".yaml"} for p in link.rglob("*"))
+    except (OSError, RuntimeError):
+        return False
 
 
 def outside(root: Path, path: Path) -> bool:

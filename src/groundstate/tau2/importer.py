@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from groundstate.errors import SpecError
+from groundstate.paths import make_folder
 from groundstate.spec.files import YamlDumper
 from groundstate.tau2 import retail_checks, retail_tools
 from groundstate.tau2.convert import (
@@ -152,7 +153,7 @@ def _refuse_to_overwrite(into: Path) -> None:
 def _install(staged: Path, into: Path) -> None:
     """Put the converted suite in *into*: its generated folders replace the old ones, its
     files the old files; other files of an earlier import's folder are kept."""
-    into.mkdir(parents=True, exist_ok=True)
+    make_folder(into)
     for name in _GENERATED:
         shutil.rmtree(into / name, ignore_errors=True)
     for entry in staged.iterdir():
@@ -244,7 +245,7 @@ def _write_task(into: Path, converted: Converted) -> None:
     body = _dumped(converted.task)
     (into / "tasks" / f"{converted.task_id}.yaml").write_text(header + body, encoding="utf-8")
     folder = into / "solutions" / converted.task_id
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     for name, solution in converted.solutions.items():
         _write_yaml(folder / f"{name}.yaml", solution)
 

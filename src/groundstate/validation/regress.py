@@ -25,6 +25,7 @@ import yaml
 
 from groundstate.agents.scripted import RecordedCall, RecordedGiveUp, RecordedUsage, Replayed
 from groundstate.errors import GroundstateError
+from groundstate.paths import make_folder
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_path
 from groundstate.spec.code import code_files
@@ -102,7 +103,7 @@ class _Made:
     def folder(self, path: Path) -> None:
         """Make *path* and its missing parents, noting each one made."""
         missing = [p for p in [path, *path.parents] if not os.path.lexists(p)]
-        path.mkdir(parents=True, exist_ok=True)
+        make_folder(path)
         self._paths += reversed(missing)
 
     def file(self, path: Path) -> Path:

@@ -17,6 +17,7 @@ refused once, with exit code 2, before any task is replayed.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -216,10 +217,20 @@ def refuse_system_tool_errors(system: SystemSpec, suite: Suite) -> None:
 
 
 def _add(check: SuiteCheck, problems: Iterable[SuiteProblem]) -> None:
-    """Add each problem once: a file's error met through several references is one problem."""
+    """Add each problem once: a file's error met through several references is one problem,
+    however its path was spelt (a check file that does not import, named by suite.yaml's
+    constraint sets from the folder as given and by a task's from the absolute root, was
+    reported twice)."""
+    seen = {_key(problem) for problem in check.problems}
     for problem in problems:
-        if problem not in check.problems:
+        if _key(problem) not in seen:
+            seen.add(_key(problem))
             check.problems.append(problem)
+
+
+def _key(problem: SuiteProblem) -> SuiteProblem:
+    """*problem* with its file's path made absolute: what :func:`_add` tells apart."""
+    return problem.model_copy(update={"file": os.path.abspath(problem.file)})
 
 
 def _from_spec_error(error: SpecError) -> SuiteProblem:
