@@ -147,9 +147,10 @@ class JsonStream:
 
     def _skip(self, field: str) -> None:
         opening = self.peek()
-        if opening not in ("[", "{") or self._in_window(field):
-            if opening not in ("[", "{"):
-                self.value(field)
+        if opening not in ("[", "{"):
+            self.value(field)
+        elif self._in_window(field):
+            return  # read past where it lies
         elif opening == "{":
             for key in self.members(field):
                 self._skip(f"{field}.{key}".lstrip("."))
