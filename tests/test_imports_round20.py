@@ -293,20 +293,16 @@ def test_a_plain_json_document_too_large_is_refused_before_it_is_read(
     5 GB report: a ``MemoryError`` traceback or a killed process). Since the twenty-first
     round's second pass an Inspect ``.json`` log is read sample by sample, under no such
     limit (``tests/test_imports2_round21.py``), since the twenty-third a SWE-bench report
-    value by value, and since the twenty-fourth a Harbor result: an instance's
-    ``report.json`` in a SWE-bench model's folder of logs stands for a document read whole."""
-    from tests.test_imports_round15 import logs
-
-    report = {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": True,
-              "resolved": True, "tests_status": {"PASS": ["x" * 2000]}}  # fmt: skip
-    folder = logs(tmp_path, a=report)
-    path = folder / "a" / "report.json"
+    value by value, since the twenty-fourth a Harbor result, and since the twenty-fifth an
+    instance's ``report.json`` in a SWE-bench model's folder of logs: a document of no format,
+    read whole to tell its format, stands for one."""
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({"what": "x" * 2000}, indent=2))
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1000)
-    for extra in ((), ("--format", "swe-bench")):
-        err = store.refused(folder, *extra)
-        assert f"report.json: {path.stat().st_size} bytes, over the 0 MiB a JSON document" in err
+    err = store.refused(path)
+    assert f"result.json: {path.stat().st_size} bytes, over the 0 MiB a JSON document" in err
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1 << 30)
-    store.imported(folder)  # control: under the limit
+    assert "over the" not in store.refused(path)  # control: under the limit, refused otherwise
 
 
 def test_a_long_first_line_is_read_no_further_than_the_limit(

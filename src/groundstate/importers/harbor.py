@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -94,6 +94,44 @@ exception does (``agent``: ``agent_failure/crashed``), keeping their name when t
 vouches for the setup's failure."""
 
 
+@dataclass(frozen=True)
+class _Trial:
+    """What a job needs of each of its trials before any row is made (their order, each
+    trial's id once, datasets, versions, reward keys, the system), held for every trial in
+    place of the trial itself."""
+
+    where: str
+    started: str
+    name: str
+    id: Any
+    dataset: str
+    source: Any
+    task: str
+    checksum: str
+    reward_key: str | None
+    """Its rewards' only key (``None``: none, or several)."""
+    agent: tuple[tuple[str, Any], ...]
+
+    @classmethod
+    def of(cls, where: str, trial: dict[str, Any]) -> _Trial:
+        verified = trial.get("verifier_result")
+        rewards = verified.get("rewards") if isinstance(verified, dict) else None
+        keys = list(rewards) if isinstance(rewards, dict) else []
+        agent = trial.get("agent_info")
+        return cls(
+            where=where,
+            started=_started(trial),
+            name=str(trial.get("trial_name")),
+            id=trial.get("id"),
+            dataset=_dataset(trial),
+            source=trial.get("source"),
+            task=str(trial.get("task_name")),
+            checksum=str(trial.get("task_checksum")),
+            reward_key=keys[0] if len(keys) == 1 else None,
+            agent=tuple(agent.items()) if isinstance(agent, dict) else (),
+        )
+
+
 @dataclass
 class HarborSource:
     """A Harbor trial ``result.json``, a job's ``result.json``, or a job directory."""
@@ -103,6 +141,8 @@ class HarborSource:
     scorer: str | None = None
     """The reward key that decides, when a trial's rewards have several."""
     format: str = "harbor"
+    _inline: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Trials held already (a trial's own file given, or a job's ``trial_results``), by place."""
 
     @cached_property
     def _top(self) -> tuple[Path, dict[str, Any]]:
@@ -120,15 +160,19 @@ class HarborSource:
         return None if is_trial(data) else data
 
     @cached_property
-    def _trials(self) -> list[tuple[str, dict[str, Any]]]:
-        """Each trial with where it was read, in the order they started (then by name)."""
+    def _trials(self) -> list[_Trial]:
+        """Each trial's :class:`_Trial`, in the order they started (then by name). A job's
+        trial files are read here for what the whole job needs and again, one at a time, for
+        their rows: all held, a large job's trials took memory in proportion to it."""
         file, data = self._top
         if is_trial(data):
-            return [(str(file), data)]
+            self._inline[str(file)] = data
+            return [_Trial.of(str(file), data)]
         for key in ("n_total_trials", "stats"):
             if key not in data:
                 raise SpecError(file, key, "required: a Harbor job result has it")
-        found = [(str(f), read_result(f)) for f in sorted(file.parent.glob("*/result.json"))]
+        files = sorted(file.parent.glob("*/result.json"))
+        found = [_Trial.of(str(f), mapping(str(f), "trial", read_result(f))) for f in files]
         if not found:
             inline = data.get("trial_results")
             if not isinstance(inline, list) or not inline:
@@ -136,43 +180,51 @@ class HarborSource:
                     file, "trial_results", "a Harbor job result keeps counts, not each trial's "
                     "reward: give the job directory, with its <trial>/result.json files",
                 )  # fmt: skip
-            found = [(f"{file}:trial_results[{i}]", t) for i, t in enumerate(inline)]
-        for where, trial in found:
-            mapping(where, "trial", trial)
-        found.sort(key=lambda item: (_started(item[1]), str(item[1].get("trial_name"))))
-        self._same_trial_once(found)
+            for i, trial in enumerate(inline):
+                where = f"{file}:trial_results[{i}]"
+                self._inline[where] = mapping(where, "trial", trial)
+                found.append(_Trial.of(where, trial))
+        found.sort(key=lambda trial: (trial.started, trial.name))
+        once = OnceEach("trial")  # one trial in two files: a copied folder, read twice
+        for trial in found:
+            once.check(trial.where, "id", trial.id)
         return found
+
+    def _trial(self, trial: _Trial) -> dict[str, Any]:
+        """The whole (slimmed) result of *trial*, read again from its file: one that changed
+        since it was first read is refused (its place in the order, or its id checked once,
+        would no longer be its own)."""
+        held = self._inline.get(trial.where)
+        if held is not None:
+            return held
+        data = mapping(trial.where, "trial", read_result(Path(trial.where)))
+        if repr(_Trial.of(trial.where, data)) != repr(trial):  # NaN is not NaN
+            raise SpecError(trial.where, None, "changed while it was being imported: import "
+                            "the job again once it has finished")  # fmt: skip
+        return data
 
     def _one_reward_key(self) -> None:
         """Without ``--scorer``, every trial's reward must have one key, the same for the whole
         job: trials graded ``{reward: 1}`` and ``{accuracy: 1}`` were each decided by their own
         key (two successes), where Harbor's mean counts a key a trial lacks as 0 (0.5 each)."""
         first: tuple[str, str] | None = None
-        for where, trial in self._trials:
-            verified = trial.get("verifier_result")
-            rewards = verified.get("rewards") if isinstance(verified, dict) else None
-            if not isinstance(rewards, dict) or len(rewards) != 1:
+        for trial in self._trials:
+            key = trial.reward_key
+            if key is None:
                 continue  # several keys in one trial: its row says so
-            for key in rewards:
-                first = first or (key, where)
-                if key != first[0]:
-                    raise SpecError(
-                        where, "verifier_result.rewards", f"reward {key!r}, but {first[1]} "
-                        f"gives {first[0]!r}: choose the one that decides with --scorer KEY",
-                    )  # fmt: skip
-
-    def _same_trial_once(self, trials: list[tuple[str, dict[str, Any]]]) -> None:
-        """A trial (its ``id``) in two files is one attempt read twice (a copied folder): which
-        copy counts would be a guess, and both would double its weight."""
-        once = OnceEach("trial")
-        for where, trial in trials:
-            once.check(where, "id", trial.get("id"))
+            first = first or (key, trial.where)
+            if key != first[0]:
+                raise SpecError(
+                    trial.where, "verifier_result.rewards", f"reward {key!r}, but {first[1]} "
+                    f"gives {first[0]!r}: choose the one that decides with --scorer KEY",
+                )  # fmt: skip
 
     def rows(self) -> Iterator[ImportedRow]:
         if self.scorer is None:
             self._one_reward_key()
         systems: dict[tuple[str, str], str] = {}
-        for index, (where, trial) in enumerate(self._trials, start=1):
+        for index, held in enumerate(self._trials, start=1):
+            where, trial = held.where, self._trial(held)
             system = _system_of(where, trial)
             systems.setdefault(system, where)
             if len(systems) > 1:
@@ -273,7 +325,7 @@ class HarborSource:
         return checked(where, f"verifier_result.rewards.{key}", as_reward, value)
 
     def place(self, line: int) -> str:
-        return self._trials[line - 1][0]
+        return self._trials[line - 1].where
 
     def digest(self) -> str:
         """The content the batch comes from: the job's result and each trial's, by name."""
@@ -329,17 +381,16 @@ class HarborSource:
     @cached_property
     def _datasets(self) -> list[str]:
         """The datasets (``source``) the trials come from, in the order first met."""
-        return list(dict.fromkeys(_dataset(trial) for _, trial in self._trials))
+        return list(dict.fromkeys(trial.dataset for trial in self._trials))
 
     def _versions(self) -> list[str]:
         """Tasks whose trials ran different versions of them (``task_checksum``), and the
         datasets that qualify task names when there are several."""
         checksums: dict[str, set[str]] = {}
         several = len(self._datasets) > 1
-        for _, trial in self._trials:
-            name = str(trial.get("task_name"))
-            task = f"{_dataset(trial)}/{name}" if several else name
-            checksums.setdefault(task, set()).add(str(trial.get("task_checksum")))
+        for trial in self._trials:
+            task = f"{trial.dataset}/{trial.task}" if several else trial.task
+            checksums.setdefault(task, set()).add(trial.checksum)
         changed = sorted(task for task, seen in checksums.items() if len(seen) > 1)
         warnings = []
         if several:
@@ -358,9 +409,8 @@ class HarborSource:
 
     def system(self) -> dict[str, Any]:
         _, data = self._top
-        trial = self._trials[0][1] if self._trials else {}
-        given = trial.get("agent_info")
-        agent: dict[str, Any] = given if isinstance(given, dict) else {}
+        first = self._trials[0] if self._trials else None
+        agent: dict[str, Any] = {} if first is None else dict(first.agent)
         model = agent.get("model_info")
         return {
             "harness": "harbor",
@@ -370,7 +420,7 @@ class HarborSource:
             "n_total_trials": None if self._job is None else data.get("n_total_trials"),
             "agent": {"name": agent.get("name"), "version": agent.get("version")},
             "model": model if isinstance(model, dict) else None,
-            "dataset": trial.get("source"),
+            "dataset": None if first is None else first.source,
         }
 
 

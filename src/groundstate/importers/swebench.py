@@ -349,7 +349,7 @@ class SweBenchSource:
                     Outcome(str(file), folder.name, ERROR_REASONS, origin, "empty report")
                 )
                 continue
-            report = read_json_object(file, "an instance's report.json")
+            report = _read_report(file, "an instance's report.json")  # without tests_status
             if list(report) != [folder.name]:
                 raise SpecError(
                     file, None, f"the report of {folder.name!r} holds {sorted(report)}: one "
@@ -380,7 +380,9 @@ class SweBenchSource:
         for folder in self._instance_folders():
             file = folder / "report.json"
             digest.update(folder.name.encode() + b"\0")
-            digest.update(hashlib.sha256(file.read_bytes()).digest() if file.is_file() else b"")
+            if file.is_file():
+                with file.open("rb") as handle:  # in chunks: a report lists every test
+                    digest.update(hashlib.file_digest(handle, "sha256").digest())
         return digest.hexdigest()
 
     def _lists(
@@ -548,7 +550,7 @@ class SweBenchSource:
         }
 
 
-def _read_report(path: Path) -> dict[str, Any]:
+def _read_report(path: Path, what: str = "a SWE-bench report") -> dict[str, Any]:
     """The report, read value by value (:mod:`.stream`), each instance's report kept without
     its ``tests_status`` (every test's name: the bulk of a report, which decides nothing
     here; a file of a run's reports merged took several times its size in memory, read
@@ -556,7 +558,7 @@ def _read_report(path: Path) -> dict[str, Any]:
     another (``cat */report.json``) are merged, an instance given twice refused."""
     with json_stream(path, RECORD_LIMIT) as stream:
         if stream.peek() != "{":
-            return read_json_object(path, "a SWE-bench report")  # names what it is instead
+            return read_json_object(path, what)  # names what it is instead
         first = stream.line
         report = _object(stream)
         if not instance_reports(report):
@@ -581,14 +583,23 @@ def _read_report(path: Path) -> dict[str, Any]:
 
 def _object(stream: JsonStream) -> dict[str, Any]:
     """The object that comes next, member by member, instances' reports slimmed."""
-    return {key: _slim(stream.value(key)) for key in stream.members()}
+    return {key: _slimmed(stream, key) for key in stream.members()}
 
 
-def _slim(value: Any) -> Any:
-    """An instance's report without the value of its ``tests_status`` (its key kept: it marks
-    the report as one); anything else as given."""
-    if isinstance(value, dict) and "tests_status" in value and len(set(value) & INSTANCE_KEYS) >= 2:
-        return {**value, "tests_status": None}
+def _slimmed(stream: JsonStream, at: str) -> Any:
+    """The value that comes next (at *at*), an object without the value of its
+    ``tests_status`` (its key kept: it marks an instance's report as one), which is read past
+    and never held: every test's name, the bulk of a report, which nothing here reads (read
+    whole and then dropped, an instance's report took several times its size)."""
+    if stream.peek() != "{":
+        return stream.value(at)
+    value: dict[str, Any] = {}
+    for key in stream.members(at):
+        if key == "tests_status":
+            stream.skip(f"{at}.{key}")
+            value[key] = None
+        else:
+            value[key] = stream.value(f"{at}.{key}")
     return value
 
 

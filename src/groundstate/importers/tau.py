@@ -40,7 +40,6 @@ from groundstate.importers.rows import (
     mapping,
     number,
     raised,
-    read_json,
     read_json_object,
     reward_kind,
     reward_verdict,
@@ -48,7 +47,7 @@ from groundstate.importers.rows import (
     token_lists,
     total,
 )
-from groundstate.importers.stream import RECORD_LIMIT, json_stream
+from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
 
 TAU2_ENDS: dict[str, str | None] = {
     "user_stop": None,
@@ -341,7 +340,7 @@ class Tau2Source:
             for key in stream.members():
                 if key != "simulations" or stream.peek() != "[":
                     results[key] = stream.value(key)
-                elif any(True for _ in stream.elements(key)):
+                elif any(True for _ in stream.places(key)):  # its first one left unread
                     results[key] = LISTED
                     break
                 else:
@@ -373,8 +372,8 @@ class Tau2Source:
                 if key != "simulations":
                     self._results.setdefault(key, stream.value(key))  # τ² writes none
                     continue
-                for i, item in enumerate(stream.elements(key)):
-                    yield f"{self.path}:simulations[{i}]", item
+                for i, place in enumerate(stream.places(key)):
+                    yield f"{self.path}:simulations[{i}]", _simulation(stream, place)
             stream.end()
 
     def rows(self) -> Iterator[ImportedRow]:
@@ -469,9 +468,43 @@ def _dir_simulations(path: Path, index: list[Any]) -> Iterator[tuple[str, Any]]:
         raise SpecError(path, "simulation_index", "names a simulation twice")
     for entry, simulation in zip(index, ids, strict=True):
         where = folder / f"{simulation}.json"
-        item = read_json(where)
+        with json_stream(where, RECORD_LIMIT) as stream:
+            item = _simulation(stream, "")
+            stream.end()
         _agrees(str(where), entry, item)
         yield str(where), item
+
+
+MESSAGE_KEYS = frozenset({"role", "usage"})
+"""What a simulation's message holds that is read here (:func:`_agent_tokens`): the rest (its
+text, tool calls and results, the model's ``raw_data``) is the bulk of a run's file."""
+
+
+def _simulation(stream: JsonStream, at: str) -> Any:
+    """The simulation that comes next (at *at*), each of its ``messages`` kept with its
+    :data:`MESSAGE_KEYS` only, the rest read past (checked as a whole parse checks it, not
+    held): a long conversation's messages, each with the model's whole response, were held
+    whole, the largest part of a simulation's memory."""
+    if stream.peek() != "{":
+        return stream.value(at)
+    item: dict[str, Any] = {}
+    for key in stream.members(at):
+        field = f"{at}.{key}".lstrip(".")
+        if key == "messages" and stream.peek() == "[":
+            item[key] = [_message(stream, place) for place in stream.places(field)]
+        else:
+            item[key] = stream.value(field)
+    return item
+
+
+def _message(stream: JsonStream, at: str) -> Any:
+    if stream.peek() != "{":
+        return stream.value(at)
+    message: dict[str, Any] = {}
+    for key in stream.members(at):
+        if key in MESSAGE_KEYS:
+            message[key] = stream.value(f"{at}.{key}")  # another key: read past, not held
+    return message
 
 
 _INDEXED = {
