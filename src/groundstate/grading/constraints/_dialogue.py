@@ -869,18 +869,19 @@ def _recorded_words(question: str, earlier: Sequence[AgentEvent]) -> frozenset[s
     words: set[str] = set()
     memo = earlier.worked_out if isinstance(earlier, Before) else None
     for at, event in enumerate(earlier):
-        for names, said in _output_records(at, event, memo):
+        for names, values in _output_records(at, event, memo):
             if any(len(name) >= 3 and mentions(question, name) for name in names):
-                words.update(said)
+                words.update(_value_words(values))
     return frozenset(words)
 
 
 def _output_records(
     at: int, event: AgentEvent, memo: dict[Any, Any] | None
-) -> list[tuple[list[str], set[str]]]:
+) -> list[tuple[list[str], tuple[str, ...]]]:
     """Each record (dict) of step *at*'s output if it is a successful tool call: its names
-    (its values at keys naming an id, a name or a label) and the words of its own values (with
-    the month of each date); worked out once per trace with a *memo*."""
+    (its values at keys naming an id, a name or a label) and its own values as text (those
+    short enough to name something; their words: :func:`_value_words`, worked out only for
+    the records a question names); worked out once per trace with a *memo*."""
     key = ("records", at)
     if memo is not None and key in memo:
         return memo[key]  # type: ignore[no-any-return]
@@ -889,18 +890,23 @@ def _output_records(
         for record in _records(event.output):
             own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
             names = [str(v) for k, v in own.items() if _ID_KEY.search(str(k))]
-            said: set[str] = set()
-            for value in map(str, own.values()):
-                if len(value) > _SPELLED:
-                    continue
-                said.update(_TOKEN.findall(normalise(value)))
-                dated = _ISO_DATE.match(value)
-                if dated and 1 <= int(dated[1]) <= 12:
-                    said.add(_MONTHS[int(dated[1]) - 1])
-            found.append((names, said))
+            values = tuple(value for value in map(str, own.values()) if len(value) <= _SPELLED)
+            found.append((names, values))
     if memo is not None:
         memo[key] = found
     return found
+
+
+@lru_cache(maxsize=4096)
+def _value_words(values: tuple[str, ...]) -> frozenset[str]:
+    """The words of a record's own *values* (normalised), with the month of each date."""
+    said: set[str] = set()
+    for value in values:
+        said.update(_TOKEN.findall(normalise(value)))
+        dated = _ISO_DATE.match(value)
+        if dated and 1 <= int(dated[1]) <= 12:
+            said.add(_MONTHS[int(dated[1]) - 1])
+    return frozenset(said)
 
 
 def _records(value: Any) -> Iterator[dict[Any, Any]]:
