@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from groundstate.stats import Outcome, summarize
 from tests.test_stats_round24 import (
     Row,
     as_json,
+    cli,
     counts,
     generated,
     imported,
@@ -276,3 +278,46 @@ def test_unpaired_tie_has_p_one(tmp_path: Path) -> None:
     got = as_json(tmp_path, "compare", imported(tmp_path, a, "a"), imported(tmp_path, b, "b"))
     metric = got["metrics"]["valid"]["success_rate"]
     assert metric["difference"]["estimate"] == 0 and metric["p_value"] == 1.0
+
+
+# --- counts print in the number they take -----------------------------------------------------
+
+ONE_OF = re.compile(r"(?<![\d./])1 (tasks|attempts|tries|reruns|counted attempts|shared tasks)\b")
+
+
+def test_one_of_anything_is_singular_in_every_report(tmp_path: Path) -> None:
+    """A batch of one task with one attempt and one unpriced try, its page, and comparisons
+    of one shared task: no "1 tries", "1 attempts" or "1 tasks" anywhere (the footer said
+    "1 tries in all", the page "1 tasks x 1 attempts", compare "0 of 1 tasks changed")."""
+    path = tmp_path / "one.csv"
+    path.write_text("task_id,attempt,success,terminal_reason,cost\nt0,0,true,success,\n")
+    code, out, err = cli("import-results", str(path), "--name", "s", "--store",
+                         str(tmp_path / "s.db"))  # fmt: skip
+    assert code == 0, err
+    assert "imported 1 attempt of 1 task as" in out
+    one = out.strip().splitlines()[-1].removeprefix("batch ")
+    two = imported(tmp_path, [Row("t0", j, "success") for j in range(2)], "two")
+    store = ("--store", str(tmp_path / "s.db"))
+    texts = [out]
+    for args in (("report", one), ("compare", one, two), ("compare", two, one), ("batches",)):
+        code, out, err = cli(*args, *store)
+        assert code in (0, 3), err
+        texts.append(out + err)
+    page = tmp_path / "one.html"
+    assert cli("report", one, "--html", str(page), *store)[0] in (0, 3)
+    texts.append(page.read_text(encoding="utf-8"))
+    pair = tmp_path / "pair.html"
+    assert cli("compare", one, two, "--html", str(pair), *store)[0] == 0
+    texts.append(pair.read_text(encoding="utf-8"))
+    flat = " ".join(" ".join(texts).split())
+    assert ONE_OF.findall(flat) == []
+    assert "1 try in all" in flat and "1 task \u00d7 1 attempt" in flat
+    assert "0 of 1 task changed" in flat
+
+
+def test_counted_takes_the_number() -> None:
+    from groundstate.rounding import counted  # new in this round
+
+    assert [counted(n, "try", "tries") for n in (0, 1, 2)] == ["0 tries", "1 try", "2 tries"]
+    assert counted(1, "planned attempt") == "1 planned attempt"
+    assert counted(3, "task") == "3 tasks"
