@@ -37,6 +37,7 @@ from tests.test_stats_round24 import (
     imported,
     ref_at,
     ref_hat,
+    ref_partials,
 )
 
 # --- the bootstrap, re-computed from its documented draws -------------------------------------
@@ -321,3 +322,34 @@ def test_counted_takes_the_number() -> None:
     assert [counted(n, "try", "tries") for n in (0, 1, 2)] == ["0 tries", "1 try", "2 tries"]
     assert counted(1, "planned attempt") == "1 planned attempt"
     assert counted(3, "task") == "3 tasks"
+
+
+def test_unpaired_partial_score_p_value_matches(tmp_path: Path) -> None:
+    """The partial score's unpaired p-value (no curve, no one value: the level rule alone),
+    both views, with invalid attempts scored 0 in the strict one."""
+    rng = random.Random(9)
+    a, b = [], []
+    for rows, prefix, lift in ((a, "t", 0.0), (b, "u", 0.25)):
+        for t in range(rng.choice([6, 8])):
+            for j in range(3):
+                end = "grader_failure" if rng.random() < 0.1 else "agent_failure/x"
+                score = None if end == "grader_failure" else round(min(1.0, rng.random() + lift), 2)
+                rows.append(Row(f"{prefix}{t}", j, end, score=score))
+    got = as_json(tmp_path, "compare", imported(tmp_path, a, "a"), imported(tmp_path, b, "b"))
+    assert got["mode"] == "unpaired"
+    for view in ("valid", "strict"):
+        metric = got["metrics"][view]["partial_score"]
+        pa, pb = ref_partials(a, view), ref_partials(b, view)
+
+        def excludes(alpha: float, pa: dict[str, float] = pa, pb: dict[str, float] = pb) -> bool:
+            ea, la, ua = ref_level_at(list(pa.values()), [1.0] * len(pa), alpha)
+            eb, lb, ub = ref_level_at(list(pb.values()), [1.0] * len(pb), alpha)
+            d = eb - ea
+            return d - math.hypot(eb - lb, ua - ea) > 0 or d + math.hypot(ub - eb, ea - la) < 0
+
+        lo, hi = math.log(1e-300), math.log1p(-1e-12)
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if excludes(math.exp(mid)) else (mid, hi)
+        assert metric["p_value"] == pytest.approx(math.exp(hi), rel=1e-6), view
+        assert 1e-6 < metric["p_value"] < 0.9, view  # a test that decides something
