@@ -248,7 +248,7 @@ def test_spreadsheet_csv_with_a_byte_order_mark_and_an_explicit_format(tmp_path:
         str(tmp_path / "r.db"),
     )
     assert code == 0 and err == "", err
-    assert "imported 2 attempts of 1 tasks" in out
+    assert "imported 2 attempts of 1 task as" in out
 
 
 def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:

@@ -341,7 +341,7 @@ def test_the_cost_of_all_tries_says_how_many_had_none(store: Store, tmp_path: Pa
     assert "over all tries (reruns included; 1 with no cost)" in page.read_text("utf-8")
     code, out, _ = cli("import-results", str(rows), "--name", "again", "--store", str(store.path))
     # three records, two attempts: the rerun is the same attempt again, not a third
-    assert code == 0 and "imported 2 attempts in 3 tries (1 reruns) of 1 tasks" in out
+    assert code == 0 and "imported 2 attempts in 3 tries (1 rerun) of 1 task as" in out
     code, out, _ = cli(
         "import-results", str(rows), "--name", "j", "--json", "--store", str(store.path)
     )

@@ -232,7 +232,7 @@ def test_every_printed_figure_matches_the_reference(tmp_path: Path, seed: int) -
         assert data["tries"]["invalid_rate_by_reason"][reason] == pytest.approx(float(rate))
     assert (
         f"{ref['valid_attempts']} valid and {ref['invalid_attempts']} invalid attempts; "
-        f"{ref['tries']} tries in all" in text
+        f"{ref['tries']} {'try' if ref['tries'] == 1 else 'tries'} in all" in text
     )
     counted = ref["valid_attempts"] + ref["invalid_attempts"]
     for reason, n in ref["reasons"].items():

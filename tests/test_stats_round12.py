@@ -154,7 +154,7 @@ def test_batches_calls_a_batch_with_reruns_due_incomplete_as_report_does(tmp_pat
     assert (listed["attempts_stored"], listed["attempts_expected"]) == (1, 1)
     assert (listed["status"], listed["reruns_pending"]) == ("incomplete", 1)
     code, out, err = cli("batches", "--store", str(store))
-    assert "incomplete (1 reruns due)" in " ".join(out.split())
+    assert "incomplete (1 rerun due)" in " ".join(out.split())
     suite, system = _bank(max_retries=2)
     with RunStore(store) as runs:  # the resume spends the reruns: complete
         again = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))

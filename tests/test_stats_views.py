@@ -373,7 +373,9 @@ def test_an_unfinished_batch_is_flagged_in_the_html_report_too(tmp_path: Path) -
     assert shown.exit_code == 0, shown.output
     parsed = html_tables(page)
     alert = " ".join(parsed.alerts["incomplete-alert"].split())
-    assert f"{missing['count']} of {missing['planned']} planned attempts are not stored" in alert
+    planned_attempts = f"{missing['planned']} planned attempt{'s' * (missing['planned'] != 1)}"
+    verb = "is" if missing["count"] == 1 else "are"
+    assert f"{missing['count']} of {planned_attempts} {verb} not stored" in alert
     assert f"--resume {batch_id}" in alert
     counted = data["valid_attempts"] + data["invalid_attempts"]
     assert re.search(rf"\b{counted} attempts counted\b", parsed.sub), parsed.sub

@@ -38,7 +38,7 @@ import numpy as np
 from scipy import special
 
 from groundstate.errors import GroundstateError
-from groundstate.rounding import decimals
+from groundstate.rounding import counted, decimals
 from groundstate.stats import MIN_TASKS, TaskCounts
 
 _NORMAL = NormalDist()
@@ -138,7 +138,8 @@ def variance_components(counts: Sequence[TaskCounts]) -> VarianceComponents:
     used = [t for t in counts if t.n > 0]
     if len(used) < 2:
         raise PlanningError(
-            f"the pilot has {len(used)} task(s) with a valid attempt; planning needs at least 2"
+            f"the pilot has {counted(len(used), 'task')} with a valid attempt; "
+            "planning needs at least 2"
         )
     if not any(t.n >= 2 for t in used):
         raise PlanningError(
@@ -191,7 +192,8 @@ def paired_difference(a: Sequence[TaskCounts], b: Sequence[TaskCounts]) -> Diffe
         raise PlanningError("task_revision differs between the pilots for: " + ", ".join(revised))
     if len(pairs) < 2:
         raise PlanningError(
-            f"the two pilots share {len(pairs)} task(s) with valid attempts; pairing needs 2"
+            f"the two pilots share {counted(len(pairs), 'task')} with valid attempts; "
+            "pairing needs 2"
         )
     shared = f"on the {len(pairs)} tasks the pilots share"
     within_a = _components([x for x, _ in pairs], f"A {shared}", 2).within
@@ -385,7 +387,7 @@ def _unshared(pilots: Sequence[Sequence[TaskCounts]]) -> tuple[str, ...]:
         return ()
     only_a, only_b = sorted(a - b), sorted(b - a)
     return (
-        f"the pilots share {len(a & b)} tasks with valid attempts and the difference is "
+        f"the pilots share {counted(len(a & b), 'task')} with valid attempts and the difference is "
         f"measured on those alone: left out {len(only_a)} only in pilot A "
         f"({_names(only_a)}) and {len(only_b)} only in pilot B ({_names(only_b)})",
     )
@@ -402,7 +404,7 @@ def _warnings(
     found = []
     if pilot_tasks < 10:
         found.append(
-            f"the pilot has {pilot_tasks} tasks: the variance estimates are rough; "
+            f"the pilot has {counted(pilot_tasks, 'task')}: the variance estimates are rough; "
             "treat the numbers as an order of magnitude"
         )
     if min(needed.values()) > pilot_tasks:

@@ -106,3 +106,10 @@ def faithful(value: float, exact: Callable[[], Fraction], digits: int = FIGURE_D
         if rounded(candidate, digits) == want:
             return candidate
     return value
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the number it takes: ``"1 task"``, ``"2 tasks"``, ``"0 tries"``
+    (*plural* where adding "s" is wrong: ``counted(1, "try", "tries")``). Every count a report,
+    comparison or plan prints goes through it ("1 tries" and "1 attempts" were printed)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

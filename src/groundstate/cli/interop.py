@@ -12,6 +12,7 @@ import click
 from groundstate.cli import STORE_OPTION, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.errors import one_line
+from groundstate.rounding import counted
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.exports import ExportFormat
@@ -95,9 +96,14 @@ def import_results_command(
         click.echo("already imported (same file, name and options): nothing stored again")
     else:
         reruns = report.runs - report.attempts
-        tries = f" in {report.runs} tries ({reruns} reruns)" if reruns > 0 else ""
+        tries = (
+            f" in {counted(report.runs, 'try', 'tries')} ({counted(reruns, 'rerun')})"
+            if reruns > 0
+            else ""
+        )
         click.echo(
-            f"imported {report.attempts} attempts{tries} of {report.tasks} tasks as {name!r} "
+            f"imported {counted(report.attempts, 'attempt')}{tries} of "
+            f"{counted(report.tasks, 'task')} as {name!r} "
             f"({report.format}, {report.seconds:.1f} s)"
         )
     click.echo(f"attempt labels: {one_line(report.attempt_labels)}")

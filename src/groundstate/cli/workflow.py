@@ -17,6 +17,7 @@ import click
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.runs import no_runs_text
 from groundstate.errors import GroundstateError
+from groundstate.rounding import counted
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.table import Table
@@ -80,8 +81,12 @@ def _batches_table(found: list[BatchSummary]) -> Table:
             b.system_spec_hash[:12],
             f"{b.attempts_stored}/{b.attempts_expected}",
             b.status
-            + (f" ({b.reruns_pending} reruns due)" if b.reruns_pending else "")
-            + (f" ({b.outside_plan} tries outside its plan)" if b.outside_plan else ""),
+            + (f" ({counted(b.reruns_pending, 'rerun')} due)" if b.reruns_pending else "")
+            + (
+                f" ({counted(b.outside_plan, 'try', 'tries')} outside its plan)"
+                if b.outside_plan
+                else ""
+            ),
             _sessions_cell(b),
         )
     return table

@@ -52,6 +52,7 @@ from groundstate.report.numbers import (
     validation_text,
     weight,
 )
+from groundstate.rounding import counted
 from groundstate.stats import (
     EXACT_BOUND,
     VIEWS,
@@ -244,6 +245,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
+        counted=counted,
         counted_of=_counted_of,
         num=_num,
         est=_est,
@@ -371,10 +373,13 @@ def _shape(batch: BatchInfo, summary: Summary) -> str:
     has not 9: it says how many it counted, and the range per task)."""
     spread = _per_task(summary)
     if spread is None:
-        return f"{summary.n_tasks} tasks \u00b7 no counted attempt"
+        return f"{counted(summary.n_tasks, 'task')} \u00b7 no counted attempt"
     if spread == str(batch.attempts):
-        return f"{summary.n_tasks} tasks \u00d7 {batch.attempts} attempts"
-    return f"{summary.n_tasks} tasks \u00b7 {summary.attempts} attempts counted ({spread} per task)"
+        return f"{counted(summary.n_tasks, 'task')} \u00d7 {counted(batch.attempts, 'attempt')}"
+    return (
+        f"{counted(summary.n_tasks, 'task')} \u00b7 {counted(summary.attempts, 'attempt')} "
+        f"counted ({spread} per task)"
+    )
 
 
 def _per_task(summary: Summary) -> str | None:

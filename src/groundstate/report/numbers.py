@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundstate.rounding import SMALLEST_P, decimals, rounded, significant
+from groundstate.rounding import SMALLEST_P, counted, decimals, rounded, significant
 
 TEXT_LIMIT = 20_000
 """Characters of one shown value (a message, a tool output, an error, an evidence blob, a
@@ -208,8 +208,8 @@ def incomplete_text(missing: dict[str, Any]) -> str:
     if missing["count"]:
         left_out = f" (tasks with none, left out of every number: {', '.join(absent)})"
         parts.append(
-            f"{missing['count']} of {missing['planned']} planned attempts are not stored"
-            + (left_out if absent else "")
+            f"{missing['count']} of {counted(missing['planned'], 'planned attempt')} "
+            f"{'is' if missing['count'] == 1 else 'are'} not stored" + (left_out if absent else "")
         )
     if pending:
         plural = pending != 1
@@ -259,7 +259,7 @@ def judge_error_text(block: dict[str, Any]) -> str:
         return ""
     attempts, of = block["attempts"], block["counted_attempts"]
     return (
-        f"{attempts} of {of} counted attempts had a judge that could not judge "
+        f"{attempts} of {counted(of, 'counted attempt')} had a judge that could not judge "
         f"({block['errors']} judge error{'s' * (block['errors'] != 1)}): their judged "
         "verdicts are unknown, their success rests on state and constraints alone, and their "
         "partial scores are left out where the rubric counts the judge; attempts by task: "

@@ -37,6 +37,7 @@ from groundstate.report.numbers import (
     signed,
     validation_text,
 )
+from groundstate.rounding import counted
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -445,7 +446,7 @@ def report_footer(report: dict[str, Any]) -> str:
     line = _headline(report) + "\n"
     line += (
         f"{report['valid_attempts']} valid and {report['invalid_attempts']} invalid attempts; "
-        f"{tries['tries']} tries in all, invalid by reason: {rates}"
+        f"{counted(tries['tries'], 'try', 'tries')} in all, invalid by reason: {rates}"
     )
     summary = report["summary"]
     if excluded := summary["views"]["valid"]["excluded_tasks"]:  # the HTML names them too
@@ -562,14 +563,15 @@ def unknown_amounts(summary: dict[str, Any]) -> str:
     if not parts:
         return ""
     return (
-        f"of {summary['attempts']} counted attempts, {' and '.join(parts)} (not known: "
+        f"of {counted(summary['attempts'], 'counted attempt')}, {' and '.join(parts)} (not known: "
         "left out of those figures, not counted as 0)"
     )
 
 
 def _unpriced(unknown: int, tries: int) -> str:
     """`` (over N of M tries: K with no cost)`` when some tries' cost is not known."""
-    return f" (over {tries - unknown} of {tries} tries: {unknown} with no cost)" if unknown else ""
+    over = f"{tries - unknown} of {counted(tries, 'try', 'tries')}"
+    return f" (over {over}: {unknown} with no cost)" if unknown else ""
 
 
 def _cost(value: float | None) -> str:
@@ -664,7 +666,7 @@ def _print_changes(console: Console, data: dict[str, Any]) -> None:
     test = data["per_task_test"]
     head = (
         f"per-task changes: Fisher's exact test on each task, Benjamini-Hochberg at FDR "
-        f"{test['fdr']:g}: {test['changed']} of {test['tested']} tasks changed"
+        f"{test['fdr']:g}: {test['changed']} of {counted(test['tested'], 'task')} changed"
     )
     console.print(head, markup=False, highlight=False)
     if not test["changed"]:

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from scipy import special
 
 from groundstate.errors import GroundstateError
-from groundstate.rounding import SMALLEST_P
+from groundstate.rounding import SMALLEST_P, counted
 from groundstate.stats.intervals import (
     _TIE,
     AC_T_CR1,
@@ -434,7 +434,7 @@ def _mode(
 
 def _tasks(count: int, noun: str = "task") -> str:
     """``"1 task"``, ``"2 tasks"``."""
-    return f"{count} {noun}{'s' * (count != 1)}"
+    return counted(count, noun)
 
 
 def _k_limits(
