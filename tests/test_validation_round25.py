@@ -349,3 +349,19 @@ def sampled(s0: Any, sT: Any) -> bool:
     validity = validate_task(_checked_by(tmp_path, code), "transfer")
     check = validity.check("grader_determinism")
     assert check.passed, check.detail
+
+
+def test_a_folder_the_check_removes_is_no_read(tmp_path: Path) -> None:
+    """Control: ``shutil.rmtree`` lists a folder (a scratch folder the check made) to remove
+    it, which is not reading it; ``os.listdir`` of the same folder is."""
+    root, elsewhere = _folders(tmp_path)
+    scratch = elsewhere / "scratch"
+    code = "import os, shutil\ndef remove(p): os.makedirs(p / 'x'); shutil.rmtree(p)\n"
+    code += "def listed(p): return os.listdir(p)\n"
+    namespace = _suite_code(root, code)
+    found: dict[str, None] = {}
+    with outside_reads([namespace], root, found):
+        namespace["remove"](scratch)
+        assert found == {}
+        namespace["listed"](elsewhere)
+    assert list(found) == [str(elsewhere.resolve())]

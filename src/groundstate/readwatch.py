@@ -93,6 +93,9 @@ def audit(event: str, args: tuple[Any, ...]) -> None:
         if name is None:
             return
         frame: FrameType | None = sys._getframe(2)  # past the hook calling this function
+        by_shutil = frame is not None and frame.f_globals.get("__name__") == "shutil"
+        if by_shutil and (event != "open" or os.path.isdir(name)):
+            return  # a folder opened to remove or copy it (rmtree), not to read it
         for suite_code, allowed, found, harness in list(WATCHES):
             if _reader(frame, suite_code, harness):
                 path = Path(name).resolve()
