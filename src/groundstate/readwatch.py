@@ -11,43 +11,93 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from contextlib import suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 OPENERS = frozenset(
     {"io", "_io", "pathlib", "codecs", "json", "csv", "tomllib", "configparser", "fileinput"}
     | {"gzip", "bz2", "lzma", "zipfile", "tarfile", "shutil", "sqlite3", "linecache"}
+    | {"tokenize", "os", "glob", "fnmatch", "posixpath", "ntpath", "genericpath"}
 )
-"""Standard library modules that open a file for the code calling them (``Path.read_text``,
-``json.load``...): the reader is the frame before theirs."""
+"""Standard library modules that open (or list) a file for the code calling them
+(``Path.read_text``, ``json.load``, ``linecache.getline``...): the reader is a frame before
+theirs. The standard library's other modules read for themselves (``zoneinfo`` its time zone
+files, ``mimetypes`` its tables): a read they make is theirs, not the calling check's."""
 
-WATCHES: list[tuple[set[int], list[Path], dict[str, None]]] = []
-"""The watches in force: the ids of suite namespaces, the folders they may read, and the
-files found read outside them."""
+EVENTS = frozenset({"open", "sqlite3.connect", "os.listdir", "os.scandir"})
+"""The audit events of a file read (or a folder listed) that a watch looks at."""
+
+WATCHES: list[tuple[set[int], list[Path], dict[str, None], frozenset[str]]] = []
+"""The watches in force: the ids of suite namespaces, the folders they may read, the files
+found read outside them, and the packages whose reads are the harness's own (groundstate, an
+environment kind's)."""
+
+
+def _folders(*names: str) -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple(os.path.join(os.path.realpath(paths[n]), "") for n in names if n in paths)
+
+
+_LIBRARIES = _folders("purelib", "platlib")
+_STANDARD = _folders("stdlib", "platstdlib")
+
+
+def _reader(frame: FrameType | None, suite_code: set[int], harness: frozenset[str]) -> bool:
+    """Whether the suite's code is the reader of a file opened at *frame*: the first frame on
+    the stack, past the standard library's file readers and any installed library's code (a
+    check's ``numpy.loadtxt``, a library it calls to open a file) that is the suite's own,
+    before any frame of the harness or of the standard library reading for itself."""
+    while frame is not None:
+        if id(frame.f_globals) in suite_code:
+            return True
+        module = str(frame.f_globals.get("__name__")).split(".")[0]
+        if module in harness:
+            return False
+        if module not in OPENERS:
+            file = os.path.realpath(frame.f_code.co_filename)
+            if file.startswith(_STANDARD) and not file.startswith(_LIBRARIES):
+                return False  # the standard library reading for itself
+        frame = frame.f_back
+    return False
+
+
+def _target(event: str, args: tuple[Any, ...]) -> str | None:
+    """The file an audited event reads, or None (a write, memory, a descriptor)."""
+    target = args[0]
+    mode = args[1] if event == "open" and len(args) > 1 else "r"
+    if not isinstance(target, str | bytes | os.PathLike) or any(c in str(mode) for c in "wax+"):
+        return None
+    if event == "open" and isinstance(args[-1], int) and args[-1] & (os.O_WRONLY | os.O_RDWR):
+        return None  # os.open for writing
+    name = os.fsdecode(target)
+    if event == "sqlite3.connect" and name.startswith("file:"):  # a URI (uri=True)
+        parts = urlsplit(name)
+        name = "" if "mode=memory" in parts.query else unquote(parts.path)
+    if not name or name.startswith(":"):
+        return None
+    return name
 
 
 def audit(event: str, args: tuple[Any, ...]) -> None:
-    """A file the watched code opens for reading, or a SQLite database it connects to,
-    outside the folders its watch allows (called by the hook while :data:`WATCHES` holds
-    one)."""
-    if event not in ("open", "sqlite3.connect") or not args:
+    """A file the watched code opens for reading, a folder it lists, or a SQLite database it
+    connects to, outside the folders its watch allows (called by the hook while
+    :data:`WATCHES` holds one)."""
+    if event not in EVENTS or not args:
         return
-    target, mode = args[0], (args[1] if event == "open" and len(args) > 1 else "r")
-    if not isinstance(target, str | bytes | os.PathLike) or any(c in str(mode) for c in "wax+"):
-        return
-    name = os.fsdecode(target)
-    if name.startswith((":", "file:")) or not name:
-        return
-    frame: FrameType | None = sys._getframe(2)  # past the hook calling this function
-    while frame is not None and str(frame.f_globals.get("__name__")).split(".")[0] in OPENERS:
-        frame = frame.f_back
-    if frame is None:
-        return
-    with suppress(OSError, ValueError):
-        for suite_code, allowed, found in list(WATCHES):
-            if id(frame.f_globals) in suite_code:
+    with suppress(OSError, ValueError, TypeError):
+        name = _target(event, args)
+        if name is None:
+            return
+        frame: FrameType | None = sys._getframe(2)  # past the hook calling this function
+        by_shutil = frame is not None and frame.f_globals.get("__name__") == "shutil"
+        if by_shutil and (event != "open" or os.path.isdir(name)):
+            return  # a folder opened to remove or copy it (rmtree), not to read it
+        for suite_code, allowed, found, harness in list(WATCHES):
+            if _reader(frame, suite_code, harness):
                 path = Path(name).resolve()
                 outside = not any(path.is_relative_to(folder) for folder in allowed)
                 if outside and path.exists():  # a missing one fails the check anyway

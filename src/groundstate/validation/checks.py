@@ -723,7 +723,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
         namespaces = suite_namespaces(suite.checks.values(), suite.root)
         stack.enter_context(skewed(n % 2 == 0, namespaces))
         stack.enter_context(offline(namespaces, env))
-        stack.enter_context(outside_reads(namespaces, suite.root, outside))
+        stack.enter_context(outside_reads(namespaces, suite.root, outside, env))
         if n == 2:  # last: the namespaces are found from the suite's folder
             stack.enter_context(elsewhere())
         return stack

@@ -36,6 +36,7 @@ import sysconfig
 import tempfile
 import time as _time
 import uuid
+import zoneinfo
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
@@ -49,6 +50,7 @@ from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.suite import Suite
 from groundstate.tools import declared_tools
 from groundstate.trace import TraceEvent
+from groundstate.validation.numpy_chance import NumpyChance
 
 SKEW = 0.001
 """How close to one end of its range a skewed random stream stays."""
@@ -155,18 +157,68 @@ def _rehomed(function: Any, namespace: dict[str, Any]) -> Any:
 
 
 def _own_streams(
-    namespaces: list[dict[str, Any]], stream_class: type[random.Random]
+    namespaces: list[dict[str, Any]],
+    classes: tuple[type[Any], type[Any]],
+    numpy_chance: NumpyChance,
 ) -> dict[int, tuple[object, object]]:
-    """``id(stream) -> (stream, skewed)`` for each stream of the real classes a module of the
-    suite keeps in a global (``_RNG = random.Random()``): made when it was imported, seeded
-    or not, its draws follow what every earlier attempt drew, so they vary between attempts
-    as the module's own do."""
-    return {
-        id(value): (value, stream_class())
-        for namespace in namespaces
-        for value in list(namespace.values())
-        if type(value) in (random.Random, random.SystemRandom)
-    }
+    """``id(stream) -> (stream, skewed)`` for each stream a module of the suite keeps in a
+    global (``_RNG = random.Random()``), a function's default (``rng=random.Random()``) or a
+    closure: made when it was imported, seeded or not, its draws follow what every earlier
+    attempt drew, so they vary between attempts as the module's own do. With them, each class
+    of the suite's own derived from ``random.Random`` (``class Dice(random.Random)``) and each
+    stream of one: they draw as *classes* (the skewed ``Random`` and ``SystemRandom``) do;
+    and each of numpy's streams (``np.random.default_rng()``, *numpy_chance*)."""
+    high: bool = classes[0]().high
+    swaps: dict[int, tuple[object, object]] = {}
+    for value in (v for namespace in namespaces for v in _held(namespace, namespaces)):
+        if id(value) in swaps or isinstance(value, _Skewed):
+            continue
+        if isinstance(value, type) and issubclass(value, random.Random):
+            if value not in (random.Random, random.SystemRandom) and not issubclass(value, _Skewed):
+                with suppress(TypeError):  # a layout of its own (__slots__): left be
+                    swaps[id(value)] = (value, _skewed_class(value, classes, high))
+        elif type(value) in (random.Random, random.SystemRandom):
+            swaps[id(value)] = (value, classes[0]())
+        elif (numpy_stream := numpy_chance.like(value)) is not None:
+            swaps[id(value)] = (value, numpy_stream)
+        elif isinstance(value, random.Random):
+            with suppress(TypeError):
+                made = _skewed_class(type(value), classes, high)
+                stream: Any = made.__new__(made)
+                vars(stream).update(vars(value))
+                stream.high = high
+                swaps[id(value)] = (value, stream)
+    return swaps
+
+
+def _skewed_class(
+    own: type[random.Random], classes: tuple[type[Any], type[Any]], high: bool
+) -> type[random.Random]:
+    """The suite's stream class *own*, drawing as the skewed class of its kind: its methods
+    (``def coin(self): return self.random() < 0.5``) draw near one end of the range, unless
+    it is seeded (``super().__init__(42)``)."""
+    base = classes[1] if issubclass(own, random.SystemRandom) else classes[0]
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        self.high = high  # before: seeding the stream sets it back to None (the real draws)
+        own.__init__(self, *args, **kwargs)
+
+    attributes = {"__init__": __init__, "__module__": own.__module__}
+    made = type(own.__name__, (base, own), attributes | {"__qualname__": own.__qualname__})
+    return made
+
+
+def _held(namespace: dict[str, Any], namespaces: list[dict[str, Any]]) -> Iterator[object]:
+    """The values *namespace* binds, and those its own functions hold in their defaults and
+    closures."""
+    for value in list(namespace.values()):
+        yield value
+        if isinstance(value, FunctionType) and any(value.__globals__ is n for n in namespaces):
+            yield from value.__defaults__ or ()
+            yield from (value.__kwdefaults__ or {}).values()
+            for cell in value.__closure__ or ():
+                with suppress(ValueError):  # an empty cell
+                    yield cell.cell_contents
 
 
 class _Real(type):
@@ -254,9 +306,11 @@ def _environment(high: bool) -> dict[str, str]:
     return _EverySet(os.environ) if high else {}
 
 
-def _replacements(high: bool) -> dict[int, tuple[object, object]]:
-    """``id(original) -> (original, skewed)`` for everything a check may have bound."""
+def _replacements(high: bool) -> tuple[dict[int, tuple[object, object]], NumpyChance]:
+    """``id(original) -> (original, skewed)`` for everything a check may have bound, and
+    numpy's chance skewed with them."""
     stream, clock = _Skewed(high), _Clock(CLOCK_ENDS[high])
+    numpy_chance = NumpyChance(_Skewed(high))
     stream_class, system_class = _stream_classes(high)
     datetime_class, date_class = clock.classes()
     datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
@@ -283,8 +337,9 @@ def _replacements(high: bool) -> dict[int, tuple[object, object]]:
         (os.getenv, environ.get),
         (os, os_module),
         *_secure_modules(stream, system_class, os_module),
+        *numpy_chance.pairs,
     ]
-    return {id(original): (original, skewed) for original, skewed in pairs}
+    return {id(original): (original, skewed) for original, skewed in pairs}, numpy_chance
 
 
 def _module_copy(module: ModuleType, **changed: object) -> ModuleType:
@@ -345,19 +400,26 @@ def skewed(
     (:meth:`~groundstate.bindings.Bindings.replace`), so an attempt replayed inside does not
     take them for an agent's.
     """
-    swaps = _replacements(high)
+    swaps, numpy_chance = _replacements(high)
     namespaces = list(namespaces)
-    stream_class = swaps[id(random.Random)][1]
-    assert isinstance(stream_class, type)
-    swaps |= _own_streams(namespaces, stream_class)
+    stream_class, system_class = (swaps[id(c)][1] for c in (random.Random, random.SystemRandom))
+    assert isinstance(stream_class, type) and issubclass(stream_class, _Skewed)
+    assert isinstance(system_class, type) and issubclass(system_class, _Skewed)
+    swaps |= _own_streams(namespaces, (stream_class, system_class), numpy_chance)
     undo: list[Callable[[], None]] = []
     for name in SKEWED if process_wide else ():
         undo.append(_rebind(vars(random), name, swaps[id(getattr(random, name))][1]))
+    for module, name in numpy_chance.names() if process_wide else ():
+        undo.append(_rebind(vars(module), name, swaps[id(getattr(module, name))][1]))
     for namespace in namespaces:
         for name, value in list(namespace.items()):
             swap = swaps.get(id(value))
             if swap is not None and swap[0] is value:
                 undo.append(_rebind(namespace, name, swap[1]))
+            elif isinstance(value, FunctionType) and any(
+                value.__globals__ is n for n in namespaces
+            ):
+                undo += _rebind_held(value, swaps)
     HARNESS.replace(swaps)
     try:
         yield
@@ -365,6 +427,43 @@ def skewed(
         for put_back in reversed(undo):
             put_back()
         HARNESS.replace({id(new): (new, old) for old, new in swaps.values()})
+
+
+def _rebind_held(
+    function: FunctionType, swaps: dict[int, tuple[object, object]]
+) -> list[Callable[[], None]]:
+    """Swap what *function* holds in its defaults and closure cells as *swaps* say; the
+    returned functions put each back, unless the code changed it since."""
+
+    def swapped(value: object) -> object:
+        swap = swaps.get(id(value))
+        return swap[1] if swap is not None and swap[0] is value else value
+
+    undo: list[Callable[[], None]] = []
+    for attribute in ("__defaults__", "__kwdefaults__"):
+        held = getattr(function, attribute)
+        if held is None:
+            continue
+        values = list(held.values() if isinstance(held, dict) else held)
+        news = [swapped(value) for value in values]
+        if any(new is not value for new, value in zip(news, values, strict=True)):
+            changed = dict(zip(held, news, strict=True)) if isinstance(held, dict) else tuple(news)
+            setattr(function, attribute, changed)
+            undo.append(_put_back(function, attribute, held, changed))
+    for cell in function.__closure__ or ():
+        with suppress(ValueError):  # an empty cell
+            if (new := swapped(original := cell.cell_contents)) is not original:
+                cell.cell_contents = new
+                undo.append(_put_back(cell, "cell_contents", original, new))
+    return undo
+
+
+def _put_back(owner: object, attribute: str, original: object, new: object) -> Callable[[], None]:
+    def put_back() -> None:
+        if getattr(owner, attribute, None) is new:
+            setattr(owner, attribute, original)
+
+    return put_back
 
 
 def _rebind(namespace: dict[str, Any], name: str, value: object) -> Callable[[], None]:
@@ -509,23 +608,41 @@ def _refused(
 
 @contextmanager
 def outside_reads(
-    namespaces: Iterable[dict[str, Any]], root: Path, found: dict[str, None]
+    namespaces: Iterable[dict[str, Any]], root: Path, found: dict[str, None], env: object = None
 ) -> Iterator[None]:
     """While inside, note in *found* each file that the code of *namespaces* opens for
-    reading itself (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``)
-    outside the suite's folder *root*, Python's own folders and ``/dev``, ``/proc``: a
-    verdict resting on a file no suite ships (``/tmp/expected.json``, a path in the author's
-    home) is another verdict on another machine, and editing it proves nothing again (the
-    validity cache hashes the suite's files). A file opened by a library the code calls
-    (other than the standard library's file readers) is not seen. Process-wide, for the
-    short gradings of ``grader_determinism``."""
-    allowed = [root.resolve(), *_python_folders(), Path("/dev"), Path("/proc")]
-    watch = ({id(namespace) for namespace in namespaces}, allowed, found)
+    reading (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``, a file URI
+    too), or each folder it lists, outside the suite's folder *root*, Python's own folders and
+    ``/dev``, ``/proc``: a verdict resting on a file no suite ships (``/tmp/expected.json``, a
+    path in the author's home) is another verdict on another machine, and editing it proves
+    nothing again (the validity cache hashes the suite's files). A file an installed library
+    opens for the code (``numpy.loadtxt``) is its read too; one opened by groundstate's code or
+    the package of *env*'s kind nearer the call (a view's database), or by the standard
+    library for itself (a time zone file, ``mimetypes``' tables), is not
+    (:mod:`groundstate.readwatch`). Process-wide, for the short gradings of
+    ``grader_determinism``."""
+    allowed = [
+        root.resolve(),
+        *_python_folders(),
+        *_time_zone_folders(),
+        Path("/dev"),
+        Path("/proc"),
+    ]
+    harness = frozenset(
+        {"groundstate"} | ({type(env).__module__.partition(".")[0]} if env else set())
+    )
+    watch = ({id(namespace) for namespace in namespaces}, allowed, found, harness)
     WATCHES.append(watch)
     try:
         yield
     finally:
         WATCHES.remove(watch)
+
+
+def _time_zone_folders() -> list[Path]:
+    """Where the time zone database lives (``zoneinfo.TZPATH``): ``ZoneInfo("Europe/Paris")``
+    in a check reads it, from C code, as the standard library's own data."""
+    return [Path(folder).resolve() for folder in zoneinfo.TZPATH]
 
 
 def _python_folders() -> list[Path]:
