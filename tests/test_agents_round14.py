@@ -29,7 +29,7 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK, BLOCK, EditTask
+from .conftest import BANK, BLOCK, HANG, EditTask, time_limit
 from .test_inprocess_adversarial import _do_the_task
 from .test_lifecycle_round13 import _source_path
 
@@ -110,20 +110,25 @@ def test_process_settings_an_agent_changed_are_put_back_at_its_time_limit(
     warning filters for its own grading (the initial state could not be opened: a
     ``grader_failure``, an invalid attempt) and every later attempt (whose environment could
     not be built), for as long as its thread ran. They are put back as it is given up."""
-    suite = edited_bank(lambda task: task.update(time_limit=0.5))
-    release = threading.Event()
+    # the agent's work and its changes must fit before the limit: at 0.5 s, on a loaded
+    # machine, the limit could strike before the changes, and nothing was put back
+    suite = edited_bank(lambda task: task.update(time_limit=2))
+    release, changed = threading.Event(), threading.Event()
 
     async def changes_then_blocks(session: Session) -> str:
         await _do_the_task(session)
         _change_everything(release)
+        changed.set()
         release.wait(BLOCK)
         return "Done."
 
     try:
         run = attempt(suite, "transfer", FunctionAgent(changes_then_blocks)).run
+        assert changed.is_set()
         assert _settings() == settings
         assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
-        assert attempt(suite, "transfer", FunctionAgent(_do_the_task)).run.success
+        with time_limit(suite, "transfer", HANG):
+            assert attempt(suite, "transfer", FunctionAgent(_do_the_task)).run.success
     finally:
         release.set()
 

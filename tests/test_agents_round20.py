@@ -26,7 +26,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.tools import ToolContext
 
-from .conftest import HANG, in_a_fresh_process
+from .conftest import HANG, in_a_fresh_process, time_limit
 from .test_inprocess_adversarial import _do_the_task, _then_honest
 
 AgentFn = Callable[[Session], Awaitable[str]]
@@ -384,11 +384,15 @@ def verdicts_of_loop_adversaries(root: str) -> dict[str, str]:
     terminal reason, then an honest agent's."""
     suite = load_suite(Path(root))
     found = {}
-    for fn in (_swallows_every_cancellation, _sleeps_in_the_loop, _spins, _replaces_the_hooks):
+    for fn in (_swallows_every_cancellation, _sleeps_in_the_loop, _spins):
         found[fn.__name__] = attempt(suite, "transfer", FunctionAgent(fn)).run.terminal_reason
         if fn is _spins:
             _SPUN.wait(HANG)
-    found["honest"] = attempt(suite, "transfer", FunctionAgent(_do_the_task)).run.terminal_reason
+    # the two that must finish get a loaded machine's time: at 0.5 s their work raced the limit
+    with time_limit(suite, "transfer", HANG):
+        for fn in (_replaces_the_hooks, _do_the_task):
+            run = attempt(suite, "transfer", FunctionAgent(fn)).run
+            found["honest" if fn is _do_the_task else fn.__name__] = run.terminal_reason
     return found
 
 

@@ -232,8 +232,9 @@ def test_the_agents_factory_runs_under_its_attempts_time_limit(bank: Suite, tmp_
     file.write_text(
         BANK_SYSTEM.read_text()
         .replace("entry: bank_agent.py:bank_agent", "entry: factory.py:Agent")
-        .replace("{fault_rate: 0.5}", "{wait: 1.5}")
-        .replace("  step_limit: 10\n", "  step_limit: 10\n  time_limit: 0.3\n")
+        .replace("{fault_rate: 0.5}", "{wait: 8}")  # past the limit, however late it strikes
+        # the third attempt's work (a message, two calls) must fit: at 0.3 s it raced the limit
+        .replace("  step_limit: 10\n", "  step_limit: 10\n  time_limit: 2\n")
     )
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(bank, load_system(file), store)

@@ -211,7 +211,9 @@ def test_an_agent_leaving_a_task_that_refuses_to_stop_ends_at_the_time_limit(
 ) -> None:
     async def stubborn(session: Session) -> str:
         async def refuses() -> None:
-            until = time.monotonic() + 1.0  # then it gives in (not to spin through the tests)
+            # then it gives in (not to spin through the tests); well past the 0.3 s limit,
+            # which a loaded machine may strike late: given in first, the attempt was graded
+            until = time.monotonic() + 5.0
             while time.monotonic() < until:
                 try:
                     await asyncio.sleep(0.01)
