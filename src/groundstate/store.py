@@ -19,11 +19,11 @@ import functools
 import gc
 import hashlib
 import json
+import logging
 import os
 import random
 import socket
 import sqlite3
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -36,7 +36,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
-from groundstate.paths import DEFAULT_STORE, make_folder
+from groundstate.paths import DEFAULT_STORE, in_the_way, make_folder
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
@@ -60,8 +60,15 @@ BUSY_TIMEOUT = 30.0
 it fails ("database is locked", named as such)."""
 QUIET_WAIT = 2.0
 """Seconds a write waits for another process's write without a word: another batch's commit
-ends well within it; past it, the wait is said on stderr (:func:`say_waiting`), so a command
-held by a lock someone left open is not taken for a hang."""
+ends well within it; past it, the wait is logged (:data:`LOG`), which the command prints on
+stderr, so a command held by a lock someone left open is not taken for a hang."""
+
+LOG = logging.getLogger("groundstate.store")
+"""Where the store says what a caller may want to know and need not act on (a write waiting
+for another process's): a warning. The library prints nothing itself; the ``groundstate``
+command prints these lines on stderr, and a library caller sees them only through a handler
+of its own (its logging set up, or one on this logger)."""
+LOG.addHandler(logging.NullHandler())  # not logging's last resort, which prints on stderr
 
 _OUTCOME_FIELDS = (
     "task_id", "attempt", "retry", "terminal_reason", "success", "cost", "latency",
@@ -949,9 +956,12 @@ class RunStore:
                 f"(such as {self.path / DEFAULT_STORE.name}) with --store"
             )
         if not create and not self.path.is_file():
+            way = in_the_way(self.path.parent)
             raise StoreError(
-                f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
-                "makes it), or give the store with --store"
+                f"no run store at {self.path}: {way}; give the store's file with --store"
+                if way
+                else f"no run store at {self.path}: nothing has been run here yet "
+                "(`groundstate run` makes it), or give the store with --store"
             )
         if not create and _size(self.path) == 0:  # a reading command makes no store in it
             raise StoreError(f"{self.path} is an empty file, not a run store; give another --store")
@@ -2437,12 +2447,13 @@ def require_id(prefix: str) -> str:
 
 
 def say_waiting(path: Path, seconds: float) -> None:
-    """Say on stderr that a write to the store at *path* waits for another process's."""
-    print(
-        f"groundstate: waiting up to {seconds:.0f} s for the run store {path}: another process "
-        "holds its write lock (a run storing tries, or a lock left open)",
-        file=sys.stderr,
-        flush=True,
+    """Log (:data:`LOG`, a warning) that a write to the store at *path* waits for another
+    process's."""
+    LOG.warning(
+        "waiting up to %.0f s for the run store %s: another process holds its write lock "
+        "(a run storing tries, or a lock left open)",
+        seconds,
+        path,
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from groundstate.errors import SpecError
+from groundstate.paths import os_reason
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import code_files, hash_code
 from groundstate.spec.constraint_sets import (
@@ -423,7 +424,7 @@ def _hash_files(root: Path) -> dict[str, str]:
             try:
                 files[str(path.relative_to(root))] = hash_file(path)
             except OSError as exc:
-                raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+                raise SpecError(path, None, f"cannot read: {os_reason(path, exc)}") from None
     return files
 
 
