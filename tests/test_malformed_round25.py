@@ -175,3 +175,124 @@ def test_os_reason_keeps_other_reasons(folder: Path) -> None:
         assert os_reason(folder / "missing.txt", exc) == "No such file or directory"
     else:  # pragma: no cover
         raise AssertionError("read a missing file")
+
+
+# --- a store cut short ---------------------------------------------------------------------
+
+
+def _cut(store: Path, size: int) -> None:
+    """*store* checkpointed (its write-ahead log folded in and removed), then cut to *size*."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(store)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("PRAGMA journal_mode=DELETE")
+    data = store.read_bytes()
+    store.write_bytes(data[:size])
+
+
+@pytest.mark.parametrize("short", [1000, 4096])
+def test_a_store_cut_short_is_refused_before_a_write(
+    workspace: Path, tmp_path: Path, short: int
+) -> None:
+    """A store copied while a batch was stored (its last page, or part of it, missing):
+    SQLite opened it and ``import-results`` stored a whole batch into it, which no reading
+    command could then read ("database disk image is malformed"). It is refused now, naming
+    the damage, and the file is left as it was."""
+    import shutil
+
+    shutil.copytree(workspace, tmp_path / "w")
+    root = tmp_path / "w"
+    store = root / STORE
+    _cut(store, store.stat().st_size - short)
+    before = store.read_bytes()
+    refused = groundstate(
+        "import-results", "results.jsonl", "--name", "more", "--store", STORE, cwd=root
+    )
+    assert_refused(refused, f"the run store {STORE} is damaged", "restore it from a backup")
+    assert "nothing was written to it" in refused.err
+    assert store.read_bytes() == before
+    assert not (root / (STORE + "-wal")).exists()
+    read = groundstate("batches", "--store", STORE, cwd=root)
+    assert_refused(read, f"the run store {STORE} is damaged")
+
+
+def test_a_whole_store_is_not_taken_for_cut_short(workspace: Path, tmp_path: Path) -> None:
+    """Control: a store checkpointed whole, and one open with its write-ahead log, are read
+    as before."""
+    import shutil
+
+    shutil.copytree(workspace, tmp_path / "w")
+    _cut(tmp_path / "w" / STORE, 10**9)
+    read = groundstate("batches", "--store", STORE, cwd=tmp_path / "w")
+    assert read.code == 0, read.text
+    assert "damaged" not in read.text
+    added = groundstate(
+        "import-results", "results.jsonl", "--name", "more", "--store", STORE, cwd=tmp_path / "w"
+    )
+    assert added.code == 0, added.text
+
+
+def test_a_malformed_store_says_what_to_do(tmp_path: Path) -> None:
+    """SQLite's "database disk image is malformed" alone gave no way on: the line now says
+    the file is damaged and to restore it."""
+    import sqlite3
+
+    from groundstate.store import _why
+
+    said = _why(sqlite3.DatabaseError("database disk image is malformed"), tmp_path / "s.db")
+    assert "cut short or overwritten" in said and "restore it from a backup" in said
+
+
+# --- task files --------------------------------------------------------------------------
+
+
+def test_a_task_written_in_json_is_not_passed_over(workspace: Path, tmp_path: Path) -> None:
+    """``tasks/extra.json`` holding a task: the old code ran the suite without it and
+    without a word; a JSON file beside the tasks that is no task (a check's data) is still
+    left alone."""
+    import json
+    import shutil
+
+    from groundstate.spec.suite import scan_suite
+
+    suite = tmp_path / "retail"
+    shutil.copytree(workspace / "retail", suite)
+    (suite / "tasks" / "extra.json").write_text(json.dumps({"task_id": "extra"}))
+    (suite / "tasks" / "expected.json").write_text(json.dumps({"A": 70}))
+    _, errors = scan_suite(suite)
+    said = [str(error) for error in errors]
+    assert any("extra.json" in e and "task files end in .yaml" in e for e in said), said
+    assert not any("expected.json" in e for e in said), said
+
+
+@pytest.mark.parametrize("clock", ["9999-12-31T23:59:59Z", "9000-01-01T00:00:00Z"])
+def test_a_clock_with_no_room_to_move_is_refused_at_load(
+    workspace: Path, tmp_path: Path, clock: str
+) -> None:
+    """``clock: 9999-12-31T23:59:59Z`` passed ``check``; validating the task then failed with
+    "OverflowError: date value out of range" as the reset check moved the clock."""
+    import shutil
+
+    shutil.copytree(workspace, tmp_path / "w")
+    task = tmp_path / "w" / "retail" / "tasks" / "refund-socks.yaml"
+    text = task.read_text()
+    task.write_text(text.replace("clock: 2025-06-16T15:00:00Z", f"clock: {clock}"))
+    checked = groundstate("check", "retail", cwd=tmp_path / "w")
+    assert checked.code == 2, checked.text
+    assert "refund-socks.yaml:7: clock:" in checked.text and "is too late" in checked.text
+    assert "Traceback" not in checked.text
+
+
+def test_a_clock_far_ahead_with_room_is_kept(workspace: Path, tmp_path: Path) -> None:
+    """Control: a clock centuries ahead, with room to move, loads."""
+    import shutil
+
+    from groundstate.spec.suite import scan_suite
+
+    shutil.copytree(workspace / "retail", tmp_path / "retail")
+    task = tmp_path / "retail" / "tasks" / "refund-socks.yaml"
+    task.write_text(task.read_text().replace("2025-06-16T15:00:00Z", "8999-06-16T15:00:00Z"))
+    _, errors = scan_suite(tmp_path / "retail")
+    assert not [e for e in errors if "clock" in str(e)], errors

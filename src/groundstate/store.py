@@ -965,6 +965,11 @@ class RunStore:
             )
         if not create and _size(self.path) == 0:  # a reading command makes no store in it
             raise StoreError(f"{self.path} is an empty file, not a run store; give another --store")
+        if (short := _cut_short(self.path)) is not None:  # SQLite would write on into it
+            raise StoreError(
+                f"the run store {self.path} is damaged: {short} ({DAMAGED}); nothing was "
+                "written to it"
+            )
         self.read_only = False
         """Opened for reading only (the store's file or folder cannot be written): reading
         commands work, nothing is written (no seal kept), writing raises StoreError."""
@@ -991,13 +996,16 @@ class RunStore:
             full = _file_system_full(self.path)
             if create or not (_cannot_write(exc) or full):
                 why = full or (_folder_refuses(self.path) if _cannot_write(exc) else "")
+                why = why or _why(exc, self.path)
                 raise StoreError(f"cannot open the run store {self.path}: {exc}{why}") from exc
             self._db.close()
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}{_file_system_full(self.path)}"
-            ) from exc
+            if isinstance(exc, sqlite3.Error):
+                why = _why(exc, self.path)
+            else:
+                why = _file_system_full(self.path)
+            raise StoreError(f"cannot open the run store {self.path}: {exc}{why}") from exc
 
     def _open_read_only(self, cause: sqlite3.Error | None) -> None:
         """A store on read-only media or owned by someone else is still read (``mode=ro``).
@@ -1033,7 +1041,9 @@ class RunStore:
                     "where it can be written (or copy the folder) to migrate it"
                 )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}{_why(exc, self.path)}"
+            ) from exc
 
     def _refuse_newer_format(self) -> None:
         """A store written by a newer groundstate (a higher format stamped in SQLite's
@@ -1330,6 +1340,9 @@ class RunStore:
             self._db.execute("BEGIN IMMEDIATE")
         finally:
             self._busy_timeout(BUSY_TIMEOUT)
+
+    def _cannot_read(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(f"cannot read the run store {self.path}: {exc}{_why(exc, self.path)}")
 
     def _busy_timeout(self, seconds: float) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {round(seconds * 1000)}")
@@ -1809,7 +1822,7 @@ class RunStore:
             while rows := cursor.fetchmany(size):
                 yield json.loads("[" + ",".join(r[0] for r in rows) + "]")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def mistyped_outcome(self, batch_id: str) -> str | None:
         """The first run of the batch whose record's outcome fields (:meth:`outcome_rows`) are
@@ -1869,7 +1882,7 @@ class RunStore:
             with self._db.blobopen("seals", "outcomes", rows[0][0], readonly=True) as blob:
                 return str(rows[0][1]), blob.read()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
         """Keep a seal (a cache of a full check); a read-only store keeps none. Inside a
@@ -1899,11 +1912,11 @@ class RunStore:
         try:
             self._db.execute("BEGIN")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
         try:
             yield
         except sqlite3.Error as exc:  # a damaged page met mid-read: one message, no trace
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
         finally:
             # Only reads happened: ending them cannot lose anything, and must not hide
             # the error that ended the block.
@@ -1926,13 +1939,13 @@ class RunStore:
         try:
             yield from self._db.execute(sql, params)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def _query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def _artifact_path(self, digest: str) -> Path:
         return self.artifacts / digest[:2] / digest[2:]
@@ -2463,8 +2476,45 @@ def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     return "readonly" in text or "read-only" in text or "unable to open database" in text
 
 
+DAMAGED = (
+    "its file was cut short or overwritten, say copied while a batch was stored: restore it "
+    "from a backup, or give another --store"
+)
+"""What a store SQLite finds damaged (or :func:`_cut_short` does) is told to do."""
+
+
+def _cut_short(path: Path) -> str | None:
+    """How the SQLite file at *path* is cut short, read from its header (a part page at its
+    end, or fewer pages than the header counts), or ``None``: SQLite opens such a file and
+    a write goes on into it (a whole batch stored), where every read then fails as
+    "database disk image is malformed". The count is taken only with no write-ahead log
+    beside the file (none is open on it), when the file holds every page."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return None
+    page = int.from_bytes(header[16:18], "big")
+    page = 65536 if page == 1 else page
+    if page < 512 or page & (page - 1):
+        return None
+    if size % page:
+        return f"its size ({size} bytes) is not a whole number of its {page}-byte pages"
+    counted = int.from_bytes(header[28:32], "big")
+    count_valid = header[24:28] == header[92:96]
+    wal = path.with_name(path.name + "-wal")
+    if count_valid and counted * page > size and not (wal.exists() or wal.is_symlink()):
+        return f"it holds {size // page} of the {counted} pages its header counts"
+    return None
+
+
 def _why(exc: sqlite3.Error, path: Path) -> str:
-    """What SQLite's reason for a failed write leaves out, in parentheses, or ``""``."""
+    """What SQLite's reason for a failed read or write leaves out, in parentheses, or ``""``."""
+    if "malformed" in str(exc):
+        return f" ({DAMAGED})"
     if "locked" in str(exc):
         return (
             f" (another process kept a write open on it for {BUSY_TIMEOUT:g} s: try again "
