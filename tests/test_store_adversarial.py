@@ -83,7 +83,8 @@ def test_a_damaged_store_file_is_one_clear_error_in_every_reader(
         code, out, err = _invoke(*args)
         assert code == 2, (args, out, err)
         assert "Traceback" not in out + err
-        assert str(store) in err and ("malformed" in err or "not a database" in err), err
+        said = ("malformed", "not a database", "is damaged")  # damaged: cut short (round 25)
+        assert str(store) in err and any(word in err for word in said), err
 
 
 def _crash_after_a_batch(store: Path) -> str:

@@ -19,10 +19,26 @@ def make_folder(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:
-        for above in reversed((path, *path.parents)):
-            if os.path.lexists(above) and not above.is_dir():
-                what = "a file" if above.is_file() else "a link to no folder"
-                raise NotADirectoryError(
-                    errno.ENOTDIR, f"{above} is {what}, not a folder", str(path)
-                ) from exc
-        raise
+        way = in_the_way(path)
+        if way is None:
+            raise
+        raise NotADirectoryError(errno.ENOTDIR, way, str(path)) from exc
+
+
+def in_the_way(folder: Path) -> str | None:
+    """What keeps *folder* from being one: the first of it and the folders above it that is
+    there and is no folder ("notes.txt is a file, not a folder"), or ``None``."""
+    for above in reversed((folder, *folder.parents)):
+        if os.path.lexists(above) and not above.is_dir():
+            what = "a file" if above.is_file() else "a link to no folder"
+            return f"{above} is {what}, not a folder"
+    return None
+
+
+def os_reason(path: Path, exc: OSError) -> str:
+    """Why *path* could not be read or written, from *exc*: for "Not a directory" (a name
+    above *path* is a file: ``notes.txt/x.db``), the name in the way, which Python's reason
+    leaves out."""
+    if exc.errno == errno.ENOTDIR and (way := in_the_way(path.parent)) is not None:
+        return way
+    return exc.strerror or str(exc)

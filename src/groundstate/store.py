@@ -19,11 +19,11 @@ import functools
 import gc
 import hashlib
 import json
+import logging
 import os
 import random
 import socket
 import sqlite3
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -36,7 +36,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
-from groundstate.paths import DEFAULT_STORE, make_folder
+from groundstate.paths import DEFAULT_STORE, in_the_way, make_folder
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
@@ -60,8 +60,15 @@ BUSY_TIMEOUT = 30.0
 it fails ("database is locked", named as such)."""
 QUIET_WAIT = 2.0
 """Seconds a write waits for another process's write without a word: another batch's commit
-ends well within it; past it, the wait is said on stderr (:func:`say_waiting`), so a command
-held by a lock someone left open is not taken for a hang."""
+ends well within it; past it, the wait is logged (:data:`LOG`), which the command prints on
+stderr, so a command held by a lock someone left open is not taken for a hang."""
+
+LOG = logging.getLogger("groundstate.store")
+"""Where the store says what a caller may want to know and need not act on (a write waiting
+for another process's): a warning. The library prints nothing itself; the ``groundstate``
+command prints these lines on stderr, and a library caller sees them only through a handler
+of its own (its logging set up, or one on this logger)."""
+LOG.addHandler(logging.NullHandler())  # not logging's last resort, which prints on stderr
 
 _OUTCOME_FIELDS = (
     "task_id", "attempt", "retry", "terminal_reason", "success", "cost", "latency",
@@ -946,12 +953,20 @@ class RunStore:
                 f"(such as {self.path / DEFAULT_STORE.name}) with --store"
             )
         if not create and not self.path.is_file():
+            way = in_the_way(self.path.parent)
             raise StoreError(
-                f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
-                "makes it), or give the store with --store"
+                f"no run store at {self.path}: {way}; give the store's file with --store"
+                if way
+                else f"no run store at {self.path}: nothing has been run here yet "
+                "(`groundstate run` makes it), or give the store with --store"
             )
         if not create and _size(self.path) == 0:  # a reading command makes no store in it
             raise StoreError(f"{self.path} is an empty file, not a run store; give another --store")
+        if (short := _cut_short(self.path)) is not None:  # SQLite would write on into it
+            raise StoreError(
+                f"the run store {self.path} is damaged: {short} ({DAMAGED}); nothing was "
+                "written to it"
+            )
         self.read_only = False
         """Opened for reading only (the store's file or folder cannot be written): reading
         commands work, nothing is written (no seal kept), writing raises StoreError."""
@@ -978,13 +993,16 @@ class RunStore:
             full = _file_system_full(self.path)
             if create or not (_cannot_write(exc) or full):
                 why = full or (_folder_refuses(self.path) if _cannot_write(exc) else "")
+                why = why or _why(exc, self.path)
                 raise StoreError(f"cannot open the run store {self.path}: {exc}{why}") from exc
             self._db.close()
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the run store {self.path}: {exc}{_file_system_full(self.path)}"
-            ) from exc
+            if isinstance(exc, sqlite3.Error):
+                why = _why(exc, self.path)
+            else:
+                why = _file_system_full(self.path)
+            raise StoreError(f"cannot open the run store {self.path}: {exc}{why}") from exc
 
     def _open_read_only(self, cause: sqlite3.Error | None) -> None:
         """A store on read-only media or owned by someone else is still read (``mode=ro``).
@@ -1020,7 +1038,9 @@ class RunStore:
                     "where it can be written (or copy the folder) to migrate it"
                 )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}{_why(exc, self.path)}"
+            ) from exc
 
     def _refuse_newer_format(self) -> None:
         """A store written by a newer groundstate (a higher format stamped in SQLite's
@@ -1317,6 +1337,9 @@ class RunStore:
             self._db.execute("BEGIN IMMEDIATE")
         finally:
             self._busy_timeout(BUSY_TIMEOUT)
+
+    def _cannot_read(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(f"cannot read the run store {self.path}: {exc}{_why(exc, self.path)}")
 
     def _busy_timeout(self, seconds: float) -> None:
         self._db.execute(f"PRAGMA busy_timeout = {round(seconds * 1000)}")
@@ -1796,7 +1819,7 @@ class RunStore:
             while rows := cursor.fetchmany(size):
                 yield json.loads("[" + ",".join(r[0] for r in rows) + "]")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def mistyped_outcome(self, batch_id: str) -> str | None:
         """The first run of the batch whose record's outcome fields (:meth:`outcome_rows`) are
@@ -1856,7 +1879,7 @@ class RunStore:
             with self._db.blobopen("seals", "outcomes", rows[0][0], readonly=True) as blob:
                 return str(rows[0][1]), blob.read()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
         """Keep a seal (a cache of a full check); a read-only store keeps none. Inside a
@@ -1886,11 +1909,11 @@ class RunStore:
         try:
             self._db.execute("BEGIN")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
         try:
             yield
         except sqlite3.Error as exc:  # a damaged page met mid-read: one message, no trace
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
         finally:
             # Only reads happened: ending them cannot lose anything, and must not hide
             # the error that ended the block.
@@ -1913,13 +1936,13 @@ class RunStore:
         try:
             yield from self._db.execute(sql, params)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def _query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+            raise self._cannot_read(exc) from exc
 
     def _artifact_path(self, digest: str) -> Path:
         return self.artifacts / digest[:2] / digest[2:]
@@ -2434,12 +2457,13 @@ def require_id(prefix: str) -> str:
 
 
 def say_waiting(path: Path, seconds: float) -> None:
-    """Say on stderr that a write to the store at *path* waits for another process's."""
-    print(
-        f"groundstate: waiting up to {seconds:.0f} s for the run store {path}: another process "
-        "holds its write lock (a run storing tries, or a lock left open)",
-        file=sys.stderr,
-        flush=True,
+    """Log (:data:`LOG`, a warning) that a write to the store at *path* waits for another
+    process's."""
+    LOG.warning(
+        "waiting up to %.0f s for the run store %s: another process holds its write lock "
+        "(a run storing tries, or a lock left open)",
+        seconds,
+        path,
     )
 
 
@@ -2449,8 +2473,45 @@ def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     return "readonly" in text or "read-only" in text or "unable to open database" in text
 
 
+DAMAGED = (
+    "its file was cut short or overwritten, say copied while a batch was stored: restore it "
+    "from a backup, or give another --store"
+)
+"""What a store SQLite finds damaged (or :func:`_cut_short` does) is told to do."""
+
+
+def _cut_short(path: Path) -> str | None:
+    """How the SQLite file at *path* is cut short, read from its header (a part page at its
+    end, or fewer pages than the header counts), or ``None``: SQLite opens such a file and
+    a write goes on into it (a whole batch stored), where every read then fails as
+    "database disk image is malformed". The count is taken only with no write-ahead log
+    beside the file (none is open on it), when the file holds every page."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return None
+    page = int.from_bytes(header[16:18], "big")
+    page = 65536 if page == 1 else page
+    if page < 512 or page & (page - 1):
+        return None
+    if size % page:
+        return f"its size ({size} bytes) is not a whole number of its {page}-byte pages"
+    counted = int.from_bytes(header[28:32], "big")
+    count_valid = header[24:28] == header[92:96]
+    wal = path.with_name(path.name + "-wal")
+    if count_valid and counted * page > size and not (wal.exists() or wal.is_symlink()):
+        return f"it holds {size // page} of the {counted} pages its header counts"
+    return None
+
+
 def _why(exc: sqlite3.Error, path: Path) -> str:
-    """What SQLite's reason for a failed write leaves out, in parentheses, or ``""``."""
+    """What SQLite's reason for a failed read or write leaves out, in parentheses, or ``""``."""
+    if "malformed" in str(exc):
+        return f" ({DAMAGED})"
     if "locked" in str(exc):
         return (
             f" (another process kept a write open on it for {BUSY_TIMEOUT:g} s: try again "

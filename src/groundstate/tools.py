@@ -39,6 +39,7 @@ from groundstate.bindings import HARNESS
 from groundstate.environments.base import Environment
 from groundstate.errors import SpecError, exception_text, one_line
 from groundstate.interrupts import Interrupted, from_ctrl_c
+from groundstate.paths import os_reason
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.files import regular_file
 
@@ -181,7 +182,7 @@ def _load_module(path: Path, name_hint: str, expect: str | None = None) -> Any:
     try:
         digest = hash_code(path)
     except OSError as exc:
-        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+        raise SpecError(path, None, f"cannot read: {os_reason(path, exc)}") from None
     if expect is not None and digest != expect:
         raise SpecError(path, None, changed_since_loaded(digest, expect))
     # Keyed by content too, the sibling modules it imports included: an edited checks.py or

@@ -12,6 +12,7 @@ from typing import Any
 
 from groundstate.agents.base import Agent, Session
 from groundstate.errors import SpecError
+from groundstate.paths import os_reason
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.strict import did_you_mean, value_problem
 from groundstate.spec.system import SystemSpec, resolve_entry
@@ -108,7 +109,7 @@ def _refuse_changed_module(module: Any, system: SystemSpec) -> None:
     try:
         digest = hash_file(Path(origin))
     except OSError as exc:
-        raise SpecError(origin, None, f"cannot read: {exc.strerror}") from None
+        raise SpecError(origin, None, f"cannot read: {os_reason(Path(origin), exc)}") from None
     if digest != expect:
         raise SpecError(origin, None, changed_since_loaded(digest, expect))
     _SAME_CODE.add((origin, expect))

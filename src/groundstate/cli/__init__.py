@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ import click
 
 from groundstate import __version__
 from groundstate.errors import GroundstateError, SpecError, one_line
-from groundstate.paths import DEFAULT_STORE
+from groundstate.paths import DEFAULT_STORE, os_reason
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -72,7 +74,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with _said_on_stderr():
+                return super().invoke(ctx)
         except KeyboardInterrupt:
             _stopped()
         except GroundstateError as exc:
@@ -85,8 +88,9 @@ class _Group(click.Group):
         except OSError as exc:  # a path given that cannot be made or read: a parent is a
             if exc.filename is None:  # file, a link loops, the disk is full or read-only
                 raise
-            where = one_line(os.fsdecode(exc.filename))
-            click.echo(f"error: {where}: {exc.strerror or exc}", err=True)
+            where = os.fsdecode(exc.filename)
+            why = os_reason(Path(where), exc)
+            click.echo(f"error: {one_line(where)}: {one_line(why)}", err=True)
             sys.exit(2)
         except RuntimeError as exc:  # Python 3.11's Path.resolve() on a link loop (an OSError
             loop = _LINK_LOOP.fullmatch(str(exc))  # from 3.13, caught above)
@@ -94,6 +98,29 @@ class _Group(click.Group):
                 raise
             click.echo(f"error: {one_line(loop[1])}: a loop of symbolic links", err=True)
             sys.exit(2)
+
+
+@contextmanager
+def _said_on_stderr() -> Iterator[None]:
+    """While a command runs, what the library logs for the user (``groundstate.store``: a
+    write waiting for another process's lock) is printed on stderr, ``groundstate: ...``, and
+    only there (not also through a handler in-process code gave the root logger). The
+    library prints nothing itself: a library caller is not written to."""
+    import logging
+
+    class _Say(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            click.echo(f"groundstate: {one_line(record.getMessage())}", err=True)
+
+    logger = logging.getLogger("groundstate.store")
+    handler, propagate = _Say(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def _stopped() -> None:

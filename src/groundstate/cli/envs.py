@@ -50,9 +50,10 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
     isolated, and health() is ok. Exit 0 when every kind conforms, 1 otherwise.
     """
     from groundstate.environments.registry import environment_kinds
+    from groundstate.paths import in_the_way
 
     if fixture is not None and not fixture.exists():
-        raise SpecError(fixture, None, "fixture file not found")
+        raise SpecError(fixture, None, in_the_way(fixture.parent) or "fixture file not found")
     known = environment_kinds()
     if kind is not None and kind not in known:
         known_kinds = ", ".join(known)  # the kind shown quoted: '' is not the folder "."

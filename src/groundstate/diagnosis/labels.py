@@ -35,6 +35,7 @@ from groundstate.diagnosis.taxonomy import (
     load_taxonomy,
 )
 from groundstate.errors import GroundstateError
+from groundstate.paths import os_reason
 from groundstate.records import AgentRun
 from groundstate.store import RunKey, RunLabels, RunStore
 
@@ -106,7 +107,7 @@ def _text(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise LabelFileError(path, None, f"cannot read it: {exc.strerror or exc}") from None
+        raise LabelFileError(path, None, f"cannot read it: {os_reason(path, exc)}") from None
     utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
     try:
         return data.decode("utf-16" if utf16 else "utf-8-sig")

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from groundstate.paths import os_reason
+
 if sys.version_info >= (3, 14):
     from compression import zstd
 else:
@@ -105,7 +107,7 @@ def damaged(path: Path, exc: BaseException) -> str:
     except OSError:  # unreadable: the error says why
         kind = None
     if kind is None:
-        return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+        return f"cannot read: {os_reason(path, exc) if isinstance(exc, OSError) else exc}"
     return f"cannot read its {kind} data (damaged or cut short?): {_reason(exc)}"
 
 

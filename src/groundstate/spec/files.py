@@ -48,6 +48,7 @@ import yaml
 from pydantic import BaseModel, Tag, ValidationError
 
 from groundstate.errors import SpecError, one_line, value_problem
+from groundstate.paths import os_reason
 from groundstate.spec.constraints import CONSTRAINT_KINDS
 from groundstate.spec.strict import did_you_mean
 
@@ -371,7 +372,7 @@ def read_limited(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     except OSError as exc:
-        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+        raise SpecError(path, None, f"cannot read: {os_reason(path, exc)}") from None
     if len(data) > max_bytes:
         raise SpecError(path, None, f"larger than {_size(max_bytes)}")
     return data
@@ -409,7 +410,7 @@ def _unreadable(path: Path, exc: OSError) -> str:
     levels of symbolic links" is the kernel's wording)."""
     if exc.errno == errno.ELOOP:
         return "a loop of symbolic links: it leads to no file"
-    return f"cannot read: {exc.strerror}"
+    return f"cannot read: {os_reason(path, exc)}"
 
 
 def decode_utf8(path: Path, data: bytes) -> str:

@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import importlib.util
 import inspect
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -29,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from groundstate.errors import SpecError
+from groundstate.paths import os_reason
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import code_files, hash_code
 from groundstate.spec.constraint_sets import (
@@ -329,11 +331,11 @@ def _pin_checks(suite: Suite) -> None:
 
 
 def _unread_files(root: Path) -> Iterator[SpecError]:
-    """Files the loader would pass over without a word: a task or solution spelt ``.yml``, put
-    in a subfolder or straight in ``solutions/``; a file where ``solutions/`` or a task's
-    folder in it should be. (A ``solutions/<name>/`` with no task is left
-    alone: a suite copied with some tasks removed keeps their solutions, and a misspelt id
-    shows as a task without its oracle.)"""
+    """Files the loader would pass over without a word: a task or solution spelt ``.yml`` (or
+    a task written as ``.json``), put in a subfolder or straight in ``solutions/``; a file
+    where ``solutions/`` or a task's folder in it should be. (A ``solutions/<name>/`` with no
+    task is left alone: a suite copied with some tasks removed keeps their solutions, and a
+    misspelt id shows as a task without its oracle.)"""
     solutions = root / "solutions"
     if (solutions.exists() or solutions.is_symlink()) and not is_dir(solutions):
         yield SpecError(solutions, None, "not a folder: solutions go in solutions/<task_id>/")
@@ -348,6 +350,10 @@ def _unread_files(root: Path) -> Iterator[SpecError]:
                 yield SpecError(
                     path, None, f"not read: a link to a folder of YAML files in {folder.name}/"
                 )
+            if folder == root / "tasks" and path.parent == folder and _json_task(path):
+                yield SpecError(
+                    path, None, f"not read: task files end in .yaml (rename it {path.stem}.yaml)"
+                )
             if path.suffix.lower() not in {".yml", ".yaml"} or is_dir(path):
                 continue
             if folder == solutions:
@@ -356,6 +362,19 @@ def _unread_files(root: Path) -> Iterator[SpecError]:
                 yield SpecError(path, None, f"not read: a subfolder of {folder.name}/")
             elif path.suffix != ".yaml":
                 yield SpecError(path, None, "not read: task and solution files end in .yaml")
+
+
+def _json_task(path: Path) -> bool:
+    """Whether *path* is a task written in JSON (``tasks/x.json``: a mapping with a
+    ``task_id``), which the loader passed over without a word: a suite of tasks a script wrote
+    as JSON ran none of them. Another JSON file beside the tasks is a check's data."""
+    if path.suffix.lower() != ".json" or not is_file(path):
+        return False
+    try:
+        data = json.loads(read_text(path))
+    except (SpecError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "task_id" in data
 
 
 def _holds_yaml(link: Path) -> bool:
@@ -423,7 +442,7 @@ def _hash_files(root: Path) -> dict[str, str]:
             try:
                 files[str(path.relative_to(root))] = hash_file(path)
             except OSError as exc:
-                raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+                raise SpecError(path, None, f"cannot read: {os_reason(path, exc)}") from None
     return files
 
 

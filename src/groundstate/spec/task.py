@@ -382,6 +382,8 @@ class RubricNode(Strict):
         return self
 
 
+LAST_CLOCK_YEAR = 9000
+"""A task's clock is before this year: it leaves the clock centuries to move forward in."""
 TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 """What a task id may be: it also names the task's files and folders."""
 
@@ -484,6 +486,20 @@ class AgentTask(Strict):
             )
         # The loader keeps a bare timestamp as text; read it as YAML would have.
         return yaml_timestamp(value) if isinstance(value, str) else value
+
+    @field_validator("clock")
+    @classmethod
+    def _clock_leaves_room(cls, clock: datetime) -> datetime:
+        """The clock moves forward in an attempt (the reset check moves it, as a tool may):
+        within reach of the year 9999, the last Python's dates hold, it failed with
+        "OverflowError: date value out of range" once a task ran, after ``check`` passed it."""
+        if clock.year >= LAST_CLOCK_YEAR:
+            raise ValueError(
+                f"{clock.isoformat()} is too late: the environment's clock moves forward "
+                f"during an attempt and cannot pass the year 9999; give a moment before "
+                f"{LAST_CLOCK_YEAR}"
+            )
+        return clock
 
     @field_validator("user_request")
     @classmethod

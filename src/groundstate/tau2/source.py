@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from groundstate.errors import SpecError
+from groundstate.paths import in_the_way, os_reason
 from groundstate.spec.files import parse_json
 
 FILES = ("db.json", "tasks.json", "policy.md")
@@ -206,6 +207,8 @@ class Source:
 def load_source(root: Path) -> Source:
     """Read a τ² retail data folder (``db.json``, ``tasks.json``, ``policy.md``...)."""
     root = Path(root)
+    if (way := in_the_way(root)) is not None:
+        raise SpecError(root, None, f"{way}: give the τ²-bench retail data folder")
     for name in FILES:
         if not (root / name).is_file():
             raise SpecError(root / name, None, "missing: not a τ²-bench retail data folder")
@@ -245,7 +248,7 @@ def _text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         raise SpecError(path, None, f"not UTF-8 text (byte {exc.start})") from exc
     except OSError as exc:
-        raise SpecError(path, None, f"cannot read: {exc.strerror}") from exc
+        raise SpecError(path, None, f"cannot read: {os_reason(path, exc)}") from exc
 
 
 def _splits(path: Path, raw: Any) -> dict[str, list[str]]:
