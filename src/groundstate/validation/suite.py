@@ -35,7 +35,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 33
+VALIDATOR_REVISION = 34
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -107,7 +107,10 @@ option of a choice as no confirmation, and "Are you sure?" "No." as taking the y
 33: ``grader_determinism`` skews the streams of the suite's own (``random.Random()``,
 ``SystemRandom()``, a module's ``_RNG``), ``os.urandom``, ``secrets`` and ``uuid.uuid4`` too,
 and fails a check reading a file from outside the suite, and ``grader_sensitivity`` empties
-each checked table on the postgres kind)."""
+each checked table on the postgres kind; 34: ``confirmed`` reads a choice offered without a
+question mark or asked after its options, an option picked with the other turned down, an
+amount picked however written, a yes kept to one kind of change, and "Yes, no receipt
+needed" as a yes; the retail policy 9 checks read "All good!", hedged and ticked claims)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
