@@ -66,13 +66,22 @@ _REASON = (
 """What a customer says of the item when saying yes: the reason for the change ("I no longer
 need it", "I don't want them anymore", "they never fit", "it doesn't work"), not a refusal of
 the change ("I don't want it refunded", "I don't need the refund", "I never said yes")."""
+_EXTRAS = (
+    r"(receipt|confirmation|email|e-mail|copy|paperwork|call|text|sms|bag|box|label|printout"
+    r"|survey|update|notification|reminder)s?"
+)
+"""What a customer may say they don't need beside the yes ("Yes, I don't need a receipt")."""
 _IDIOMS = (
     r"(?! (problem|problems|worries|rush|hurry|joke|kidding|lie|hay (problema|prisa)"
     r"|pasa nada|te preocupes)\b)"
     rf"(?! longer {_REASON})"
+    rf"(?! ((need|call) (for |of )?)?((a|an|any|the|my) )?{_EXTRAS}\b)"
+    r"(?! need (for you )?to (email|e-mail|call|text|mail|send|print|ring|notify|contact)\b)"
 )
 """After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush", "Sí, no hay
-problema"), nor the reason for the change ("Yes, I no longer need it")."""
+problema"), nor the reason for the change ("Yes, I no longer need it"), nor an extra declined
+("Yes, no receipt needed", "Yes, no need for a receipt", "Yes please, no need to email me";
+"no need to refund it" is a no)."""
 _ASKING_FOR = (
     r"(tell|check|show|let me know|confirm|verify|explain|give me|quote|calculate|double[- ]check"
     r"|make sure|find out|look up|send me|email me|what's|what is|how much"
@@ -247,11 +256,6 @@ TERMS_PATTERN = _TERMS
 choice, a condition, a decision put off), as against a plain no: what a message sent after a
 yes may add to it ("Yes." "Only if it goes to PayPal."), where an unprompted "no" ("Oh, and no
 receipt needed") is a remark."""
-_EXTRAS = (
-    r"(receipt|confirmation|email|e-mail|copy|paperwork|call|text|sms|bag|box|label|printout"
-    r"|survey|update|notification|reminder)s?"
-)
-"""What a customer may say they don't need beside the yes ("Yes, I don't need a receipt")."""
 JOKING_PATTERN = (
     r"(?<!not )(?<!n't )\b(just )?(kidding|joking|jk|j/k)\b|(^|\s)/s\b|\blol,? no\b"
     r"|[\U0001f644\U0001f612]"

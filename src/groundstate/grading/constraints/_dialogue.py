@@ -395,7 +395,9 @@ def _check_change(
         covering
         and covering[-1].yes
         and (
-            _narrowed_away(covering[-1], values, _description(covering[-1], values, earlier))
+            _narrowed_away(
+                covering[-1], values, _description(covering[-1], values, earlier), _asks(rule)
+            )
             or _picks_some(covering[-1], named)
             or _picks_another(covering[-1], values, earlier)
             or _chose_otherwise(covering[-1], values)
@@ -621,14 +623,34 @@ _KEPT = re.compile(
 )
 
 
-def _narrowed_away(yes: _Confirmation, values: list[str], described: bool | None = None) -> bool:
+def _narrowed_away(
+    yes: _Confirmation,
+    values: list[str],
+    described: bool | None = None,
+    asks: re.Pattern[str] | None = None,
+) -> bool:
     """Whether *yes* keeps to part of its question and names none of *values*, or leaves out
     a part that names one of them (see :data:`_EXCLUDING`, :data:`_KEPT`). *described*:
     whether the yes describes the change's record ("Yes, just the first one"; see
-    :func:`_description`), which names it."""
+    :func:`_description`), which names it. A part named by its kind of change alone ("Yes,
+    only the refunds", "Yes, just refund them", "Yes to the refunds, not the cancellation")
+    keeps to, or leaves out, the changes of that kind: those *asks* (the rule's) finds, or
+    the others (see :func:`_kind_named`)."""
     answer = message_text(yes.answer)
+    found = list(_EXCLUDING.finditer(answer))
+    excluded = [m.group("rest") for m in found]
+    # a kind left out by a word refusing it ("keep the refund on my Visa" keeps the refund)
+    refused = [m.group("rest") for m in found if not _KEEPING.match(m.group())]
+    if any(_kind_named(phrase, asks) == "this" for phrase in refused):
+        return True  # "Yes, not the cancellation" to the cancellation
+    narrowing = [*_NARROWED_TO.finditer(answer), *_NARROWED_BEFORE.finditer(answer)]
+    kept_to = [_kind_named(m.group("rest"), asks) for m in narrowing]
+    if "this" in kept_to:
+        return False  # "Yes, only the refunds" to a refund
+    if "other" in kept_to:
+        return True  # "Yes, only the refunds" to the cancellation
     words = {word for value in values for word in _WORD.findall(normalise(value))}
-    left_out = {w for m in _EXCLUDING.finditer(answer) for w in _WORD.findall(m.group("rest"))}
+    left_out = {w for phrase in excluded for w in _WORD.findall(phrase)}
     kept = (m.group("wanted") or m.group("staying") for m in _KEPT.finditer(answer))
     left_out |= {w for phrase in kept for w in _WORD.findall(phrase)}
     # a word left out names a value's word it ends ("the lamp" leaves out the Headlamp)
@@ -639,6 +661,36 @@ def _narrowed_away(yes: _Confirmation, values: list[str], described: bool | None
     if _NARROWING.search(answer) is None or described:
         return False
     return not words & set(_WORD.findall(answer))
+
+
+# A narrowing word and the rest of its clause ("only the refunds", "just refund them").
+_NARROWED_TO = re.compile(
+    r"\b(just|only|solely|solo|sólo|solamente|únicamente|seulement|uniquement|juste|nur"
+    r"|lediglich|bloß|só|somente|apenas)\b(?P<rest>[^,.;:!?]*)"
+)
+# ... and the clause before a closing "only" ("Yes, the refunds only", "refunds only please").
+_NARROWED_BEFORE = re.compile(
+    r"(?:^|[,.;:!?]|\b(?:yes|yeah|sure|ok|okay)\b)\W*(?P<rest>[^,.;:!?]*?) only\b"
+    r"(?=\W*($|[.,;!)]|(please|thanks|thank you)\b))"
+)
+_KEEPING = re.compile(r"(keep|keeping|hold|leave|leaving)\b")
+# The words of a kind of change, whichever a rule's ``asks`` names it by ("refunds",
+# "cancellation", "the exchange"). Not "address", "change" or "update": a rule may ask about
+# an address change in other words ("default", "profile"), and any change is a change.
+_KINDS_OF_CHANGE = re.compile(r"^(refund|reimburs|return|cancel|exchang|swap|replac|remov|credit)")
+
+
+def _kind_named(phrase: str, asks: re.Pattern[str] | None) -> str | None:
+    """Which change *phrase* (normalised, after "only" or "not") names by its kind alone:
+    "this" when every word beside articles and the like names the kind *asks* finds ("the
+    refunds", "refund them"), "other" when they name only another kind ("the
+    cancellation"), None when it names more (a record: "the headlamp refund") or no kind."""
+    if asks is None:
+        return None
+    words = [w for w in _TOKEN.findall(in_english_words(phrase)) if w not in _FILLER]
+    if not words or not all(_KINDS_OF_CHANGE.match(w) or asks.search(w) for w in words):
+        return None
+    return "this" if any(asks.search(w) for w in words) else "other"
 
 
 def _picks_some(yes: _Confirmation, named: dict[str, Any]) -> bool:
@@ -1004,8 +1056,7 @@ def _choice_unmade(yes: _Confirmation) -> bool:
     "or" offers when that names no other way of paying or amount ("Shall I go ahead, or would
     you like to wait?" "Yes, go ahead"; "Shall I refund them to your Visa or as store
     credit?" "Yes, go ahead" chooses neither)."""
-    asked = [s for s in _SENTENCE_END.split(yes.answered) if s.endswith("?")]
-    offering = [sentence for sentence in asked if _OFFERS_CHOICE.search(sentence)]
+    offering = _offers_choice(yes.answered)
     if not offering:
         return False
     answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
@@ -1030,11 +1081,38 @@ _PLACE_PICKED = re.compile(r"\b(?:the )?(first|former|1st|second|2nd|latter|last
 _OR = re.compile(r",? \bor\b (?!(?:not|no|so|otherwise|else|later)\b)")
 
 
+# A sentence asking the customer to choose without a question mark ("Please tell me which card
+# you'd like: the Visa or the gift card.", "Let me know whether you want size 9 or 10.",
+# "Please choose: ..."); not any request with an "or" ("Please reply yes to proceed or no to
+# stop.", "Please confirm, or let me know if you'd like something else.").
+_REQUESTS_ANSWER = re.compile(
+    r"\b(tell me|let me know|confirm|say|decide|indicate|specify)\b[^.!?]{0,30}?"
+    r"\b(which|whether)\b|^\W*((please|kindly|just|so|ok|okay|now)\W+)*(choose|pick|select)\b"
+    r"|\b(please|kindly) (choose|pick|select)\b"
+)
+
+
+_WHICH = re.compile(r"\b(which|whichever)\b")
+
+
 def _offers_choice(question: str) -> list[str]:
     """The sentences of normalised *question* that ask the customer to choose (see
-    :data:`_OFFERS_CHOICE`)."""
-    asked = [s for s in _SENTENCE_END.split(question) if s.endswith("?")]
-    return [sentence for sentence in asked if _OFFERS_CHOICE.search(sentence)]
+    :data:`_OFFERS_CHOICE`): a question, or a sentence asking for an answer without a question
+    mark (:data:`_REQUESTS_ANSWER`). A sentence asking which ("Which would you like?") without
+    the options, after a sentence joining them with "or" ("I can refund $25.00 or $40.00."),
+    offers them: the two are read as one."""
+    sentences = _SENTENCE_END.split(question)
+    offering = []
+    for at, sentence in enumerate(sentences):
+        if not (sentence.endswith("?") or _REQUESTS_ANSWER.search(sentence)):
+            continue
+        offers = _OFFERS_CHOICE.search(sentence) is not None
+        if at and _OR.search(sentence) is None and _OR.search(sentences[at - 1]):
+            offers = offers or _WHICH.search(sentence) is not None  # "Please tell me which."
+            sentence = f"{sentences[at - 1]} {sentence}"
+        if offers:
+            offering.append(sentence)
+    return offering
 
 
 def _picks_offered(question: str, answer: str) -> bool:
@@ -1050,6 +1128,8 @@ def _picks_offered(question: str, answer: str) -> bool:
     choosing = bool(_offers_choice(question))
     if not choosing and _NARROWING.search(answer) is None:
         return False
+    known = _amounts(question)
+    question, answer = _as_picked(question, known), _kept_part(_as_picked(answer, known))
     said = set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING - _PICKING_WORDS
     if choosing and _TO_ALL.search(answer) is not None:
         said -= set(_TO_ALL.findall(answer))  # "Both, please", "All of them"
@@ -1061,6 +1141,49 @@ def _picks_offered(question: str, answer: str) -> bool:
         return True
     asked = set(_TOKEN.findall(question))
     return all(any(_same_word(word, other) for other in asked) for word in said)
+
+
+# The part of a reply that turns an option down, to the end of its clause ("The Visa, not the
+# gift card", "Not the Visa, the gift card", "the Visa rather than the gift card"): its words
+# pick nothing.
+_TURNING_DOWN = re.compile(
+    r"(\b(not|never|instead of|rather than|in place of|except)\b|n't\b)(?:(?! but\b)[^,.;:!?])*"
+)
+
+
+def _kept_part(answer: str) -> str:
+    """Normalised *answer* without the parts that turn an option down (:data:`_TURNING_DOWN`)."""
+    return _TURNING_DOWN.sub(" ", answer)
+
+
+# A number standing alone ("40", "40.00"), which a choice between amounts may be answered by.
+_BARE_NUMBER = re.compile(r"(?<![\w.,$€£])\d(?:[\d.,]*\d)?(?![\w$€£%]|[.,]\d)")
+
+
+def _as_picked(text: str, known: set[Decimal]) -> str:
+    """Normalised *text* with each amount of money it names written as one word of its value
+    ("$40", "40 dollars", "USD 40.00" are "amt40"), and each number standing alone that is
+    one of the *known* amounts (a choice's) too: a choice of "$25.00 or $40.00?" answered
+    "40" or "$40 please" picks by the amount, however written."""
+
+    def word(amount: Decimal) -> str:
+        return "amt" + format(amount, "f").replace(".", "p")
+
+    def money(found: re.Match[str]) -> str:
+        said = found.group()
+        amounts = _amounts(said)
+        if len(amounts) != 1:
+            return said
+        return f" {word(next(iter(amounts)))} {said[len(said.rstrip('.,')) :]}"
+
+    def number(found: re.Match[str]) -> str:
+        amounts = _amounts(f"${found.group()}")
+        if len(amounts) == 1 and amounts <= known:
+            return word(next(iter(amounts)))
+        return found.group()
+
+    text = _MONEY.sub(money, text)
+    return _BARE_NUMBER.sub(number, text) if known else text
 
 
 def _same_word(word: str, other: str) -> bool:
@@ -1097,6 +1220,9 @@ def _holds(option: str, values: list[str]) -> bool:
 def _picked(answer: str, options: list[str]) -> int | None:
     """The index of the one of *options* *answer* picks by its place or by words only that
     option says (a word or a number: "Size 10" of "size 9 or size 10?"), or None."""
+    known = {amount for option in options for amount in _amounts(option)}
+    options = [_as_picked(option, known) for option in options]
+    answer = _kept_part(_as_picked(answer, known))
     said = {w for w in _TOKEN.findall(answer) if chosen_at(answer, answer.find(w))}
     said -= _REPLY_WORDS | _CHOOSING_NOTHING | _PICKING_WORDS
     place = _PLACE_PICKED.search(answer)
@@ -1333,6 +1459,8 @@ _REPLY_WORDS = frozenset(
     )
 )
 """The words of a plain yes ("Yes, please go ahead", "Sure, thanks")."""
+# The words of a phrase naming nothing (see :func:`_kind_named`).
+_FILLER = _PICKING_WORDS | _REPLY_WORDS | frozenset(re.findall(r"[^|()]+", _THE_WORDS))
 # Words that name a kind of record, not one ("my card", "the order").
 _KINDS_OF_RECORD = frozenset(
     {"card", "order", "item", "items", "account", "gift", "ending", "product", "size", "colour"}
