@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +237,74 @@ def test_a_cache_left_alone_is_reused(bank: Suite) -> None:
         run = _run(bank, _do_the_task)
         assert run.terminal_reason == "success", run.infrastructure_status
         assert "harness_rebound" not in run.infrastructure_status
+
+
+# --- when the agent ended, as the caller read it ------------------------------------------------
+
+
+def _claims_an_early_end(session: Session) -> Any:
+    async def agent(session: Session) -> str:
+        with contextlib.suppress(Exception):  # no list to find: the agent goes on
+            frame = sys._getframe()
+            while frame.f_code.co_name != "_run_to_end":
+                frame = frame.f_back  # type: ignore[assignment]
+            frame.f_locals["ended"].append(time.monotonic())
+        for one in gc.get_objects():  # its alarm too (as one that holds the interpreter)
+            if type(one).__name__ == "Alarm" and type(one).__module__ == "groundstate.alarms":
+                one.cancelled = True
+        answer = await _do_the_task(session)
+        time.sleep(4)
+        return answer
+
+    return agent
+
+
+def test_an_agent_cannot_say_when_it_ended(edited_bank: Any) -> None:
+    """The agent puts the time it starts in the list its end time went to (read first),
+    cancels its alarm (as an agent that holds the interpreter in a long C call keeps it from
+    ringing), does the task and returns 4 s later, past its limit of 2 s. Before: a
+    ``success``."""
+    suite = edited_bank(lambda t: t.update(time_limit=2))
+    run = _run(suite, _claims_an_early_end(None))  # type: ignore[arg-type]
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    _then = _run(suite, _do_the_task)
+    assert _then.terminal_reason == "success", _then.infrastructure_status
+
+
+# --- the signals the agent's thread blocks ------------------------------------------------------
+
+
+_THREADS: list[int] = []
+_MASKS: list[set[int]] = []
+
+
+async def _blocks(session: Session) -> str:
+    _THREADS.append(threading.get_ident())
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    return await _do_the_task(session)
+
+
+async def _looks(session: Session) -> str:
+    _THREADS.append(threading.get_ident())
+    _MASKS.append(set(signal.pthread_sigmask(signal.SIG_BLOCK, ())))
+    return await _do_the_task(session)
+
+
+def _blocks_then_looks() -> tuple[list[str], list[int], list[set[int]]]:
+    """In a process of its own (one thread for agents, reused): an attempt whose agent blocks
+    SIGTERM and SIGINT, then one whose agent looks at its thread's mask."""
+    bank = load_suite(BANK)
+    reasons = [_run(bank, _blocks).terminal_reason, _run(bank, _looks).terminal_reason]
+    return reasons, _THREADS, _MASKS
+
+
+def test_signals_an_agent_blocks_are_not_blocked_for_the_next() -> None:
+    """The agent's thread (reused for the next attempt's agent) blocks SIGTERM and SIGINT.
+    Before: blocked for the next attempt's agent on that thread, and for every process it
+    started (a child inherits its starter's mask: ``SIGTERM`` could not stop it)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        pytest.skip("no signal masks here")
+    reasons, threads, masks = in_a_fresh_process(_blocks_then_looks)
+    assert reasons == ["success", "success"]
+    assert threads[0] == threads[1]  # the thread reused: what this is about
+    assert not masks[0] & {signal.SIGTERM, signal.SIGINT}
