@@ -231,6 +231,36 @@ def test_a_cache_of_copies_set_by_an_agent_is_named_and_dropped(bank: Suite) -> 
     assert _run(bank, _do_the_task).terminal_reason == "success"
 
 
+class _Raising:
+    """A count that raises as the next mark adds to it, or compares."""
+
+    def __add__(self, other: object) -> Any:
+        raise RuntimeError("the agent's count")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("the agent's count")
+
+    __hash__ = object.__hash__
+
+
+async def _count_replaced(session: Session) -> str:
+    flat = groundstate.bindings.HARNESS._flat
+    if flat is not None:
+        flat.marks = _Raising()
+    return await _do_the_task(session)
+
+
+def test_a_count_of_marks_set_by_an_agent_is_named_and_set_back(bank: Suite) -> None:
+    """A new place (this round's count): set to an object of the agent's, it would have made
+    the next mark raise."""
+    if groundstate.bindings.HARNESS.mark() is None:
+        pytest.skip("this interpreter keeps no dict versions")
+    run = _run(bank, _count_replaced)
+    assert run.terminal_reason == PROHIBITED, run.infrastructure_status
+    assert "_flat.marks" in _message(run)
+    assert _run(bank, _do_the_task).terminal_reason == "success"
+
+
 def test_a_cache_left_alone_is_reused(bank: Suite) -> None:
     """Control: honest attempts one after another keep the cache and pass."""
     for _ in range(2):

@@ -513,9 +513,13 @@ class Bindings:
         row, cache, count = kept
         if type(row) is not _Flat:
             object.__setattr__(row, "__class__", _Flat)
-        if vars(row).get("marked") is not cache:  # not as a mark left it: not reused
+        marks = vars(row).get("marks")
+        if type(marks) is not int:  # the next mark adds to it
+            row.marks = count
+            found.append("groundstate.bindings.HARNESS._flat.marks (the watch itself)")
+        elif vars(row).get("marked") is not cache:  # not as a mark left it: not reused
             row.marked = None
-            if vars(row).get("marks") == count:  # no mark since (an attempt beside this one)
+            if marks == count:  # no mark since (by an attempt beside this one)
                 found.append("groundstate.bindings.HARNESS._flat.marked (the watch itself)")
         return found
 
