@@ -338,3 +338,17 @@ def test_signals_an_agent_blocks_are_not_blocked_for_the_next() -> None:
     assert reasons == ["success", "success"]
     assert threads[0] == threads[1]  # the thread reused: what this is about
     assert not masks[0] & {signal.SIGTERM, signal.SIGINT}
+
+
+def test_marks_of_attempts_side_by_side_name_nothing() -> None:
+    """Control: two attempts' marks taken one after the other, looked at in either order
+    (an in-process batch's attempts run side by side): nothing named. Before the count was
+    taken as a mark where one drops the other's cache, the second named its cache edited."""
+    from groundstate.bindings import HARNESS
+
+    for order in (0, 1):
+        marks = [HARNESS.mark(), HARNESS.mark()]
+        if marks[0] is None:
+            pytest.skip("this interpreter keeps no dict versions")
+        for mark in marks if order == 0 else marks[::-1]:
+            assert HARNESS.written_back(mark) == []

@@ -518,9 +518,11 @@ class Bindings:
             row.marks = count
             found.append("groundstate.bindings.HARNESS._flat.marks (the watch itself)")
         elif vars(row).get("marked") is not cache:  # not as a mark left it: not reused
-            row.marked = None
             if marks == count:  # no mark since (by an attempt beside this one)
                 found.append("groundstate.bindings.HARNESS._flat.marked (the watch itself)")
+            # Counted as a mark: an attempt beside this one, whose mark left the cache just
+            # dropped, does not take the drop for an agent's edit.
+            row.marked, row.marks = None, marks + 1
         return found
 
     def _compare(self, *, put_back: bool) -> list[str]:
