@@ -77,7 +77,6 @@ code is its own to change."""
 
 REBOUND = frozenset(
     {
-        "groundstate.bindings._refusing",
         "groundstate.exitcause._owner",
         "groundstate.environments.postgres_server._SHARED",
     }
@@ -199,6 +198,12 @@ class Mark(NamedTuple):
     """Each namespace's entries as they were (its items, as a tuple)."""
     versions: Callable[[], list[int]]
     seen: tuple[int, ...]
+    cache: tuple[Any, ...] = ()
+    """The row, what its cache of copies (``_Flat.marked``) was left as by this mark, and
+    the row's count of marks then: the next mark reuses those copies for the namespaces
+    unwritten since, so an agent that set the cache to copies of its own (empty ones,
+    differing from every namespace as a lawful change does) had the next attempt's code
+    rebound for a while go unnamed."""
 
 
 class Bindings:
@@ -362,7 +367,9 @@ class Bindings:
             if flat.versions is None:
                 return None
             seen = flat.versions()  # before the copies: a write meanwhile moves it again
-            return Mark(flat.wheres, flat.spaces, flat.copies(seen), flat.versions, tuple(seen))
+            copies = flat.copies(seen)
+            cache = (flat, flat.marked, flat.marks)
+            return Mark(flat.wheres, flat.spaces, copies, flat.versions, tuple(seen), cache)
 
     def seal(self) -> Seal:
         """The watch itself as it is now, for :meth:`unsealed` once an agent has run: a plain
@@ -494,13 +501,29 @@ class Bindings:
         if type(mark) is not Mark:  # a class of the agent's, its fields its own
             object.__setattr__(mark, "__class__", Mark)
         fields: tuple[Any, ...] = tuple(tuple.__iter__(mark))
-        wheres, spaces, copies, versions, seen = fields
+        wheres, spaces, copies, versions, seen, kept = fields
         rows = zip(wheres, spaces, copies, seen, versions(), strict=True)
-        return [
+        found = [
             where
             for where, space, copy, was, is_now in rows
             if was != is_now and _same_items(space, copy)
         ]
+        if not kept:  # a mark made without the cache's (by a test)
+            return found
+        row, cache, count = kept
+        if type(row) is not _Flat:
+            object.__setattr__(row, "__class__", _Flat)
+        marks = vars(row).get("marks")
+        if type(marks) is not int:  # the next mark adds to it
+            row.marks = count
+            found.append("groundstate.bindings.HARNESS._flat.marks (the watch itself)")
+        elif vars(row).get("marked") is not cache:  # not as a mark left it: not reused
+            if marks == count:  # no mark since (by an attempt beside this one)
+                found.append("groundstate.bindings.HARNESS._flat.marked (the watch itself)")
+            # Counted as a mark: an attempt beside this one, whose mark left the cache just
+            # dropped, does not take the drop for an agent's edit.
+            row.marked, row.marks = None, marks + 1
+        return found
 
     def _compare(self, *, put_back: bool) -> list[str]:
         found: list[str] = []
@@ -603,6 +626,8 @@ class _Flat:
         found as first seen."""
         self.marked: tuple[list[int], tuple[tuple[tuple[str, object], ...], ...]] | None = None
         """The versions and the copies of the last :meth:`copies`."""
+        self.marks = 0
+        """How many times :meth:`copies` was called."""
         self.sealed: tuple[Any, ...] | None = None
         """What the watch held as this row was first sealed (see :meth:`Bindings.seal`)."""
         self.own: Callable[[], list[int]] | None = None
@@ -626,6 +651,7 @@ class _Flat:
                 fresh[i] = tuple(self.spaces[i].items())
             copies = tuple(fresh)
         self.marked = (now, copies)
+        self.marks += 1
         return copies
 
     def unchanged(self) -> bool:
@@ -797,7 +823,7 @@ set so that its next look reads every name)."""
 _MOVING = frozenset({"_flat", "_loaded"})
 """The watch's attributes its own code sets as it looks (a row built, modules counted)."""
 
-_FLAT_MOVING = frozenset({"seen", "marked"})
+_FLAT_MOVING = frozenset({"seen", "marked", "marks"})
 """The row's attributes its own looks set."""
 
 
@@ -1019,28 +1045,52 @@ def _same_items(space: dict[str, object], items: tuple[tuple[str, object], ...])
     )
 
 
-_refusing = False
-"""Whether audit hooks added from now on are refused (see :func:`refuse_audit_hooks`)."""
-
-
 def refuse_audit_hooks() -> None:
     """Refuse every audit hook added from now on in this process (``sys.addaudithook`` drops
     a hook an earlier one refuses with a ``RuntimeError``); called as an in-process agent's
-    run starts. A hook cannot be taken out again, and runs on every thread for every audited
-    event: one an in-process agent added (refusing ``sqlite3.connect``, ``os.listdir``,
-    ``pickle.find_class``) made the harness raise in its own attempt's record and every later
-    attempt's environment fail to build, for the rest of the process. Hooks added before any
-    agent ran (a tool's, a test runner's) are left alone."""
-    global _refusing
-    if not _refusing:  # set once: written again, its namespace would look written back
-        _refusing = True
+    run starts, and before an agent's file is imported. A hook cannot be taken out again,
+    and runs on every thread for every audited event: one an in-process agent added
+    (refusing ``sqlite3.connect``, ``os.listdir``, ``pickle.find_class``) made the harness
+    raise in its own attempt's record and every later attempt's environment fail to build,
+    for the rest of the process; one that only looked saw every connection the harness
+    opened, the checks' own. Hooks added before (a tool's, a test runner's) are left alone.
+
+    Whether hooks are refused is held in the harness's hook's own defaults, not in a global
+    an agent can set (``bindings._refusing = False`` let its hook in, unnamed), and the
+    hook refuses any change to its code or defaults (an audited event) but this one, once."""
+    (hook,) = _AUDIT_HOOK
+    refusing, _ = hook.__defaults__ or (True, None)
+    if not refusing:  # set once: the hook refuses it from then on
+        hook.__defaults__ = (True, hook)
 
 
-def _refuse_audit_hooks(event: str, args: tuple[object, ...]) -> None:
-    if event == "sys.addaudithook" and _refusing:
-        raise RuntimeError("groundstate refuses audit hooks added once an agent has run")
-    if _READ_WATCHES:  # validation's watch of the files a suite's checks read
-        _seen_read(event, args)
+def _make_audit_hook() -> Callable[..., None]:
+    """The harness's audit hook, which refuses hooks added once :func:`refuse_audit_hooks`
+    has run, and calls validation's watch of the files a suite's checks read. Its state is
+    its defaults: *refusing*, and *me* (itself, to know a change of its own code or
+    defaults, which it refuses once refusing: its ``__code__``, ``__defaults__`` or
+    ``__kwdefaults__`` set or deleted raise ``object.__setattr__`` or
+    ``object.__delattr__`` first). It reads no global of its own to decide (an agent sets
+    those freely while it runs); a name of the builtins rebound makes it raise, which
+    refuses too."""
+
+    def hook(event: str, args: tuple[Any, ...], refusing: bool = False, me: object = None) -> None:
+        if event == "sys.addaudithook" and refusing:
+            raise RuntimeError("groundstate refuses audit hooks added once an agent has run")
+        if (
+            event in ("object.__setattr__", "object.__delattr__")
+            and args[0] is me
+            and (refusing or event == "object.__delattr__")
+        ):
+            raise RuntimeError("groundstate's audit hook is not to be changed")
+        if _READ_WATCHES:  # validation's watch of the files a suite's checks read
+            _seen_read(event, args)
+
+    hook.__defaults__ = (False, hook)
+    return hook
 
 
-sys.addaudithook(_refuse_audit_hooks)
+_AUDIT_HOOK = (_make_audit_hook(),)
+"""The hook, in a tuple: bound as a function, the watch would hold its defaults as first
+seen, and name their one lawful change (see :func:`refuse_audit_hooks`)."""
+sys.addaudithook(*_AUDIT_HOOK)

@@ -1721,8 +1721,8 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     handed an :class:`AgentSession`.
     """
     facade = AgentSession(session)
-    limit, started, ended = session.time_limit, CLOCK(), list[float]()
-    work = lambda: _run_to_end(agent, facade, ended)  # noqa: E731
+    limit, started = session.time_limit, CLOCK()
+    work = lambda: _run_to_end(agent, facade)  # noqa: E731
     kept: list[Any] = []  # the process-wide state as the agent finds it: this frame's own
     finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept)
     (shared,) = kept
@@ -1731,13 +1731,18 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
         abandon(finished, shared)
         raise
-    if not in_time or (ended and ended[0] - started > limit):  # none: it crashed its loop
+    if not in_time:
         # What the abandoned agent ends with, nobody reads: abandon reads it, so asyncio does
         # not log it ("exception was never retrieved") whenever the garbage collector gets to it.
         abandon(finished, shared)
         raise TimeLimitReached(f"time limit {limit:g}s reached")
     put_back_after(shared)  # whatever the agent made its thread take its end for
-    return finished.result()
+    ended, outcome = finished.result()  # raises what crashed the agent's loop
+    if ended - started > limit:
+        raise TimeLimitReached(f"time limit {limit:g}s reached")
+    if isinstance(outcome, AgentRaised):
+        raise outcome
+    return outcome
 
 
 async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
@@ -1769,12 +1774,15 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -> Final:
+async def _run_to_end(agent: Agent, session: AgentSession) -> tuple[float, Final | AgentRaised]:
     """The agent's run on its thread's loop, read there as plain data: every piece of agent
-    code (``run`` itself, what it returns or raises) runs under the time limit. When it
-    ended goes to *ended*, read on this thread's clock: an agent that holds the interpreter
-    (a long C call, ``sys.setswitchinterval(1000)`` and a spin) can keep the alarm from
-    ringing until it returns, but not make a late end count as in time."""
+    code (``run`` itself, what it returns or raises) runs under the time limit. Returned with
+    when it ended, read on this thread's clock: an agent that holds the interpreter (a long C
+    call, ``sys.setswitchinterval(1000)`` and a spin) can keep the alarm from ringing until it
+    returns, but not make a late end count as in time. The time goes out with the outcome,
+    not into a list the caller reads: an agent that found that list (the frame awaiting it,
+    ``sys._getframe().f_back``) put an early time in it first, held the interpreter 13 s on
+    a limit of 1 s, and passed."""
     try:
         value = await run_of(agent, session)
         put_back_builtins()  # reading the value is the harness's code (``type`` replaced...)
@@ -1783,10 +1791,8 @@ async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -
         put_back_builtins()
         raised = AgentRaised(exc)
     else:
-        ended.append(CLOCK())
-        return final
-    ended.append(CLOCK())
-    raise raised  # outside the handler: no reference to the agent's exception is kept
+        return CLOCK(), final
+    return CLOCK(), raised  # outside the handler: no reference to the agent's exception is kept
 
 
 def run_of(agent: Agent, session: Session) -> Awaitable[Any]:

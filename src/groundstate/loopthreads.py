@@ -8,7 +8,8 @@ seeing the one before:
 
 - each piece runs in a fresh copy of its submitter's context (its ``contextvars``, among them
   where the attempt's prints go) and under its own thread name; the thread's current event
-  loop, trace and profile functions are put back afterwards, and so is process-wide state
+  loop, trace and profile functions and blocked signals (``signal.pthread_sigmask``) are
+  put back afterwards, and so is process-wide state
   the piece changed that the harness relies on: the builtins (a lying ``isinstance`` makes
   ``asyncio`` refuse callbacks), the hooks of threads started later
   (``threading.settrace``/``setprofile``: the graders', later attempts'), the event loop
@@ -114,6 +115,24 @@ def put_back_hooks(trace: Any, profile: Any) -> None:
         profile.enable()
 
 
+def blocked_signals() -> frozenset[int] | None:
+    """The signals this thread blocks (``signal.pthread_sigmask``); None where there is no
+    such call."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+
+
+def put_back_blocked(mask: frozenset[int] | None) -> None:
+    """This thread's blocked signals as :func:`blocked_signals` gave them before a piece ran.
+    The mask is the thread's: one an agent's piece set (``SIGTERM``, ``SIGINT`` blocked)
+    stayed for every later piece on the thread (the next attempts' agents) and for each
+    thread and process started from it (a process inherits its starter's mask: a command
+    a later agent or tool ran could not be stopped with ``SIGTERM``)."""
+    if mask is not None and blocked_signals() != mask:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 _WORKING: dict[int, tuple[str, Context]] = {}
 """The threads of this module at work (by identity: ``id`` of each ``Thread``, which code
 run there cannot change): the name their work was given, and its context."""
@@ -142,6 +161,7 @@ class _LoopThread:
 
     def _serve(self) -> None:
         hooks = sys.gettrace(), sys.getprofile()  # a tracer set for every thread (coverage)
+        mask = blocked_signals()
         while True:
             job = self._wait()
             if job is None:
@@ -159,6 +179,7 @@ class _LoopThread:
                 _WORKING.pop(id(self.thread), None)
                 asyncio.set_event_loop(None)
                 put_back_hooks(*hooks)
+                put_back_blocked(mask)
             _IDLE.park(self)  # before *done*: the submitter's next piece finds this thread idle
             try:
                 done(outcome)

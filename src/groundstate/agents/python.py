@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.agents.base import Agent, Session
+from groundstate.bindings import refuse_audit_hooks
 from groundstate.errors import SpecError
 from groundstate.paths import os_reason
 from groundstate.spec.canonical import hash_file
@@ -65,7 +66,11 @@ entry's file was hashed into it when it was loaded)."""
 
 
 def _builder(system: SystemSpec) -> Callable[[], Agent]:
-    """How to build *system*'s agent: the entry resolved and checked; raises what is wrong."""
+    """How to build *system*'s agent: the entry resolved and checked; raises what is wrong.
+    Audit hooks are refused from here on (see :func:`~groundstate.bindings.refuse_audit_hooks`):
+    an agent's file imported while they were let in added one that saw every connection the
+    harness opened, the checks' own, in every attempt."""
+    refuse_audit_hooks()
     loop = system.harness.orchestration_loop
     field = "harness.orchestration_loop.entry"
     code_file, module_name, name = resolve_entry(loop.entry, system.base_dir)
