@@ -117,7 +117,7 @@ def test_sqlite_cannot_open_for_another_reason_is_not_retried(
 ) -> None:
     # SQLITE_CANTOPEN says nothing of why: here the file is missing, not the descriptors.
     with pytest.raises(sqlite3.OperationalError, match="unable to open"):
-        sqlite_env._read_only(tmp_path / "missing.db")
+        sqlite_env._evaluator_for(tmp_path / "missing.db")
     assert sleeps == []
 
 

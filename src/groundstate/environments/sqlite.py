@@ -177,7 +177,12 @@ class SqliteView:
 
     def __init__(
         self,
-        connection: sqlite3.Connection | Callable[[], sqlite3.Connection] | EvaluatorLease,
+        connection: (
+            sqlite3.Connection
+            | EvaluatorLease
+            | Callable[[], sqlite3.Connection]
+            | Callable[[], EvaluatorLease]
+        ),
         baseline: Baseline | None = None,
     ) -> None:
         self._connection = connection
@@ -186,10 +191,10 @@ class SqliteView:
         """The data version a snapshot was read at, and its pickled image."""
 
     def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if not isinstance(self._connection, sqlite3.Connection | EvaluatorLease):
+            self._connection = self._connection()
         if isinstance(self._connection, EvaluatorLease):
             return self._connection.query(work)
-        if not isinstance(self._connection, sqlite3.Connection):
-            self._connection = self._connection()
         return work(self._connection)
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -278,7 +283,9 @@ class SqliteEnvironment(ClosesOnExit):
         self._workdir: Path | None = workdir
         self._denied: list[str] = []
         self._trusted = False
-        self._initial: sqlite3.Connection | None = None
+        self._initial: EvaluatorConnection | None = None
+        self._initial_lease = EvaluatorLease(_CLOSED)
+        """The graders' hold on :attr:`_initial`, let go at close (see :data:`INITIAL`)."""
         self._control = self._evaluator = _CLOSED
         self._lease = EvaluatorLease(_CLOSED)
         self._agent = _CLOSED_AGENT
@@ -467,7 +474,7 @@ class SqliteEnvironment(ClosesOnExit):
             if self._owns_workdir and self._workdir is not None:
                 shutil.rmtree(self._workdir, ignore_errors=True)
         if self._initial is not None:
-            self._initial.close()
+            INITIAL.give(self._template, self._initial, idle=self._initial_lease.revoke())
             self._initial = None
 
     def _hand_over(self) -> bool:
@@ -816,16 +823,24 @@ class SqliteEnvironment(ClosesOnExit):
 
     def initial_view(self) -> SqliteView:
         assert not self._closed, "environment is closed"
-        return SqliteView(self._initial_connection, self._baseline)
+        return SqliteView(self._initial_held, self._baseline)
 
     def _initial_connection(self) -> sqlite3.Connection:
-        """The build's file, read-only, opened on first use (checks may run in threads)."""
+        """The build's file, read-only, taken on first use (checks may run in threads): one
+        the process's earlier environments left as new (:data:`INITIAL`), or a new one."""
         with self._lock:
             if self._initial is None:
                 if self._closed:
                     raise EnvironmentFailure("sqlite environment: closed")
-                self._initial = _read_only(self._template)
+                self._initial = INITIAL.take(self._template)
+                self._initial_lease = EvaluatorLease(self._initial)
             return self._initial
+
+    def _initial_held(self) -> EvaluatorLease:
+        """The graders' hold on the initial connection: a view left behind once this
+        environment has closed cannot query it (the next environment's, once pooled)."""
+        self._initial_connection()
+        return self._initial_lease
 
     def now(self) -> datetime:
         with self._failing(), _environment_errors("read clock"):
@@ -1477,16 +1492,67 @@ _AGENT_LIMITS = _default_limits()
 """The agent connection's limits: SQLite's defaults, and AGENT_MAX_LENGTH."""
 
 
-def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write: the database itself refuses, not a convention.
+class InitialConnections:
+    """Read-only connections to the process's build files (the initial state graders
+    query), kept by the environments that closed for the next ones to take instead of
+    opening their own (an open, its date functions and SQLite's reading of the schema cost
+    0.05-0.2 ms per attempt). Only a connection as new is kept: an
+    :class:`~groundstate.environments.sqlite_live.EvaluatorConnection` that noted nothing (no
+    setting, TEMP object, attached database or open transaction; no Python change), let go
+    with no query running, of this process (a forked child opens its own), to the file now
+    at its path."""
 
-    Graders' Python checks run in a thread of their own (under a time limit), so the
-    connection may be used from another thread; sqlite3 serialises the calls.
-    """
-    uri = _read_only_uri(path)
-    connection = _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
-    determinism.controlled(connection, lambda: _clock_of(connection))
-    return connection
+    MOST = 4
+    """Connections kept per build file (as many as attempts ran on it at once, at most)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Path, list[tuple[EvaluatorConnection, tuple[int, ...]]]] = {}
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def take(self, path: Path) -> EvaluatorConnection:
+        with self._lock:
+            kept = self._kept.pop(path, []) if self._pid == os.getpid() else []
+            found = kept.pop() if kept else None
+            if kept:
+                self._kept[path] = kept
+        if found is not None:
+            if found[1] == _identity(path):
+                return found[0]
+            found[0].close()  # another file put at the path: what a new connection opens
+        return _evaluator_for(path)
+
+    def give(self, path: Path, connection: EvaluatorConnection, *, idle: bool) -> None:
+        """Keep *connection* (its environment has let it go; *idle*: no query was running
+        on it) when it is as new, else close it."""
+        identity = _identity(path) if idle and connection.reusable else None
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child: the parent's are not its own
+                self._kept, self._pid = {}, os.getpid()
+            kept = self._kept.setdefault(path, [])
+            if identity is not None and len(kept) < self.MOST:
+                kept.append((connection, identity))
+                return
+        connection.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            kept, self._kept = self._kept, {}
+        for connections in kept.values():
+            for connection, _ in connections:
+                connection.close()
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
+
+
+INITIAL = InitialConnections()
+"""This process's kept connections to the initial state (see :class:`InitialConnections`)."""
 
 
 def _evaluator_for(path: Path) -> EvaluatorConnection:
