@@ -33,6 +33,7 @@ from groundstate.errors import SpecError, StoreError
 from groundstate.importers.rows import ImportedRow, IntegerKey, ResultSource, Tokens
 from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
+from groundstate.rounding import counted
 from groundstate.seal import import_seal
 from groundstate.spec.strict import did_you_mean
 from groundstate.store import (
@@ -658,14 +659,14 @@ def _report(
         fewer = sum(count < max(counts) for count in counts)
         warnings.append(
             f"{source.path}: tasks have {min(counts)} to {max(counts)} attempts ({fewer} of "
-            f"{len(counts)} fewer than {max(counts)}): a missing attempt is in no denominator, "
-            "and pass@k and pass^k stop at the fewest valid attempts a task has"
+            f"{counted(len(counts), 'task')} fewer than {max(counts)}): a missing attempt is in "
+            "no denominator, and pass@k and pass^k stop at the fewest valid attempts a task has"
         )
     if plan.ignored:
         names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")
     for what, count in sorted(plan.unmapped.items()):
-        warnings.append(f"{source.path}: {count} attempt(s): {what}")
+        warnings.append(f"{source.path}: {counted(count, 'attempt')}: {what}")
     return ImportReport(
         batch=batch,
         format=source.format,
