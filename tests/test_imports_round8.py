@@ -421,7 +421,7 @@ def test_tau2_tasks_and_trials_the_file_lacks_are_named(store: Store, tmp_path: 
     path = write_json(tmp_path / "tau2.json", data)
     code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
     assert code == 0, err
-    assert "1 of the 3 tasks it lists have no simulation ('c')" in err
+    assert "1 of the 3 tasks it lists has no simulation ('c')" in err
     assert "info.num_trials is 2, but 1 task has fewer simulations ('b')" in err
     data["simulations"].append(simulation("b", 1, 1.0))
     data["tasks"].pop()

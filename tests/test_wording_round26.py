@@ -8,6 +8,7 @@ number of tasks over which ``compare`` gives no p-value (it printed a power of 0
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import re
 from pathlib import Path
@@ -44,10 +45,10 @@ def test_one_of_anything_is_singular_in_every_command(tmp_path: Path) -> None:
     """A batch of one task with one attempt, read by every command that counts something."""
     one = imported(tmp_path, [Row("t0", 0, "success")], "one")
     other = imported(tmp_path, [Row("t0", 0, "agent_failure/x")], "other")
+    out = tmp_path / "one.jsonl"
     texts = {
         "verify": run("verify", one, *store(tmp_path)),
-        "export": run("export", one, "--format", "jsonl", "--out", str(tmp_path / "one.jsonl"),
-                      *store(tmp_path)),  # fmt: skip
+        "export": run("export", one, "--format", "jsonl", "--out", str(out), *store(tmp_path)),
         "agreement": run("agreement", one, other, *store(tmp_path)),
     }
     for name, text in texts.items():
@@ -94,7 +95,7 @@ def test_no_message_leaves_a_counts_plural_to_the_reader() -> None:
             if not isinstance(node, ast.JoinedStr):
                 continue
             parts = node.values
-            for before, after in zip(parts, parts[1:], strict=False):
+            for before, after in itertools.pairwise(parts):
                 if not isinstance(before, ast.FormattedValue):
                     continue
                 if isinstance(after, ast.Constant) and re.match(

@@ -659,8 +659,8 @@ def _report(
         fewer = sum(count < max(counts) for count in counts)
         warnings.append(
             f"{source.path}: tasks have {min(counts)} to {max(counts)} attempts ({fewer} of "
-            f"{counted(len(counts), 'task')} fewer than {max(counts)}): a missing attempt is in "
-            "no denominator, and pass@k and pass^k stop at the fewest valid attempts a task has"
+            f"{len(counts)} fewer than {max(counts)}): a missing attempt is in no denominator, "
+            "and pass@k and pass^k stop at the fewest valid attempts a task has"
         )
     if plan.ignored:
         names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
