@@ -59,6 +59,8 @@ def test_one_of_anything_is_singular_in_every_command(tmp_path: Path) -> None:
     assert "1 batch checked: all verify" in texts["verify"]
     assert "wrote 1 record of batch" in texts["export"]
     assert "1 attempt paired on success" in texts["agreement"]
+    # the share of agreeing attempts is printed as a fraction: its column said "% agree"
+    assert "share agreeing" in texts["agreement"] and "% agree" not in texts["agreement"]
 
 
 def test_verify_counts_several_in_the_plural(tmp_path: Path) -> None:

@@ -273,7 +273,7 @@ def _agreement_table(
         first,
         "positives",
         "units",
-        "% agree",
+        "share agreeing",
         "Cohen kappa",
         "Fleiss kappa",
         "Kripp. alpha",
