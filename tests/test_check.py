@@ -258,7 +258,7 @@ def test_a_state_diff_key_of_the_wrong_type(bank: Path) -> None:
     [
         ("1", "1 is a number but accounts.id is TEXT (write '1' in quotes)"),
         ("Z", 'no row of accounts in fixture bank.sql has key "Z"'),
-        ("[A, B]", "accounts's primary key is (id): give 1 value(s)"),
+        ("[A, B]", "accounts's primary key is (id): give 1 value"),
         ("true", "True is not a key value of accounts.id"),
     ],
 )

@@ -172,7 +172,7 @@ def test_run_refuses_invalid_tasks_unless_allowed(tmp_path: Path) -> None:
     args = ["run", str(suite), "--system", str(SYSTEM), "--store", store]
     code, out, err = _invoke(*args)
     assert code == 2
-    assert "1 task(s) of suite 'bank' are not valid" in err
+    assert "1 task of suite 'bank' is not valid" in err
     assert "transfer: discriminating: " in err and "bad_no_pin" in err
     with RunStore(Path(store)) as runs:
         assert runs.batches() == []

@@ -347,7 +347,7 @@ def test_sample_label_twice_agree_adjudicate_and_regress(
         "labels", "adjudicate", str(bob), "--adjudicator", "carol", "--store", store
     )
     assert code == 0, err
-    assert "1 evaluator defect(s)" in out
+    assert "1 evaluator defect:" in out
     code, out, _ = _invoke("labels", "agreement", batch.batch_id, "--json", "--store", store)
     versus = json.loads(out)["against_adjudication"]
     assert versus["bob"]["percent_agreement"] == 1.0  # bob's sheet was adopted as final

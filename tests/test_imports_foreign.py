@@ -121,7 +121,7 @@ def test_tau2_report_counts_user_errors_as_invalid_and_warns_on_unmapped(tmp_pat
     )  # fmt: skip
     assert code == 0, err
     assert err.strip().splitlines() == [
-        f"warning: {FIXTURES / 'tau2_results.json'}: 1 attempt(s): τ² termination_reason "
+        f"warning: {FIXTURES / 'tau2_results.json'}: 1 attempt: τ² termination_reason "
         "'solar_flare' has no mapping; decided by its reward"
     ]
     imported = json.loads(out)

@@ -289,9 +289,9 @@ def test_what_the_job_lacks_is_said(store: Store, tmp_path: Path) -> None:
                          "--store", str(store.path))  # fmt: skip
     assert code == 0, err
     warnings = json.loads(out)["warnings"]
-    assert any("n_total_trials is 4, but 3 trial(s)" in w for w in warnings)
+    assert any("n_total_trials is 4, but 3 trials have" in w for w in warnings)
     assert any("without result.json (t__running)" in w for w in warnings)
-    assert any("retried 1 trial(s)" in w for w in warnings)
+    assert any("retried 1 trial and" in w for w in warnings)
     assert any("more than one version" in w and "'hello-world'" in w for w in warnings)
 
 

@@ -42,7 +42,7 @@ def test_tau_results_without_trial_are_numbered_in_order(store: Store, tmp_path:
         ("0", 2, 0): "agent_failure/incorrect", ("1", 2, 0): "success", ("0", 3, 0): "success",
     }  # fmt: skip
     code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
-    assert code == 0 and "5 attempt(s): τ-bench trial missing" in err
+    assert code == 0 and "5 attempts: τ-bench trial missing" in err
 
 
 def test_tau_first_run_py_errors_are_errors(store: Store, tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_a_requeued_sample_rewritten_in_the_archive_is_read_once(
         ("b", 1, 0): "agent_failure/incorrect",
     }
     code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
-    assert code == 0 and "1 sample record(s) were written again" in err
+    assert code == 0 and "1 sample record was written again" in err
 
 
 @pytest.mark.parametrize(

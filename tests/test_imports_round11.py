@@ -257,7 +257,7 @@ def test_a_swe_bench_run_report_is_imported(
     path.write_text(json.dumps(SWE_REPORT, indent=indent))
     code, out, err = cli("import-results", str(path), "--name", "swe", "--store", str(store.path))
     assert code == 0, err
-    assert "1 instance(s) had no prediction (incomplete_ids: 'f__f-6')" in err
+    assert "1 instance had no prediction (incomplete_ids: 'f__f-6')" in err
     batch = out.strip().splitlines()[-1].removeprefix("batch ")
     reasons = {task: run.terminal_reason for (task, _), run in _runs(store, batch).items()}
     assert reasons == {

@@ -232,7 +232,7 @@ def test_swe_bench_infrastructure_failures_follow_errors(store: Store, tmp_path:
     }  # fmt: skip
     code, _, err = cli("import-results", str(path), "--name", "x",
                        "--store", str(tmp_path / "s.db"))  # fmt: skip
-    assert code == 0 and "2 instance(s) SWE-bench flagged as likely infrastructure" in err
+    assert code == 0 and "2 instances SWE-bench flagged as likely infrastructure" in err
     (row,) = [r for r in read_rows(path) if r.task_id == "c"]
     assert row.origin == {"list": "unresolved_ids", "failure_reason": "missing_module"}
 
@@ -446,7 +446,7 @@ def test_a_solver_cannot_set_its_own_verdict_in_sample_metadata(tmp_path: Path, 
     assert outcomes(path) == {"a": "agent_failure/incorrect", "b": "success"}
     code, _, err = cli("import-results", str(path), "--name", "x",
                        "--store", str(tmp_path / "s.db"))  # fmt: skip
-    assert code == 0 and "1 sample(s) carry metadata.groundstate" in err and "ignored" in err
+    assert code == 0 and "1 sample carries metadata.groundstate" in err and "ignored" in err
     exported = (
         write_json(tmp_path / "ours.json", log(samples, spec=EXPORTED))
         if form == "json"

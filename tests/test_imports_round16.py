@@ -208,7 +208,7 @@ def test_a_swe_bench_run_report_whose_lists_miss_part_of_its_total_says_so(
     path = write_json(tmp_path / "run.json", {**SWE_REPORT, "total_instances": 9})
     code, _, err = cli("import-results", str(path), "--name", "swe", "--store", str(store.path))
     assert code == 0, err
-    assert "total_instances is 9, but its lists" in err and "hold 6: 3 instance(s) are in no" in err
+    assert "total_instances is 9, but its lists" in err and "hold 6: 3 instances are in no" in err
     code, _, err = cli("import-results", str(write_json(tmp_path / "whole.json", SWE_REPORT)),
                        "--name", "swe", "--store", str(store.path))  # fmt: skip
     assert code == 0 and "total_instances is" not in err

@@ -243,7 +243,7 @@ def test_a_swe_bench_report_as_make_run_report_writes_it_imports(
     [
         (True, {"test_a": "passed", "test_b": "failed"},
          "parser_results.test_b: 'failed', but is_resolved is true"),
-        (False, {"test_a": "passed"}, "is_resolved: false, but all 1 tests in parser_results"),
+        (False, {"test_a": "passed"}, "is_resolved: false, but the one test in parser_results"),
         (True, ["passed"], "parser_results: must be an object, got list"),
     ],
 )  # fmt: skip

@@ -205,7 +205,7 @@ def test_a_submitted_instance_outside_the_run_is_named_not_refused(
 
     code, out, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
     assert code == 0, err
-    assert "1 submitted instance(s) are outside the run's 6 instances ('g__g-7'" in err
+    assert "1 submitted instance is outside the run's 6 instances ('g__g-7'" in err
     batch = out.strip().splitlines()[-1].removeprefix("batch ")
     assert {task for task, _, _ in store.runs(batch)} == {
         "a__a-1", "b__b-2", "c__c-3", "d__d-4", "e__e-5"

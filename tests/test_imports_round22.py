@@ -91,7 +91,7 @@ def test_samples_stopped_early_are_named_in_a_warning(tmp_path: Path, suffix: st
     warnings = _warnings(path, tmp_path)
     stopped = [w for w in warnings if "stopped early" in w]
     assert len(stopped) == 1, warnings
-    assert "4 sample(s)" in stopped[0] and "'plateau'" in stopped[0]
+    assert "4 samples were" in stopped[0] and "'plateau'" in stopped[0]
     assert "'c' epoch 1" in stopped[0] and "'b' epoch 3" in stopped[0]
     assert not [w for w in warnings if "total_samples" in w]  # 9 less 4 stopped: all here
 
@@ -159,7 +159,7 @@ def test_an_edited_score_is_read_as_edited_and_said(
     }  # fmt: skip
     assert rows["b"].origin is not None and "edited" not in rows["b"].origin
     edited = [w for w in source.warnings() if "edited" in w]
-    assert len(edited) == 1 and "1 sample(s)" in edited[0]
+    assert len(edited) == 1 and "1 sample has" in edited[0]
     batch = store.imported(path)
     assert {t: reason for (t, _, _), (reason, _) in store.runs(batch).items()} == {
         "a": "success", "b": "agent_failure/incorrect"

@@ -121,7 +121,7 @@ def test_an_invalidated_sample_is_invalid_and_said_so(store: Store, tmp_path: Pa
     code, out, err = cli("import-results", str(path), "--name", "x", "--json",
                          "--store", str(store.path))  # fmt: skip
     assert code == 0, err
-    assert "1 sample(s) were invalidated after the run" in err
+    assert "1 sample was invalidated after the run" in err
     batch = json.loads(out)["batch_id"]
     runs = store.runs(batch)
     assert runs[("1", 1, 0)][0] == "environment_failure/invalidated"
@@ -421,8 +421,8 @@ def test_tau2_tasks_and_trials_the_file_lacks_are_named(store: Store, tmp_path: 
     path = write_json(tmp_path / "tau2.json", data)
     code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
     assert code == 0, err
-    assert "1 of the 3 tasks it lists have no simulation ('c')" in err
-    assert "info.num_trials is 2, but 1 task(s) have fewer simulations ('b')" in err
+    assert "1 of the 3 tasks it lists has no simulation ('c')" in err
+    assert "info.num_trials is 2, but 1 task has fewer simulations ('b')" in err
     data["simulations"].append(simulation("b", 1, 1.0))
     data["tasks"].pop()
     code, _, err = cli("import-results", str(write_json(path, data)), "--name", "x",

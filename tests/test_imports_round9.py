@@ -205,7 +205,7 @@ def test_tau2_num_trials_written_as_a_float_or_text_still_warns(
     code, _, err = cli(
         "import-results", str(path), "--name", "x", "--store", str(tmp_path / "s.db")
     )
-    assert code == 0 and "info.num_trials is 3, but 1 task(s) have fewer simulations ('b')" in err
+    assert code == 0 and "info.num_trials is 3, but 1 task has fewer simulations ('b')" in err
 
 
 def test_a_tau_bench_repeat_names_positions_not_lines(store: Store, tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def test_simulations_without_a_trial_are_counted_once_each(tmp_path: Path) -> No
     assert (data["valid_attempts"], data["invalid_attempts"]) == (4, 0)
     assert [row["valid"]["n"] for row in data["tasks"]] == [2, 2]
     assert (
-        "4 attempt(s): τ² trial missing: the attempt is labelled by its simulation id" in warnings
+        "4 attempts: τ² trial missing: the attempt is labelled by its simulation id" in warnings
     )
 
 

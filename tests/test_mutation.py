@@ -470,7 +470,7 @@ def test_survivors_fail_the_task_unless_declared_equivalent(tmp_path: Path) -> N
     check = validity.check("mutation")
     assert not check.passed and not validity.valid
     assert check.detail.startswith("score 0.75: 9 of 12 mutants killed, 0 without a verdict")
-    assert "3 surviving mutant(s): drop:step1:say (step 1, message" in check.detail
+    assert "3 surviving mutants: drop:step1:say (step 1, message" in check.detail
     assert validity.mutation is not None
     assert [s.id for s in validity.mutation.survivors] == BANK_SURVIVORS
     assert validity.mutation.per_class["arg"].model_dump() == {

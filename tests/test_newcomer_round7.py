@@ -567,7 +567,7 @@ def test_a_check_verdict_of_the_wrong_shape_says_what_was_expected(
 @pytest.mark.parametrize(
     ("options", "chosen"),
     [
-        (["--task", "5"], "the 1 task(s) chosen by --task of the 114"),
+        (["--task", "5"], "the 1 task chosen by --task of the 114"),
         (
             ["--sample", "2", "--seed", "3"],
             "a seeded random sample (--sample 2 --seed 3) of the 114",

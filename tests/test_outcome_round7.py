@@ -434,7 +434,7 @@ def test_a_query_of_another_width_than_its_rows_is_the_graders_fault(
 ) -> None:
     [result] = _graded(env, [], _sql("SELECT id, bal FROM acc", [["A", 10, "a"], ["B", 2, "x"]]))
     assert result.error == (
-        "GraderError: the query selects 2 column(s), expect_rows has 3 value(s) a row: "
+        "GraderError: the query selects 2 columns, expect_rows has 3 values a row: "
         "no final state can match"
     )
     [empty] = _graded(env, [], _sql("SELECT id, bal FROM acc WHERE 0", [["A", 10, "a"]]))

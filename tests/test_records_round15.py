@@ -144,7 +144,7 @@ def test_a_rerun_past_the_policy_leaves_the_attempt_unfinished_not_flipped(
             runs.add_run(template.model_copy(update={"run_id": f"r{retry}"} | fields), {})
     code, data, err = _report(store, "byhand000000")
     assert code == 1 and data["outside_plan"] == 1
-    assert "its policy allows 1 rerun(s) of an invalid try" in err
+    assert "its policy allows 1 rerun of an invalid try" in err
     assert data["terminal_reasons"] == {"agent_failure/incorrect_state": 1}
     assert data["missing_attempts"]["count"] == 1  # attempt 2 was never stored
 

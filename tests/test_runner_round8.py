@@ -68,8 +68,8 @@ def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Pa
     batch_id = stopped_before_its_rerun(store)
     with RunStore(store) as runs:
         assert [(r.attempt, r.retry, r.valid) for r in runs.runs(batch_id)] == [(1, 0, False)]
-    # What the interrupted run said: "batch ... stopped with 1 of 1 attempts (1 invalid ...)".
-    assert _stored_attempts(store, batch_id) == "1 of 1 attempts (1 invalid with reruns due)"
+    # What the interrupted run said: "batch ... stopped with 1 of 1 attempt (1 invalid ...)".
+    assert _stored_attempts(store, batch_id) == "1 of 1 attempt (1 invalid with reruns due)"
     code, out = _cli("report", batch_id, "--json", "--store", str(store))
     assert code == 0, out
     assert json.loads(out)["missing_attempts"] == {

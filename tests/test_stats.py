@@ -387,6 +387,6 @@ def test_comparison_refuses_different_task_revisions_and_unversioned_tasks() -> 
     assert raised.value.task_ids == ("t1", "t2")
     assert isinstance(raised.value, ValueError)
     assert "task_revision differs for t1 (r1 vs r2)" in str(raised.value)
-    assert "batch b does not version 1 tasks" in str(raised.value)
+    assert "batch b does not version 1 task " in str(raised.value)
     allowed = compare(a, b, allow_mismatch=True)
     assert len(allowed.mismatches) == 2

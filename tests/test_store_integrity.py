@@ -173,10 +173,10 @@ def test_deleted_records_are_named_in_the_middle_and_at_the_end(
     _sql(store, "DELETE FROM runs WHERE run_id = ?", (runs[1].run_id,))
     code, out, _ = _invoke("verify", "--store", str(store))
     assert code == 1
-    assert f"record_missing: run {runs[2].run_id}: 1 record(s) deleted before this one" in out
+    assert f"record_missing: run {runs[2].run_id}: 1 record deleted before this one" in out
     _sql(store, "DELETE FROM runs WHERE run_id = ?", (runs[-1].run_id,))
     code, out, err = _invoke("verify", "--store", str(store))
-    assert "1 record(s) deleted at the end" in out
+    assert "1 record deleted at the end" in out
     code, _, err = _invoke("report", "--store", str(store))
     assert code == 1 and "deleted" in err
 

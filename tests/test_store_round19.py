@@ -239,7 +239,7 @@ def test_an_import_older_than_the_unknown_usage_rule_is_read_as_not_known(
         "export", old, "--format", "jsonl", "--out", str(out_file), "--store", str(store)
     )
     assert code == 0 and f"warning: batch {old} was imported before" in err, err
-    assert "2 tries' 0 token counts" in err, err
+    assert "the 0 token counts of 2 tries" in err, err
     exported = [json.loads(line) for line in out_file.read_text().splitlines()]
     tokens = {
         (r["task_id"], r["attempt"]): (r["input_tokens"], r["output_tokens"]) for r in exported

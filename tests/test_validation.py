@@ -821,7 +821,7 @@ def test_validate_table_and_exit_code_for_an_invalid_suite(
     assert code == 1
     assert re.search(r"transfer +pass +pass +pass +FAIL +FAIL +pass", out), out
     assert "transfer · discriminating: known-bad bad_claims passes" in out
-    assert "0 of 1 tasks valid" in out
+    assert "0 of 1 task valid" in out
 
 
 def test_validate_reports_user_errors_with_exit_code_2(tmp_path: Path) -> None:

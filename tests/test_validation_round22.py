@@ -191,7 +191,7 @@ def test_validate_warns_in_text_and_json_and_exits_0(tmp_path: Path) -> None:
     assert "transfer · exercised: warning: 1 of 6 checks never failed in a replay: " in flat
     assert "outcome:always" in flat
     assert " ".join(f"checks that never failed: {UNEXERCISED}".split()) in flat
-    assert "1 of 1 tasks valid (1 with warnings)" in flat
+    assert "1 of 1 task valid (1 with warnings)" in flat
     code, out = _invoke("validate", str(root), "--no-cache", "--json")
     [task] = json.loads(out)["tasks"]
     assert code == 0 and task["unexercised"] == ["outcome:always"] and task["valid"]
@@ -204,7 +204,7 @@ def test_validate_strict_fails_the_task(tmp_path: Path) -> None:
     code, out = _invoke("validate", str(root), "--strict", "--store", store)
     flat = " ".join(out.split())
     assert code == 1 and "transfer · exercised: 1 of 6 checks never failed" in flat, out
-    assert "0 of 1 tasks valid" in flat
+    assert "0 of 1 task valid" in flat
     assert flat.count(" ".join(UNEXERCISED.split())) == 1  # in the failure's detail alone
     # the strict verdict is cached under a key of its own: the default still warns
     code, out = _invoke("validate", str(root), "--store", store)

@@ -89,7 +89,7 @@ def test_required_fails_each_task_including_a_set_constraint_no_task_failed(
         assert not task.valid and [c.name for c in task.failures] == ["exercised"]
         detail = task.check("exercised").detail
         assert "constraint:pin-first, of the suite's constraint sets, never failed" in detail
-        assert "any of the 2 task(s) including it (transfer, transfer2)" in detail
+        assert "any of the 2 tasks including it (transfer, transfer2)" in detail
         assert UNEXERCISED in detail
 
 

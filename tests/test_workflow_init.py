@@ -84,7 +84,7 @@ def _init_validate_run(site: Path, work: Path) -> None:
     assert "groundstate validate demo" in made.stdout
     checked = _groundstate(site, work, "validate", "demo")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "1 of 1 tasks valid" in checked.stdout
+    assert "1 of 1 task valid" in checked.stdout
     assert "suite mutation score 1.00" in checked.stdout  # a starter that shows the bar
     (pin,) = [x for x in checked.stdout.splitlines() if "pin its initial state" in x]
     ran = _groundstate(site, work, "run", "demo", "--system", "demo/system.yaml", "--json")

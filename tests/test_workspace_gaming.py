@@ -205,7 +205,7 @@ def test_a_correct_fix_passes_the_runner(suite: Suite, name: str) -> None:
     ("changes", "problem"),
     [
         ({}, None),
-        ({"run": 1}, "1 test(s) ran of 2 collected"),
+        ({"run": 1}, "1 test ran of 2 collected"),
         ({"run": 0, "collected": 0}, "no test ran"),
         ({"collected": 3, "run": 3}, "the task expects 2"),
         ({"skipped": 1}, "skipped: 1"),

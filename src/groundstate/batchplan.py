@@ -22,6 +22,8 @@ from enum import IntEnum
 import numpy as np
 import numpy.typing as npt
 
+from groundstate.rounding import counted
+
 
 class Placed(IntEnum):
     """Where a try stands against its batch's plan: inside, or why it is outside."""
@@ -73,7 +75,7 @@ def why_outside(code: int, bounds: tuple[int, int] | None) -> str:
     return {
         Placed.TASK: "a task the batch does not plan",
         Placed.ATTEMPT: f"the batch plans attempts 1 to {attempts}",
-        Placed.RETRY: f"its policy allows {reruns} rerun(s) of an invalid try",
+        Placed.RETRY: f"its policy allows {counted(reruns, 'rerun')} of an invalid try",
         Placed.NOT_A_RERUN: "a rerun of a try not stored or valid: only invalid tries are rerun",
     }[Placed(code)]
 

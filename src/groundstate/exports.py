@@ -29,6 +29,7 @@ from groundstate.importers.table import COLUMNS
 from groundstate.paths import make_folder
 from groundstate.records import AgentRun
 from groundstate.report.numbers import incomplete_text
+from groundstate.rounding import counted
 from groundstate.store import BatchInfo, RunStore, known_usage, refuse_store_files
 from groundstate.trace import MessageEvent, ToolCallEvent
 
@@ -95,8 +96,8 @@ def _legacy_note(batch: BatchInfo, runs: list[AgentRun]) -> list[str]:
         return []
     return [
         f"batch {batch.batch_id} was imported before token counts a file leaves out were "
-        f"stored as not known: {zeros} tries' 0 token counts are written as not known (import "
-        "the file again to store it under the current rules)"
+        f"stored as not known: the 0 token counts of {counted(zeros, 'try', 'tries')} are "
+        "written as not known (import the file again to store it under the current rules)"
     ]
 
 

@@ -219,6 +219,13 @@ def _weight_inflation(counts: Sequence[TaskCounts]) -> float:
 # --- the plan ---------------------------------------------------------------------------------
 
 
+def testable(difference: DifferenceVariance, tasks: int) -> bool:
+    """Whether ``compare`` gives a p-value over *tasks* paired tasks: at least
+    :data:`~groundstate.stats.MIN_TASKS` of them and a degree of freedom (Kish's effective
+    number of tasks above 1 with the pilot's unequal weights). Below, the power is 0."""
+    return tasks >= MIN_TASKS and tasks / difference.weight_inflation - 1 > 0
+
+
 def power_of(
     difference: DifferenceVariance, tasks: int, attempts: int, delta: float, alpha: float
 ) -> float:
@@ -228,9 +235,9 @@ def power_of(
     pilot's unequal weights), from the noncentral t. 0 below
     :data:`~groundstate.stats.MIN_TASKS` tasks (or no degree of freedom), where ``compare``
     gives no p-value."""
-    df = tasks / difference.weight_inflation - 1
-    if tasks < MIN_TASKS or df <= 0:
+    if not testable(difference, tasks):
         return 0.0
+    df = tasks / difference.weight_inflation - 1
     se = math.sqrt(difference.variance(tasks, attempts))
     if se == 0:
         return 1.0

@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field, ValidationError
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE, in_the_way, make_folder
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
+from groundstate.rounding import counted
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
 from groundstate.workdirs import pid_alive
@@ -894,6 +895,8 @@ class _Side:
     noun: str
     missing: ProblemKind
     broken: ProblemKind
+    nouns: str | None = None
+    """The noun's plural where adding "s" is wrong."""
 
     def genesis(self, batch_id: str, batch_hash: str | None) -> str:
         """Where a batch's chain in this table starts (its own, as for labels)."""
@@ -919,6 +922,7 @@ _SESSIONS = _Side(
 _INVALID_TASKS = _Side(
     "invalid_tasks_added", "invalid_task_chains", "task_id", "json_array(task_id, created_at)",
     _INVALID_TASKS_UPDATED, "task named invalid by a resume", "batch_altered", "batch_altered",
+    "tasks named invalid by a resume",
 )  # fmt: skip
 _SIDES = (_SESSIONS, _INVALID_TASKS)
 
@@ -2138,6 +2142,7 @@ class RunStore:
             batch_id,
             side.genesis(batch_id, batch_hash),
             noun=side.noun,
+            nouns=side.nouns,
             missing=side.missing,
             broken=side.broken,
             heads=side.heads,
@@ -2205,6 +2210,7 @@ class _ChainCheck:
         genesis: str,
         *,
         noun: str = "record",
+        nouns: str | None = None,
         missing: ProblemKind = "record_missing",
         broken: ProblemKind = "chain_broken",
         heads: str = "chains",
@@ -2212,7 +2218,7 @@ class _ChainCheck:
         self.batch_id, self.heads = batch_id, heads
         self.previous = genesis
         self.seq = 0
-        self.noun, self.missing, self.broken = noun, missing, broken
+        self.noun, self.nouns, self.missing, self.broken = noun, nouns, missing, broken
         self.prefix = "" if noun == "record" else f"{noun} "
 
     def fast(
@@ -2235,7 +2241,9 @@ class _ChainCheck:
         expected = (seq or 0) - self.seq - 1
         if expected > 0:
             found.append(
-                self._missing(run_id, f"{expected} {self.noun}(s) deleted before this one")
+                self._missing(
+                    run_id, f"{counted(expected, self.noun, self.nouns)} deleted before this one"
+                )
             )
         elif chain != chain_link(self.previous, run_id, content, hashes or ""):
             found.append(
@@ -2257,7 +2265,8 @@ class _ChainCheck:
             return [self._missing(None, f"chain head missing (the {self.heads} row was deleted)")]
         length, last = int(head[0]), str(head[1])
         if length > self.seq:
-            return [self._missing(None, f"{length - self.seq} {self.noun}(s) deleted at the end")]
+            gone = counted(length - self.seq, self.noun, self.nouns)
+            return [self._missing(None, f"{gone} deleted at the end")]
         if length < self.seq or last != self.previous:
             return [
                 Problem(

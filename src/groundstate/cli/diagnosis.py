@@ -13,7 +13,7 @@ import click
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.errors import GroundstateError, one_line
-from groundstate.rounding import decimals, rounded
+from groundstate.rounding import counted, decimals, rounded
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -117,8 +117,10 @@ def plan_command(
 def _print_plan(out: Console, result: Plan) -> None:
     from rich.table import Table
 
+    from groundstate.planning import testable
     from groundstate.report.numbers import amount, fraction, given
     from groundstate.report.terminal import quoted
+    from groundstate.stats import MIN_TASKS
 
     parts = Table(title="variance components (per attempt, valid attempts)")
     for column in ("pilot", "tasks", "attempts/task", "mean", "between", "within", "ICC", "deff"):
@@ -152,9 +154,16 @@ def _print_plan(out: Console, result: Plan) -> None:
     grid.add_column("T")
     for k in ks:
         grid.add_column(f"K={k}")
+    untestable = [t for t in result.power_grid if not testable(result.difference, t)]
     for t, row in result.power_grid.items():
-        grid.add_row(str(t), *(fraction(row[k]) for k in ks))
+        grid.add_row(str(t), *("n/a" if t in untestable else fraction(row[k]) for k in ks))
     out.print(grid)
+    if untestable:  # 0.000 read as a power rounded down: compare can never reject there
+        out.print(
+            f"n/a: T={', '.join(map(str, untestable))}: compare gives no p-value over fewer than "
+            f"{MIN_TASKS} tasks (or without a degree of freedom), so a batch that size "
+            "detects nothing (power 0 in --json)"
+        )
     m = result.marginal
     out.print(
         f"at the pilot's design (T={m.tasks}, K={m.attempts}): one more attempt per task cuts "
@@ -232,7 +241,7 @@ def agreement_command(
         return
     out = console()
     out.print(
-        f"{result.paired} attempts paired on {on} ({result.only_in_a} only in A, "
+        f"{counted(result.paired, 'attempt')} paired on {on} ({result.only_in_a} only in A, "
         f"{result.only_in_b} only in B)"
     )
     out.print(_agreement_table("A against B", [(on, None, result.agreement)], "compared on"))
@@ -264,7 +273,7 @@ def _agreement_table(
         first,
         "positives",
         "units",
-        "% agree",
+        "share agreeing",
         "Cohen kappa",
         "Fleiss kappa",
         "Kripp. alpha",
@@ -388,7 +397,7 @@ def labels_import(file: Path, annotator: str, taxonomy_file: Path | None, store:
     """Store one annotator's labels from a filled-in sheet (sheet.csv or sheet.jsonl),
     validated against --taxonomy or the taxonomy.yaml beside FILE."""
     stored = _store_labels(file, annotator, taxonomy_file, store, adjudicated=False)
-    click.echo(f"stored labels of {len(stored)} runs by {annotator!r}")
+    click.echo(f"stored labels of {counted(len(stored), 'run')} by {annotator!r}")
 
 
 @labels_group.command("adjudicate")
@@ -406,12 +415,12 @@ def labels_adjudicate(
 
     stored = _store_labels(file, adjudicator, taxonomy_file, store, adjudicated=True)
     defects = sum(EVALUATOR_DEFECT in x.labels for x in stored)
-    click.echo(f"recorded the adjudicated labels of {len(stored)} runs")
+    click.echo(f"recorded the adjudicated labels of {counted(len(stored), 'run')}")
     if defects:
         batches = " ".join(sorted({x.batch_id for x in stored if EVALUATOR_DEFECT in x.labels}))
         click.echo(
-            f"{defects} evaluator defect(s): `groundstate labels regress {batches} --into DIR` "
-            "turns them into regression cases"
+            f"{counted(defects, 'evaluator defect')}: "
+            f"`groundstate labels regress {batches} --into DIR` turns them into regression cases"
         )
 
 
@@ -447,18 +456,18 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
 
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = _verified_batch(run_store, batch_id)
-        counted = {r.run_id for r in counted_runs(batch, run_store.runs(batch.batch_id))}
+        figures = {r.run_id for r in counted_runs(batch, run_store.runs(batch.batch_id))}
         stored = run_store.labels(batch.batch_id)
         adjudicated = [
-            x for x in run_store.labels(batch.batch_id, adjudicated=True) if x.run_id in counted
+            x for x in run_store.labels(batch.batch_id, adjudicated=True) if x.run_id in figures
         ]
     # the runs the headline counts, as sample-failures draws them: not a rerun try or a task
     # that failed validation, labelled from a sheet made by hand
-    labelled = [x for x in stored if x.run_id in counted]
+    labelled = [x for x in stored if x.run_id in figures]
     if len(labelled) < len(stored):
         click.echo(
-            f"note: {len(stored) - len(labelled)} label(s) of runs no figure counts (tries that "
-            "were rerun, tasks that failed validation) left out",
+            f"note: {counted(len(stored) - len(labelled), 'label')} of runs no figure counts "
+            "(tries that were rerun, tasks that failed validation) left out",
             err=True,
         )
     if not labelled:
@@ -476,7 +485,7 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     ]
     rows += [("overall (pooled)", None, result.overall), ("exact set", None, result.exact_set)]
     title = (
-        f"label agreement · batch {batch.batch_id} · {result.units} runs · annotators "
+        f"label agreement · batch {batch.batch_id} · {counted(result.units, 'run')} · annotators "
         f"{', '.join(result.annotators)}"
     )
     out = console()

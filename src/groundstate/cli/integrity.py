@@ -18,6 +18,7 @@ import click
 
 from groundstate.cli import STORE_OPTION, main
 from groundstate.errors import StoreError, one_line
+from groundstate.rounding import counted
 
 if TYPE_CHECKING:
     from groundstate.store import RunStore, Verification
@@ -57,7 +58,7 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
             _print_check(check)
         broken = sum(not c.ok for c in checks)
         click.echo(
-            f"{len(checks)} batch(es) checked: "
+            f"{counted(len(checks), 'batch', 'batches')} checked: "
             + (f"{broken} altered or incomplete" if broken else "all verify")
         )
         if edits:  # what no hash shows: a whole batch's runs deleted with its chain head
@@ -85,7 +86,8 @@ def resolve_batch(run_store: RunStore, prefix: str) -> str:
 def _print_check(check: Verification) -> None:
     status = "ok" if check.ok else "ALTERED"
     click.echo(
-        f"batch {check.batch_id}: {check.records} records, {check.artifacts} artifacts: {status}"
+        f"batch {check.batch_id}: {counted(check.records, 'record')}, "
+        f"{counted(check.artifacts, 'artifact')}: {status}"
     )
     for problem in check.problems:
         click.echo(one_line(f"  {problem.kind}: {problem.line()}"))

@@ -171,4 +171,4 @@ def export_command(
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
-        click.echo(f"wrote {report.records} records of batch {report.batch_id} to {out}")
+        click.echo(f"wrote {counted(report.records, 'record')} of batch {report.batch_id} to {out}")

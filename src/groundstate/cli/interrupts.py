@@ -24,6 +24,7 @@ import click
 from groundstate.errors import GroundstateError
 from groundstate.interrupts import SHUT_OUT, Interrupted, InterruptFlag
 from groundstate.leftovers import harness_exit
+from groundstate.rounding import counted
 from groundstate.workdirs import remove_own
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -91,6 +92,6 @@ def _stored_attempts(store: Path, batch_id: str) -> str:
             final = planned(batch, run_store.runs(batch_id))[0].final()
     except GroundstateError:
         return "an unknown number of attempts"
-    stored = f"{len(final)} of {batch.attempts * len(batch.task_revisions)} attempts"
+    stored = f"{len(final)} of {counted(batch.attempts * len(batch.task_revisions), 'attempt')}"
     pending = reruns_pending(batch, final)
     return stored + (f" ({pending} invalid with reruns due)" if pending else "")

@@ -14,6 +14,7 @@ from groundstate.cli import STORE_OPTION, main
 from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import warn
+from groundstate.rounding import counted
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -215,7 +216,7 @@ def _print_validity(console: Console, result: SuiteValidity) -> None:
     valid = sum(task.valid for task in result.tasks)
     warned = sum(bool(task.warnings) for task in result.tasks)
     also = f" ({warned} with warnings)" if warned else ""
-    console.print(f"{valid} of {len(result.tasks)} tasks valid{also}")
+    console.print(f"{valid} of {counted(len(result.tasks), 'task')} valid{also}")
 
 
 def _any_failed(result: SuiteValidity, name: str) -> bool:
@@ -239,8 +240,8 @@ def _print_unexercised(console: Console, result: SuiteValidity) -> None:
     if shared:
         console.print(
             Text(
-                f"warning: {len(shared)} constraint(s) of the suite's constraint sets never "
-                f"failed in a replay of any task: {', '.join(shared)}"
+                f"warning: {counted(len(shared), 'constraint')} of the suite's constraint sets "
+                f"never failed in a replay of any task: {', '.join(shared)}"
             ),
             highlight=False,
         )

@@ -46,6 +46,7 @@ from groundstate.grading.matching import (
 from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
 from groundstate.returned import shown
+from groundstate.rounding import counted
 from groundstate.spec.canonical import SettledFileCache, canonical_json
 from groundstate.spec.task import (
     ChangedPathsAssertion,
@@ -310,8 +311,8 @@ def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     expected = [list(row) for row in assertion.expect_rows]
     if found and expected and len(found[0]) != len(expected[0]):  # whatever the state is
         raise GraderError(
-            f"the query selects {len(found[0])} column(s), expect_rows has "
-            f"{len(expected[0])} value(s) a row: no final state can match"
+            f"the query selects {counted(len(found[0]), 'column')}, expect_rows has "
+            f"{counted(len(expected[0]), 'value')} a row: no final state can match"
         )
     passed = (same_rows if assertion.ordered else same_row_multisets)(found, expected)
     rows = json_cells(found)  # the evidence is JSON: a BLOB the agent wrote must not break it

@@ -20,6 +20,7 @@ from typing import Any
 
 from groundstate.environments.workspace_tools import command_environment
 from groundstate.grading import unittest_runner
+from groundstate.rounding import counted
 from groundstate.sandbox import CommandResult, SandboxPolicy, run_sandboxed
 from groundstate.spec.task import HiddenTests
 
@@ -120,9 +121,9 @@ def judge(results: dict[str, Any], expect_tests: int | None) -> list[str]:
     if ran == 0:
         problems.append("no test ran")
     if ran != collected:
-        problems.append(f"{ran} test(s) ran of {collected} collected")
+        problems.append(f"{counted(ran, 'test')} ran of {collected} collected")
     if expect_tests is not None and collected != expect_tests:
-        problems.append(f"{collected} test(s) collected, the task expects {expect_tests}")
+        problems.append(f"{counted(collected, 'test')} collected, the task expects {expect_tests}")
     for name in COUNTED:
         count = results.get(name)
         if count != 0:

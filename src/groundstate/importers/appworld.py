@@ -31,6 +31,7 @@ from groundstate.importers.rows import (
     task_key,
 )
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
+from groundstate.rounding import counted
 
 FAILURE = "agent_failure/incorrect_state"
 """AppWorld's tests check the apps' databases at the end (and the answer, against the
@@ -186,7 +187,7 @@ def _row(where: str, index: int, task_id: str, report: dict[str, Any]) -> Import
             raise SpecError(where, "num_tests", f"{total}, but passes and failures hold {ran}")
         if success != (not failures):  # AppWorld: every test passed
             raise SpecError(
-                where, "success", f"{success}, but {len(failures)} of {ran} tests failed"
+                where, "success", f"{success}, but {len(failures)} of {counted(ran, 'test')} failed"
             )
     difficulty = report.get("difficulty")
     level = None if difficulty is None else checked(where, "difficulty", as_integer, difficulty)

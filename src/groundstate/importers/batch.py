@@ -33,6 +33,7 @@ from groundstate.errors import SpecError, StoreError
 from groundstate.importers.rows import ImportedRow, IntegerKey, ResultSource, Tokens
 from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
+from groundstate.rounding import counted
 from groundstate.seal import import_seal
 from groundstate.spec.strict import did_you_mean
 from groundstate.store import (
@@ -665,7 +666,7 @@ def _report(
         names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")
     for what, count in sorted(plan.unmapped.items()):
-        warnings.append(f"{source.path}: {count} attempt(s): {what}")
+        warnings.append(f"{source.path}: {counted(count, 'attempt')}: {what}")
     return ImportReport(
         batch=batch,
         format=source.format,

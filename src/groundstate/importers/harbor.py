@@ -42,6 +42,7 @@ from groundstate.importers.rows import (
     total,
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
+from groundstate.rounding import counted
 
 CANCELLED = "environment_failure/cancelled"
 HARBOR_EXCEPTIONS: dict[str, str | None] = {
@@ -349,12 +350,14 @@ class HarborSource:
         held = len(self._trials)
         if total is not None and held > total:
             warnings.append(
-                f"{file}: n_total_trials is {total}, but {held} trials have a result: the "
+                f"{file}: n_total_trials is {total}, but {counted(held, 'trial')} "
+                f"{'has' if held == 1 else 'have'} a result: the "
                 "folder holds trials of another job too?"
             )
         if total is not None and held < total:
             warnings.append(
-                f"{file}: n_total_trials is {total}, but {held} trial(s) have a result (the "
+                f"{file}: n_total_trials is {total}, but {counted(held, 'trial')} "
+                f"{'has' if held == 1 else 'have'} a result (the "
                 "others were pending, running or lost): they are not in the batch, so no "
                 "score counts them"
             )
@@ -366,15 +369,15 @@ class HarborSource:
         ]  # fmt: skip
         if unfinished:
             warnings.append(
-                f"{file.parent}: {len(unfinished)} trial folder(s) without result.json "
+                f"{file.parent}: {counted(len(unfinished), 'trial folder')} without result.json "
                 f"({', '.join(unfinished[:5])}): unfinished, not imported"
             )
         stats = job.get("stats")
         retries = _number(stats.get("n_retries")) if isinstance(stats, dict) else None
         if retries:
             warnings.append(
-                f"{file}: Harbor retried {retries} trial(s) and kept only each one's last try: "
-                "the earlier tries are in no count here"
+                f"{file}: Harbor retried {counted(retries, 'trial')} and kept only each one's "
+                "last try: the earlier tries are in no count here"
             )
         return warnings + self._versions()
 
@@ -401,7 +404,7 @@ class HarborSource:
             )
         if changed:
             warnings.append(
-                f"{self.path}: {len(changed)} task(s) ran in more than one version "
+                f"{self.path}: {counted(len(changed), 'task')} ran in more than one version "
                 f"(task_checksum differs: {', '.join(map(repr, changed[:5]))}): their attempts "
                 "are not of one task"
             )

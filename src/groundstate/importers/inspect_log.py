@@ -53,6 +53,7 @@ from groundstate.importers.rows import (
 )
 from groundstate.importers.stream import json_stream
 from groundstate.importers.table import COLUMNS, parse_row
+from groundstate.rounding import counted
 
 SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 """Inspect's letter grades (correct, incorrect, partial, no answer) as rewards."""
@@ -179,13 +180,14 @@ class InspectSource:
         elif isinstance(completed, int) and self._read < completed:
             warnings.append(
                 f"{self.path}: results.completed_samples is {completed} but the log holds "
-                f"{self._read} samples: the missing ones are not imported"
+                f"{counted(self._read, 'sample')}: the missing ones are not imported"
             )
         elif (missing := self._missing(results, len(stopped))) is not None:
             warnings.append(missing)
         if self._edited:
             warnings.append(
-                f"{self.path}: {self._edited} sample(s) have a deciding score edited after the "
+                f"{self.path}: {counted(self._edited, 'sample')} "
+                f"{'has' if self._edited == 1 else 'have'} a deciding score edited after the "
                 "run (Inspect's edit_score): read as edited, as Inspect's metrics read them; "
                 "the scorer's own value, and who edited it and why, are kept in origin.edited"
             )
@@ -197,19 +199,22 @@ class InspectSource:
             )
         if self._superseded:
             warnings.append(
-                f"{self.path}: {self._superseded} sample record(s) were written again (a "
+                f"{self.path}: {counted(self._superseded, 'sample record')} "
+                f"{'was' if self._superseded == 1 else 'were'} written again (a "
                 "requeued sample): the last of each is read, as Inspect reads it"
             )
         if self._foreign_own:
             warnings.append(
-                f"{self.path}: {self._foreign_own} sample(s) carry metadata.{OWN_METADATA}, "
+                f"{self.path}: {counted(self._foreign_own, 'sample')} "
+                f"carr{'ies' if self._foreign_own == 1 else 'y'} metadata.{OWN_METADATA}, "
                 "which only groundstate's export writes, in a log it did not write (no "
                 f"eval.metadata.{OWN_METADATA}): ignored, as a solver can write a sample's "
                 "metadata; their scores decide"
             )
         if self._invalidated:
             warnings.append(
-                f"{self.path}: {self._invalidated} sample(s) were invalidated after the run: "
+                f"{self.path}: {counted(self._invalidated, 'sample')} "
+                f"{'was' if self._invalidated == 1 else 'were'} invalidated after the run: "
                 f"stored as invalid ({INVALIDATED}), failures in the strict view"
             )
         return warnings
@@ -272,13 +277,13 @@ class InspectSource:
             return (
                 f"{self.path}: results.total_samples is {given}"
                 f"{f' ({stopped} stopped early)' if stopped else ''} but the log holds "
-                f"{self._read} samples: the {ran - self._read} missing are not imported, "
-                "so their tasks have fewer attempts"
+                f"{counted(self._read, 'sample')}: the {ran - self._read} missing are not "
+                "imported, so their tasks have fewer attempts"
             )
         if self._read > ran:
             return (
-                f"{self.path}: the log holds {self._read} samples, more than the {ran} its "
-                f"results.total_samples ({given}"
+                f"{self.path}: the log holds {counted(self._read, 'sample')}, more than the "
+                f"{ran} its results.total_samples ({given}"
                 f"{f', less {stopped} stopped early' if stopped else ''}) says were run: "
                 "samples added to the log after its run are imported as given"
             )
@@ -671,7 +676,8 @@ def _stopped_early(path: Path, results: Any, stopped: list[Any]) -> str:
     ]
     shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
     return (
-        f"{path}: {len(stopped)} sample(s) were stopped early"
+        f"{path}: {counted(len(stopped), 'sample')} "
+        f"{'was' if len(stopped) == 1 else 'were'} stopped early"
         f"{f' by {manager!r}' if isinstance(manager, str) else ''} before they ran ({shown}): "
         "no attempts, so not imported: their tasks have fewer attempts than the eval's epochs, "
         "and a task stopped in every epoch is in no denominator"

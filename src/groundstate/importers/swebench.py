@@ -42,6 +42,7 @@ from groundstate.importers.rows import (
     task_key,
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
+from groundstate.rounding import counted
 
 End = str | Mapping[str, str]
 """A terminal reason, or the policy (:data:`ERROR_REASONS`, :data:`UNGRADED`) whose entry
@@ -426,7 +427,9 @@ class SweBenchSource:
             given = None  # a count kept beside a list trimmed away: nothing to compare
         if given is not None and _count(given) != len(ids):
             raise SpecError(
-                self.path, COUNTS[name], f"{given!r}, but {name} lists {len(ids)} instances"
+                self.path,
+                COUNTS[name],
+                f"{given!r}, but {name} lists {counted(len(ids), 'instance')}",
             )
         return ids
 
@@ -472,7 +475,8 @@ class SweBenchSource:
         return (
             f"{self.path}: total_instances is {total}, but its lists (resolved_ids, "
             f"unresolved_ids, empty_patch_ids, error_ids, incomplete_ids) hold {held}: "
-            + (f"{total - held} instance(s) are in no list, so no score counts them"
+            + (f"{counted(total - held, 'instance')} "
+               f"{'is' if total - held == 1 else 'are'} in no list, so no score counts them"
                if held < total else "the lists hold instances of another run too?")
         )  # fmt: skip
 
@@ -492,7 +496,8 @@ class SweBenchSource:
         if not outside:
             return None
         return (
-            f"{self.path}: {len(outside)} submitted instance(s) are outside the run's "
+            f"{self.path}: {counted(len(outside), 'submitted instance')} "
+            f"{'is' if len(outside) == 1 else 'are'} outside the run's "
             f"{self._report.get('total_instances')} instances ({_shown(outside)}; run with "
             "--instance_ids?): not evaluated, so not in the batch"
         )
@@ -504,7 +509,7 @@ class SweBenchSource:
         if not isinstance(missing, list) or not missing:
             return None
         return (
-            f"{self.path}: {len(missing)} instance(s) had no prediction (incomplete_ids: "
+            f"{self.path}: {counted(len(missing), 'instance')} had no prediction (incomplete_ids: "
             f"{_shown(missing)}): they are not in the batch, so no score counts them "
             "(SWE-bench's own resolved rate is over total_instances)"
         )
@@ -514,13 +519,13 @@ class SweBenchSource:
         flagged = [o.instance for o in self._outcomes if o.origin.get("infra_failure")]
         if not flagged:
             return None
-        counted = (
+        how = (
             "invalid (--errors environment)" if self.errors == "environment" else "as their "
             "outcome says, as SWE-bench counts them (--errors environment makes them invalid)"
         )  # fmt: skip
         return (
-            f"{self.path}: {len(flagged)} instance(s) SWE-bench flagged as likely "
-            f"infrastructure failures ({_shown(flagged)}): counted {counted}"
+            f"{self.path}: {counted(len(flagged), 'instance')} SWE-bench flagged as likely "
+            f"infrastructure failures ({_shown(flagged)}): counted {how}"
         )
 
     def _unread(self) -> str | None:

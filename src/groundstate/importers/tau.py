@@ -48,6 +48,7 @@ from groundstate.importers.rows import (
     total,
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
+from groundstate.rounding import counted
 
 TAU2_ENDS: dict[str, str | None] = {
     "user_stop": None,
@@ -403,13 +404,15 @@ class Tau2Source:
         warnings = []
         if none := [task for task in ids if task not in held]:
             warnings.append(
-                f"{self.path}: {len(none)} of the {len(ids)} tasks it lists have no simulation "
+                f"{self.path}: {len(none)} of the {counted(len(ids), 'task')} it lists "
+                f"{'has' if len(none) == 1 else 'have'} no simulation "
                 f"({_some(none)}): they are not in the batch, so no score counts them"
             )
         trials = _count(_part(self._results, "info").get("num_trials"))
         if trials is not None and (fewer := [t for t, n in held.items() if n < trials]):
             warnings.append(
-                f"{self.path}: info.num_trials is {trials}, but {len(fewer)} task(s) have fewer "
+                f"{self.path}: info.num_trials is {trials}, but {counted(len(fewer), 'task')} "
+                f"{'has' if len(fewer) == 1 else 'have'} fewer "
                 f"simulations ({_some(sorted(fewer))}): the missing ones are not imported"
             )
         return warnings

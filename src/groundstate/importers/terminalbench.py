@@ -84,8 +84,9 @@ def _tests(where: str, given: Any, resolved: bool) -> dict[str, Any] | None:
         )  # fmt: skip
     if not resolved and tests and not failed:
         raise SpecError(
-            where, "is_resolved", f"false, but all {len(tests)} tests in parser_results "
-            "passed: Terminal-Bench resolves such a trial",
+            where, "is_resolved",
+            ("false, but the one test" if len(tests) == 1 else f"false, but all {len(tests)} tests")
+            + " in parser_results passed: Terminal-Bench resolves such a trial",
         )  # fmt: skip
     return tests
 

@@ -302,7 +302,8 @@ def validation_text(block: dict[str, Any]) -> str:
     parts = []
     if unproven:
         alone = len(sessions) == 1 and not block["unrecorded"]
-        which = "its only session" if alone else f"session(s) {', '.join(unproven)}"
+        sessions_named = f"session{'s' * (len(unproven) > 1)} {', '.join(unproven)}"
+        which = "its only session" if alone else sessions_named
         parts.append(
             f"{which} ran tasks never proven valid (run through the library without "
             "validation): a task that cannot be solved, or that doing nothing passes, counts "

@@ -520,7 +520,8 @@ def _headline(report: dict[str, Any]) -> str:
     if report["invalid_attempts"] and strict is not None:
         line += (
             f" (valid attempts only) · {fraction(strict['estimate'])} {_said(strict)} over "
-            f"{_over(strict)}, counting {report['invalid_attempts']} invalid attempts as failures"
+            f"{_over(strict)}, counting "
+            f"{counted(report['invalid_attempts'], 'invalid attempt')} as failures"
         )
     return line
 

@@ -19,6 +19,7 @@ from pydantic import (
 
 # The constraint language lives in spec.constraints; the names defined here before stay
 # importable from here (re-exported).
+from groundstate.rounding import counted
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import AtMostConstraint as AtMostConstraint
 from groundstate.spec.constraints import AtMostRule as AtMostRule
@@ -588,7 +589,7 @@ def _refused_by(wanted: TableChange, allowed: TableChange | None) -> str:
     ``nothing_else_changed``; None: the table is not listed) counts as unexpected ("": none)."""
     allowed = allowed or TableChange()
     if len(wanted.added) > len(allowed.added):
-        return f"{len(wanted.added)} added row(s)"
+        return counted(len(wanted.added), "added row")
     removable = {canonical_json(key) for key in allowed.removed}
     for key in wanted.removed:
         if canonical_json(key) not in removable:

@@ -302,8 +302,8 @@ def task_mismatches(
         bare = [i for i in shared if not mine[i].revision and other[i].revision]
         if bare:
             problems.append(
-                f"batch {side} does not version {len(bare)} tasks the other batch versions "
-                f"(an unversioned import?): {', '.join(bare)}"
+                f"batch {side} does not version {counted(len(bare), 'task')} the other batch "
+                f"versions (an unversioned import?): {', '.join(bare)}"
             )
     reweighted = [i for i in shared if a[i].weight != b[i].weight]
     if reweighted:

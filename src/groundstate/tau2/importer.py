@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from groundstate.errors import SpecError
 from groundstate.paths import make_folder
+from groundstate.rounding import counted
 from groundstate.spec.files import YamlDumper
 from groundstate.tau2 import retail_checks, retail_tools
 from groundstate.tau2.convert import (
@@ -278,7 +279,7 @@ def _population(options: ImportOptions, report: ImportReport) -> dict[str, str]:
     the numbers serve it does not: ``check`` asks for it)."""
     total, converted = report.source_tasks, len(report.converted)
     if options.tasks:
-        chosen = f"the {converted} task(s) chosen by --task"
+        chosen = f"the {counted(converted, 'task')} chosen by --task"
     elif options.sample is not None:
         chosen = f"a seeded random sample (--sample {options.sample} --seed {options.seed})"
     else:

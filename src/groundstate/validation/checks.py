@@ -79,6 +79,7 @@ from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import JUDGED, AgentRun, CheckResult
+from groundstate.rounding import counted
 from groundstate.spec.canonical import canonical_json, hash_path
 from groundstate.spec.constraint_sets import own_constraints
 from groundstate.spec.solution import Solution, Step
@@ -292,7 +293,9 @@ def _all_pass(proof: Proof, solutions: dict[str, Solution]) -> Finding:
     ]
     if failing:
         return False, "; ".join(failing)
-    return True, ", ".join(f"{name} passes ({len(solutions[name].steps)} steps)" for name in runs)
+    return True, ", ".join(
+        f"{name} passes ({counted(len(solutions[name].steps), 'step')})" for name in runs
+    )
 
 
 def _off_schema(run: AgentRun) -> str | None:
@@ -889,13 +892,14 @@ def check_tool_robustness(proof: Proof) -> Finding:
         for name in dict.fromkeys(task.available_tools)
         if (crash := _robustness(proof, name)) is not None
     ]
-    tried = f"{len(set(task.available_tools))} tools, up to {CALLS_PER_TOOL} calls each"
+    tried = f"{counted(len(set(task.available_tools)), 'tool')}, up to {CALLS_PER_TOOL} calls each"
     if not crashes:
         return True, f"no crash in {tried}"
     found = "; ".join(crash.describe() for crash in crashes)
     if mode == "report":
         return True, f"crashes reported, not failed (tool_robustness: report): {found}"
-    return False, f"{len(crashes)} tools crash on schema-valid calls ({tried}): {found}"
+    verb = "crashes" if len(crashes) == 1 else "crash"
+    return False, f"{counted(len(crashes), 'tool')} {verb} on schema-valid calls ({tried}): {found}"
 
 
 def _robustness(proof: Proof, name: str) -> ToolCrash | None:
@@ -935,10 +939,10 @@ def check_exercised(proof: Proof) -> Finding:
     proof.shared_failed = {name: name in proof.seen_failing for name in shared}
     sets = f"; {len(shared)} from the suite's constraint sets, judged over the suite" * bool(shared)
     if not proof.unexercised:
-        return True, f"each of the task's {len(own)} checks failed in a replay{sets}"
-    found = f"{len(proof.unexercised)} of {len(own)} checks never failed in a replay: " + ", ".join(
-        proof.unexercised
-    )
+        each = f"each of the task's {len(own)} checks" if len(own) > 1 else "its one check"
+        return True, f"{each} failed in a replay{sets}"
+    found = f"{len(proof.unexercised)} of {counted(len(own), 'check')} never failed in a replay: "
+    found += ", ".join(proof.unexercised)
     if mode == "report":
         return True, f"warning: {found} (not failed: exercised_checks: report)"
     return False, f"{found} ({UNEXERCISED})"

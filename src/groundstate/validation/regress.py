@@ -27,6 +27,7 @@ from groundstate.agents.scripted import RecordedCall, RecordedGiveUp, RecordedUs
 from groundstate.errors import GroundstateError
 from groundstate.paths import make_folder
 from groundstate.records import AgentRun
+from groundstate.rounding import counted
 from groundstate.spec.canonical import hash_path
 from groundstate.spec.code import code_files
 from groundstate.spec.files import YamlDumper, load_model
@@ -386,7 +387,7 @@ def _solution_yaml(run: AgentRun) -> str:
         for e in run.observation_action_log
     )
     if unscriptable:  # a step's arguments are an object; these calls were refused anyway
-        description += f" ({unscriptable} call(s) with non-object arguments left out)"
+        description += f" ({counted(unscriptable, 'call')} with non-object arguments left out)"
     solution = Solution(
         kind="known_bad",
         description=description,

@@ -54,6 +54,7 @@ from groundstate.errors import (
     one_line,
 )
 from groundstate.grading.terminal import AGENT_FAILURES
+from groundstate.rounding import counted
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
 from groundstate.spec.constraints import HardConstraint, named_tables, tool_matches
@@ -885,7 +886,8 @@ def _key_shape_problem(key: JsonScalar | list[JsonScalar], table: _Table, name: 
     columns = table.state.key
     values = key if isinstance(key, list) else [key]
     if isinstance(key, list) != (len(columns) > 1) or len(values) != len(columns):
-        return f"{name}'s primary key is ({', '.join(columns)}): give {len(columns)} value(s)"
+        given = counted(len(columns), "value")
+        return f"{name}'s primary key is ({', '.join(columns)}): give {given}"
     return "; ".join(
         reason
         for column, value in zip(columns, values, strict=True)

@@ -27,6 +27,7 @@ from groundstate.environments.registry import environment_kind
 from groundstate.environments.sqlite_state import STATE_HASH_REVISION
 from groundstate.episode import EnvironmentFactory, default_environment
 from groundstate.errors import GroundstateError
+from groundstate.rounding import counted
 from groundstate.spec.canonical import hash_path, hash_value
 from groundstate.spec.suite import _BUILTIN_TOOLS, BUILTIN, Suite, grader_code_files
 from groundstate.spec.task import AgentTask, JudgeAssertion
@@ -301,7 +302,7 @@ def _with_shared_failure(
         return validity
     reason = "; ".join(
         f"{name}, of the suite's constraint sets, never failed in a replay of any of the "
-        f"{len(including[name])} task(s) including it ({', '.join(including[name])})"
+        f"{counted(len(including[name]), 'task')} including it ({', '.join(including[name])})"
         for name in mine
     )
     checks = [
@@ -349,7 +350,8 @@ def require_valid(
             for v in invalid
         ]
         raise InvalidTasks(
-            f"{len(invalid)} task(s) of suite {suite.name!r} are not valid "
+            f"{counted(len(invalid), 'task')} of suite {suite.name!r} "
+            f"{'is' if len(invalid) == 1 else 'are'} not valid "
             "(see `groundstate validate`; --allow-invalid runs them anyway):\n" + "\n".join(lines)
         )
     return [v.task_id for v in invalid]

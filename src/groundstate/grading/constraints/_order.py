@@ -8,6 +8,7 @@ from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._paths import Bindings, capture, holds, values_at
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.records import CheckResult
+from groundstate.rounding import counted
 from groundstate.spec.constraints import (
     AtLeastConstraint,
     AtMostConstraint,
@@ -43,7 +44,7 @@ def at_least(constraint: AtLeastConstraint, index: TraceIndex) -> CheckResult:
     count = len(index.hits(rule.match))
     if count >= rule.n:
         return passed(constraint.id, "at_least", count=count)
-    problem = f"{count} matching step(s), at least {rule.n} required"
+    problem = f"{counted(count, 'matching step')}, at least {rule.n} required"
     return failed(constraint.id, "at_least", None, problem, count=count, needed=rule.n)
 
 
