@@ -284,7 +284,6 @@ def test_a_yes_kept_to_the_cancellation_leaves_the_refunds_unconfirmed(
     [
         "Yes, only the headlamp refund.",
         "Yes, just the refund of the bottle.",
-        "Yes, but not the cancellation.",  # "but not" puts a term (conservatively a no)
     ],
 )
 def test_a_yes_kept_to_one_refund_by_its_item_still_leaves_the_other_out(

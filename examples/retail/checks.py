@@ -20,6 +20,7 @@ from typing import Any
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
 from groundstate.grading.constraints import affirms, confirming_questions, fold, normalise
+from groundstate.tau2.retail_checks import REASON_WORDS as CANCEL_REASON_WORDS
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -543,13 +544,12 @@ def _target(event: ToolCallEvent) -> tuple[str | None, Any]:
 # Policies 2 and 4: the reason said is the reason recorded.
 
 REASON_WORDS = {
-    "no_longer_needed": re.compile(
-        r"\bno longer (need|want)|\b(do not|don't|dont) (need|want)|\bnot needed\b"
-        r"|\bunneeded\b|\b(need|want) (it|them|this|these) (any ?more|no more)"
-    ),
-    "ordered_by_mistake": re.compile(r"\bmistake|\bby accident|\baccidental|\bin error\b"),
+    "no_longer_needed": CANCEL_REASON_WORDS["no longer needed"],
+    "ordered_by_mistake": CANCEL_REASON_WORDS["ordered by mistake"],
 }
-"""How a person says each cancellation reason, on normalised text."""
+"""How a person says each cancellation reason, on normalised text: the τ² retail checks'
+reading ("since you won't need it", "as it's unnecessary", "you ordered the wrong one"), by
+this suite's reason values."""
 CANCELS = ("cancel_order", "cancel_item")
 
 

@@ -317,7 +317,8 @@ def changed_once_per_order(trace: list[AgentEvent], s0: Any) -> Evidence:
 REASON_WORDS = {
     "no longer needed": re.compile(
         r"\bno longer (need|want|require|necessary)|\b(do not|don't|dont|won't|will not) "
-        r"(need|want)|\bnot needed\b|\b(unneeded|unnecessary)\b|\bno (need|use) for\b"
+        r"(need|want)|\bnot (needed|necessary|required)\b|\b(unneeded|unnecessary)\b"
+        r"|\bno (need|use) for\b"
         r"|\b(need|want) (it|them|this|these) (any ?more|no more)"
     ),
     "ordered by mistake": re.compile(
@@ -444,8 +445,50 @@ def payment_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
                 first = None  # the new method is never the original one
             if not _names_method(normalise(question.text or ""), method, methods, first):
                 return _unnamed(event, question, f"the payment method {method}")
+            answer = _answer(trace, question, event)
+            picked = _picks_other_method(answer, method, methods, first)
+            if picked is not None:
+                problem = (
+                    f"step {event.step} ({event.tool}) uses {method}; the user's answer to "
+                    f"the question at step {question.step} picked {picked}"
+                )
+                return False, {"problems": [problem], "offending_step": event.step}
         _learn_methods(event.output, methods, original)
     return True, {}
+
+
+def _answer(trace: list[AgentEvent], question: MessageEvent, change: ToolCallEvent) -> str:
+    """The user's normalised words after *question*, before the agent spoke again or
+    *change*: the answer that confirmed it."""
+    said: list[str] = []
+    after = False
+    for event in trace:
+        if event is question:
+            after = True
+        elif event is change:
+            break
+        elif after and isinstance(event, MessageEvent):
+            if event.role != "user":
+                break
+            said.append(event.text or "")
+    return normalise(" ".join(said))
+
+
+def _picks_other_method(
+    answer: str,
+    method_id: str,
+    methods: dict[str, dict[str, Any]],
+    first: str | None,
+) -> str | None:
+    """The other payment method the user's *answer* names (and does not turn down), when it
+    does not name the call's: "Would you like it on your gift card or your PayPal?" "The
+    gift card." licenses no refund to PayPal, though the question named PayPal."""
+    if not answer or _names_method(answer, method_id, methods, first):
+        return None
+    for other in methods:
+        if other != method_id and _names_method(answer, other, methods, None):
+            return other
+    return None
 
 
 def _learn_methods(

@@ -17,6 +17,7 @@ from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import (
     MAX_READ_CHARS,
+    WORDED_AMOUNT,
     affirms,
     amounts_in_words,
     chosen_at,
@@ -24,6 +25,7 @@ from groundstate.grading.constraints._text import (
     mentions,
     message_text,
     normalise,
+    numbers_in_words,
     rendered,
 )
 from groundstate.records import CheckResult
@@ -188,6 +190,8 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         said = True if i in yes else (False if i in no else None)
         if said is False and question is not None and _puts_off(event):
             said = None  # "Let me think.": no answer yet, the question stays open
+        if said is False and question is not None and _users(event):
+            said = _read_without_refused(rule, event, message_text(question))
         reply = event
         if heard and question is not None and _users(event):
             # "Hmm, let me see." "OK, go ahead."; "Let me think." "OK, go ahead." (the
@@ -221,6 +225,71 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
 
 
 _TERMS = re.compile(TERMS_PATTERN, re.IGNORECASE)
+
+
+# Words of a time, which a part turned down may name instead of a thing ("Yes, but not now",
+# "Yes, but don't do it yet", "Yes, but not today"): a decision put off, not a part left out.
+_TIME_WORDS = re.compile(
+    r"\b(now|yet|today|tonight|tomorrow|later|soon|moment|time|week|month|year|until|till"
+    r"|before|after|first|then|again|ever|anymore|hoy|ahora|todav[ií]a|maintenant|encore"
+    r"|aujourd'hui|jetzt|noch|heute|agora|ainda|hoje)\b"
+)
+
+
+# A part of a reply turning down a thing ("not the cancellation", "rather than the gift card",
+# "don't cancel the beanie"), to the end of its clause; not a verb negated ("I don't want the
+# refund", "I'd rather not", "not now").
+_REFUSED_PART = re.compile(
+    r"\b(not (?=(the|my|your|that|this|those|these|l') )|instead of|rather than|in place of"
+    r"|except( for)?|(don't|dont|do not|never) (?=(refund|reimburs|return|cancel|exchang|swap"
+    r"|replac|remov|credit)))(?:(?! but\b)[^,.;:!?])*"
+)
+# ... an option of a choice turned down for another ("the Visa rather than the gift card")
+_TURNED_DOWN_OPTION = re.compile(r"(rather than|instead of|in place of)\b")
+_REFUSED_FILLER = frozenset(
+    re.findall(
+        r"\S+",
+        "the a an el la los las le les l' der die das den dem o os as my your one ones it them"
+        " those these that this to on of for please thanks though",
+    )
+)
+
+
+def _read_without_refused(rule: ConfirmedRule, reply: MessageEvent, question: str) -> bool | None:
+    """How the user's *reply*, read as a no, reads without the parts turning down something
+    its normalised *question* proposes (:data:`_REFUSED_PART`): "Yes, but not the
+    cancellation.", "Yes, but don't cancel the beanie", "The Visa rather than the gift card."
+    to a question proposing those. Such a part leaves out what it names (see
+    :func:`_narrowed_away`, :func:`_picked`); the rest says yes, no or neither. The part
+    names a kind of change alone ("not the cancellation"), or refuses a change by its verb
+    ("don't cancel the beanie"): either leaves out every change of that kind the rule asks
+    about; or, after "rather than" or "instead of", an option of a choice the question
+    offers. It says only words the question says. Any other part keeps the reply a no: one
+    naming a time ("Yes, but not now", "Yes but don't do it yet"), a verb negated ("I'd
+    rather you didn't", "I don't want the refund"), a word the question does not say, or a
+    thing ("Yes, but not the Visa" is a counter-offer; "Yes, but not the kettle" or "... not
+    the kettle return" to the return of a lamp and a kettle in one call may be read by a
+    rule that names no item)."""
+    text = message_text(reply)
+    parts = list(_REFUSED_PART.finditer(text))
+    if not parts:
+        return False
+    asked = set(_TOKEN.findall(question))
+    choosing = bool(_offers_choice(question))
+    for part in parts:
+        opening = len(part.group(1))
+        words = [w for w in _TOKEN.findall(part.group()[opening:]) if w not in _REFUSED_FILLER]
+        if not words or _TIME_WORDS.search(part.group()):
+            return False
+        if not all(any(_same_word(w, other) for other in asked) for w in words):
+            return False
+        kinds = [w for w in _TOKEN.findall(in_english_words(" ".join(words)))]
+        refused_kind = all(_KINDS_OF_CHANGE.match(w) for w in kinds)  # "not the cancellation"
+        refused_verb = part.group(1).startswith(("don", "do not", "never"))  # "don't cancel"
+        offered = choosing and _TURNED_DOWN_OPTION.match(part.group()) is not None
+        if not (refused_kind or refused_verb or offered):
+            return False
+    return _reads(rule, reply, _REFUSED_PART.sub(" ", text))
 
 
 # A reply that only puts the decision off, in a sentence or two of its own ("Let me think.",
@@ -607,7 +676,11 @@ _EXCLUDING = re.compile(
     # words that leave out a thing named with "the" ("keep my Visa" keeps paying with it, "not
     # keep itchy socks" is a reason)
     r"|(not|leave|leaving|keep|keeping|hold|menos|no|pas|nicht|não|nao) "
-    rf"({_THE} |l'))"
+    rf"({_THE} |l')"
+    # a change refused by its verb, which stays in the part ("but don't cancel the beanie",
+    # "but do not refund the bottle", "never exchange them")
+    r"|(?P<verb_refused>don't|dont|do not|never|please don't|please do not) "
+    r"(?=(refund|reimburs|return|cancel|exchang|swap|replac|remov|credit)))"
     r"(?P<rest>((?!(on|to|onto|in|for|with|and|but|or|en|a|à|au|sur|auf|zu|em|para|por)\b)"
     r"[\w'-]+ ?){1,4})"
 )
@@ -635,7 +708,8 @@ def _narrowed_away(
     :func:`_description`), which names it. A part named by its kind of change alone ("Yes,
     only the refunds", "Yes, just refund them", "Yes to the refunds, not the cancellation")
     keeps to, or leaves out, the changes of that kind: those *asks* (the rule's) finds, or
-    the others (see :func:`_kind_named`)."""
+    the others (see :func:`_kind_named`); a change refused by its verb ("Yes, but don't
+    cancel the beanie") leaves out every change of that kind the question asked about."""
     answer = message_text(yes.answer)
     found = list(_EXCLUDING.finditer(answer))
     excluded = [m.group("rest") for m in found]
@@ -643,6 +717,9 @@ def _narrowed_away(
     refused = [m.group("rest") for m in found if not _KEEPING.match(m.group())]
     if any(_kind_named(phrase, asks) == "this" for phrase in refused):
         return True  # "Yes, not the cancellation" to the cancellation
+    verbs = [m.group("rest").split()[0] for m in found if m.group("verb_refused")]
+    if asks is not None and any(asks.search(verb) for verb in verbs):
+        return True  # "Yes, but don't cancel the beanie" to a cancellation
     narrowing = [*_NARROWED_TO.finditer(answer), *_NARROWED_BEFORE.finditer(answer)]
     kept_to = [_kind_named(m.group("rest"), asks) for m in narrowing]
     if "this" in kept_to:
@@ -1072,7 +1149,7 @@ _PICKING_WORDS = frozenset(
         r"\S+",
         "the a an my your to on onto in into for of with one ones option it them that those"
         " this these please just only i i'd i'll id like prefer rather want take go let's lets"
-        " would will use put back",
+        " would will use put back make choose pick",
     )
 )
 # A place in the alternatives a question joins with "or" ("the first", "the latter one").
@@ -1147,7 +1224,8 @@ def _picks_offered(question: str, answer: str) -> bool:
 # gift card", "Not the Visa, the gift card", "the Visa rather than the gift card"): its words
 # pick nothing.
 _TURNING_DOWN = re.compile(
-    r"(\b(not|never|instead of|rather than|in place of|except)\b|n't\b)(?:(?! but\b)[^,.;:!?])*"
+    r"(\b(not|never|instead of|rather than|in place of|except)\b|\b\w*n't\b)"
+    r"(?:(?! but\b)[^,.;:!?])*"
 )
 
 
@@ -1162,9 +1240,10 @@ _BARE_NUMBER = re.compile(r"(?<![\w.,$€£])\d(?:[\d.,]*\d)?(?![\w$€£%]|[.,]
 
 def _as_picked(text: str, known: set[Decimal]) -> str:
     """Normalised *text* with each amount of money it names written as one word of its value
-    ("$40", "40 dollars", "USD 40.00" are "amt40"), and each number standing alone that is
-    one of the *known* amounts (a choice's) too: a choice of "$25.00 or $40.00?" answered
-    "40" or "$40 please" picks by the amount, however written."""
+    ("$40", "40 dollars", "USD 40.00", "forty dollars" are "amt40"), and each number standing
+    alone, in figures or in words, that is one of the *known* amounts (a choice's) too: a
+    choice of "$25.00 or $40.00?" answered "40", "Forty." or "$40 please" picks by the amount,
+    however written ("forty-five" is no 40)."""
 
     def word(amount: Decimal) -> str:
         return "amt" + format(amount, "f").replace(".", "p")
@@ -1182,8 +1261,17 @@ def _as_picked(text: str, known: set[Decimal]) -> str:
             return word(next(iter(amounts)))
         return found.group()
 
-    text = _MONEY.sub(money, text)
-    return _BARE_NUMBER.sub(number, text) if known else text
+    def worded(found: re.Match[str]) -> str:
+        return f" {word(next(iter(amounts_in_words(found.group()))))} "
+
+    def number_word(text: str) -> str:
+        for found, value in reversed(list(numbers_in_words(text))):
+            if Decimal(value) in known and found.group() not in ("one", "a"):
+                text = f"{text[: found.start()]}{word(Decimal(value))}{text[found.end() :]}"
+        return text
+
+    text = WORDED_AMOUNT.sub(worded, _MONEY.sub(money, text))
+    return number_word(_BARE_NUMBER.sub(number, text)) if known else text
 
 
 def _same_word(word: str, other: str) -> bool:

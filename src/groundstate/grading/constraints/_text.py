@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -379,6 +379,19 @@ def words_value(words: str) -> int:
         else:
             current += _VALUE_OF_WORD.get(word, 0)
     return total + current
+
+
+_NUMBER_IN_WORDS = re.compile(rf"(?<![\w-]){_IN_WORDS}(?![\w-])")
+WORDED_AMOUNT = _WORDED_AMOUNT
+"""An amount of money said in English words ("forty dollars", "twenty-two dollars and fifty
+cents")."""
+
+
+def numbers_in_words(normalised_text: str) -> Iterator[tuple[re.Match[str], int]]:
+    """Each whole number normalised text says in English words, standing alone ("forty",
+    "forty-five", "one hundred and ten"), with its value."""
+    for found in _NUMBER_IN_WORDS.finditer(normalised_text):
+        yield found, words_value(found.group())
 
 
 def amounts_in_words(normalised_text: str) -> set[Decimal]:
