@@ -30,10 +30,13 @@ EVAL = {
     "task": "ctf",
     "task_id": "ctf@1",
     "task_version": 0,
-    "dataset": {"name": "d", "samples": 3},
+    "dataset": {"name": "d"},
     "model": "openai/gpt-4o",
-    "config": {"epochs": 2},
+    "config": {},
 }
+"""An eval spec that says nothing of what the eval planned (no ``dataset.sample_ids`` or
+``samples``, no ``config.epochs``), so the samples a test writes are the whole plan; the
+tests of a plan (``tests/test_imports_round26.py``) give one."""
 EXPORTED = {**EVAL, "metadata": {"groundstate": {"batch_id": "b1"}}}
 """An eval spec as ``groundstate export`` writes it: only such a log's sample metadata verdicts
 are read (any other log's sample metadata is the solver's to write)."""

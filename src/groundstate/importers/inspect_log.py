@@ -172,10 +172,12 @@ class InspectSource:
         stopped = _early_stops(results)
         if stopped:
             warnings.append(_stopped_early(self.path, results, stopped))
+        unrun = self._unrun(stopped)
         if status != "success":
             warnings.append(
                 f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
                 "before every sample was run, and only the samples written are imported"
+                + (f" ({unrun})" if unrun else "")
             )
         elif isinstance(completed, int) and self._read < completed:
             warnings.append(
@@ -184,6 +186,13 @@ class InspectSource:
             )
         elif (missing := self._missing(results, len(stopped))) is not None:
             warnings.append(missing)
+        elif unrun:
+            warnings.append(
+                f"{self.path}: {unrun}: they are not imported, so their tasks have fewer "
+                "attempts, and a missing attempt is in no denominator"
+            )
+        if (unplanned := self._unplanned()) is not None:
+            warnings.append(unplanned)
         if self._edited:
             warnings.append(
                 f"{self.path}: {counted(self._edited, 'sample')} "
@@ -289,14 +298,94 @@ class InspectSource:
             )
         return None
 
+    def _plan(self) -> tuple[int | None, list[str] | None, int | None]:
+        """What the log's header says the eval would run: its epochs
+        (``eval.config.epochs``), its samples' ids (``eval.dataset.sample_ids``, after
+        ``--limit`` and ``--sample-id``) and how many (those ids, or ``eval.dataset.samples``
+        when neither option was given: it counts the dataset before either). ``None``: not
+        given (older logs)."""
+        spec = _part(self._header(), "eval")
+        config, dataset = _part(spec, "config"), _part(spec, "dataset")
+        where = f"{self.path}:eval"
+        epochs = config.get("epochs")
+        if epochs is not None and (integer(where, "config.epochs", epochs) < 1):
+            raise SpecError(where, "config.epochs", f"must be 1 or more, got {epochs}")
+        ids = dataset.get("sample_ids")
+        if ids is not None:
+            if not isinstance(ids, list):
+                raise SpecError(where, "dataset.sample_ids", f"must be a list, got {ids!r}")
+            ids = [task_key(where, f"dataset.sample_ids[{i}]", v) for i, v in enumerate(ids)]
+            return epochs, ids, len(ids)
+        size = dataset.get("samples")
+        sliced = config.get("limit") is not None or config.get("sample_id") is not None
+        if size is None or sliced:
+            return epochs, None, None
+        return epochs, None, integer(where, "dataset.samples", size)
+
+    def _unrun(self, stopped: list[Any]) -> str | None:
+        """The attempts the header planned (its samples times its epochs, less those stopped
+        early) that the log does not hold, named; ``None``: none, or no plan given. Checked
+        whether or not the log has ``results`` (none when no sample was scored: every
+        sample errored, or the eval was cancelled), whose ``total_samples`` says the same."""
+        epochs, ids, size = self._plan()
+        if epochs is None or size is None:
+            return None
+        stops = {key for stop in stopped if (key := _stop_key(stop)) is not None}
+        if ids is None:  # only a count: the attempts the log holds of the epochs planned
+            held = sum(epoch <= epochs for _, epoch in self._logged)
+            short = size * epochs - len(stops) - held
+            if short <= 0:
+                return None
+            return (
+                f"{short} of the {size * epochs} attempts its header plans (eval.dataset."
+                f"samples {size} x eval.config.epochs {epochs}) are not in the log"
+            )
+        planned = [(i, e) for e in range(1, epochs + 1) for i in dict.fromkeys(ids)]
+        lost = [key for key in planned if key not in self._logged and key not in stops]
+        if not lost:
+            return None
+        named = [f"{i!r} epoch {e}" for i, e in lost[:5]]
+        shown = ", ".join(named) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        return (
+            f"{len(lost)} of the {len(planned)} attempts its header plans "
+            f"(eval.dataset.sample_ids x eval.config.epochs {epochs}) are not in the log: "
+            f"{shown}"
+        )
+
+    def _unplanned(self) -> str | None:
+        """The samples held whose id the header's ``eval.dataset.sample_ids`` does not list:
+        a ``SampleSource`` adds samples while the eval runs (not listed there), a file
+        edited after the run does too; named, as the count past ``total_samples`` is."""
+        _, ids, _ = self._plan()
+        if ids is None:
+            return None
+        known = set(ids)
+        extra = sorted({str(i) for i, _ in self._logged if i not in known})
+        if not extra:
+            return None
+        shown = ", ".join(map(repr, extra[:5])) + (" ..." if len(extra) > 5 else "")
+        return (
+            f"{self.path}: {len(extra)} sample id(s) are not among eval.dataset.sample_ids "
+            f"({shown}): added while the eval ran (a SampleSource) or to the log after it; "
+            "imported as given"
+        )
+
     def _rows(self) -> Iterator[ImportedRow]:
         once = OnceEach("sample run")  # Inspect's uuid: one per sample and epoch
+        epochs = None if self._exported else self._plan()[0]
         for index, (where, sample) in enumerate(self._samples(), start=1):
             self._read = index
             sample = mapping(where, "sample", sample)
             once.check(where, "uuid", sample.get("uuid"), (sample.get("id"), sample.get("epoch")))
             row = self._row(where, index, sample)  # counts a foreign verdict it ignores
-            self._logged.add((row.task_id, _epoch(where, sample.get("epoch"))))
+            epoch = _epoch(where, sample.get("epoch"))
+            if epochs is not None and epoch > epochs:
+                raise SpecError(
+                    where, "epoch", f"{epoch}, past the {epochs} epoch(s) of the log's header "
+                    f"(eval.config.epochs): Inspect runs epochs 1 to {epochs}, so this sample "
+                    "was added to the log after its run, and would be an attempt too many",
+                )  # fmt: skip
+            self._logged.add((row.task_id, epoch))
             own = _own(sample) if self._exported else None
             if own is not None and isinstance(own.get(EARLIER_TRIES), list):
                 yield from _earlier_tries(where, row, own[EARLIER_TRIES])
@@ -627,6 +716,12 @@ def _edited(where: str, name: str | None, score: dict[str, Any]) -> dict[str, An
     last = made[-1]
     return {"original": original, "author": last.get("author"), "reason": last.get("reason"),
             "edits": len(made)}  # fmt: skip
+
+
+def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data[key]`` when it is an object, else empty (a part not given says nothing)."""
+    part = data.get(key)
+    return part if isinstance(part, dict) else {}
 
 
 def _early_stops(results: Any) -> list[Any]:

@@ -218,8 +218,19 @@ def _tau_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str,
     script of its own, or trimmed): it is labelled by its place in the list, and the file's
     results of a task are numbered in the order given (τ-bench writes trial after trial)."""
     if item.get("trial") is not None:
-        return integer(where, "trial", item["trial"]), None
+        return _trial(where, item["trial"]), None
     return f"result {index}", "τ-bench trial missing: attempts numbered in the order given"
+
+
+def _trial(where: str, value: Any) -> int:
+    """A result's ``trial``: τ-bench and τ² number a run's trials from 0
+    (``range(num_trials)``); one below 0 is none they wrote."""
+    trial = integer(where, "trial", value)
+    if trial < 0:
+        raise SpecError(
+            where, "trial", f"must be 0 or more (trials are numbered from 0), got {trial}"
+        )
+    return trial
 
 
 def _tau_checks(where: str, info: dict[str, Any]) -> tuple[str, dict[str, bool]]:
@@ -328,6 +339,8 @@ class Tau2Source:
     format: str = "tau2-bench"
     _held: Counter[str] = field(default_factory=Counter)
     """Simulations read, per task id (for the warnings)."""
+    _last: tuple[str, int] | None = None
+    """Where the highest trial number read is, and it (checked against ``info.num_trials``)."""
 
     @cached_property
     def _results(self) -> dict[str, Any]:
@@ -380,10 +393,13 @@ class Tau2Source:
     def rows(self) -> Iterator[ImportedRow]:
         once = OnceEach("simulation")
         for index, (where, item) in enumerate(self._simulations(), start=1):
+            row = _tau2_row(where, index, item)
             if isinstance(item, dict):
                 once.check(where, "id", item.get("id"), (item.get("task_id"), item.get("trial")))
                 self._held[str(item.get("task_id"))] += 1
-            yield _tau2_row(where, index, item)
+            if isinstance(row.label, int) and (self._last is None or row.label > self._last[1]):
+                self._last = (where, row.label)
+            yield row
 
     def place(self, line: int) -> str:
         if self._index is None:
@@ -409,6 +425,13 @@ class Tau2Source:
                 f"({_some(none)}): they are not in the batch, so no score counts them"
             )
         trials = _count(_part(self._results, "info").get("num_trials"))
+        if trials is not None and self._last is not None and self._last[1] >= trials:
+            where, trial = self._last
+            raise SpecError(
+                where, "trial", f"{trial}, but info.num_trials is {trials}: τ² numbers a run's "
+                f"trials 0 to {trials - 1} (range(num_trials)), so this simulation is none it "
+                "ran, and would be an attempt past the run's count",
+            )  # fmt: skip
         if trials is not None and (fewer := [t for t, n in held.items() if n < trials]):
             warnings.append(
                 f"{self.path}: info.num_trials is {trials}, but {counted(len(fewer), 'task')} "
@@ -714,7 +737,7 @@ def _tau2_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str
     """The attempt label, and a note when τ² gave none: its ``trial`` is optional, and a run
     made outside its trial loop has none. The simulation's id (unique in a run) stands in."""
     if item.get("trial") is not None:
-        return integer(where, "trial", item["trial"]), None
+        return _trial(where, item["trial"]), None
     simulation = item.get("id")
     label = f"simulation {simulation}" if simulation else f"simulation at {index}"
     return label, "τ² trial missing: the attempt is labelled by its simulation id"

@@ -93,8 +93,10 @@ def _tests(where: str, given: Any, resolved: bool) -> dict[str, Any] | None:
 
 TRIAL_KEYS = frozenset({"trial_name", "task_id", "is_resolved", "failure_mode"})
 """What marks one trial's ``results.json`` (``runs/<run>/<task>/<trial>/results.json``)."""
-ATTEMPT = re.compile(r"\.(\d+)-of-\d+(?:\.|$)")
-"""The attempt number in a trial's name (``hello.2-of-3.run-1``)."""
+ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
+"""The attempt number and the run's ``n_attempts`` in a trial's name (``hello.2-of-3.run-1``):
+``tb run`` names a trial ``<task>.<attempt>-of-<n_attempts>.<run_id>`` for each attempt in
+``range(1, n_attempts + 1)`` (``Harness._get_trial_name``)."""
 
 
 LISTED: Any = object()
@@ -109,6 +111,8 @@ class _Seen:
     """The trial's name, as written (``repr``: two trials of one name are told apart)."""
     task: Any
     resolved: bool
+    attempt: tuple[int, int] | None
+    """The attempt number and the run's ``n_attempts`` its name gives (``None``: none)."""
 
 
 @dataclass
@@ -154,12 +158,25 @@ class TerminalBenchSource:
     def rows(self) -> Iterator[ImportedRow]:
         seen: list[_Seen] = []
         once = OnceEach("trial")
+        planned: tuple[int, int] | None = None  # the run's n_attempts, and the first to say it
         for index, given in enumerate(self._trials(), start=1):
-            if isinstance(given, dict):
-                once.check(self.place(index), "id", given.get("id"), given.get("trial_name"))
-                resolved = given.get("is_resolved") is True
-                seen.append(_Seen(repr(given.get("trial_name")), given.get("task_id"), resolved))
-            yield self._row(index, self.place(index), given)
+            row = self._row(index, self.place(index), given)
+            trial = mapping(self.place(index), "trial", given)
+            once.check(self.place(index), "id", trial.get("id"), trial.get("trial_name"))
+            name = str(trial["trial_name"])  # text: _row checked it
+            attempt = _attempt(self.place(index), name)
+            if attempt is not None and planned is None:
+                planned = (attempt[1], index)
+            elif attempt is not None and planned is not None and attempt[1] != planned[0]:
+                raise SpecError(
+                    self.place(index), "trial_name", f"{name!r} is of "
+                    f"{attempt[1]} attempts, but {self.place(planned[1])} is of {planned[0]}: "
+                    "one tb run has one n_attempts (merged runs are imported one at a time)",
+                )  # fmt: skip
+            resolved = trial.get("is_resolved") is True
+            seen.append(_Seen(repr(trial.get("trial_name")), trial.get("task_id"), resolved,
+                              attempt))  # fmt: skip
+            yield row
         self._seen = seen
 
     def _row(self, line: int, where: str, given: Any) -> ImportedRow:
@@ -167,7 +184,7 @@ class TerminalBenchSource:
         if not trial:
             raise SpecError(where, "trial", "must be a trial (trial_name, task_id, ...)")
         name = checked(where, "trial_name", as_text, trial.get("trial_name"))
-        attempt = ATTEMPT.search(name)
+        attempt = _attempt(where, name)
         mode = trial.get("failure_mode", "unset")
         if not isinstance(mode, str):
             raise SpecError(where, "failure_mode", f"must be text, got {mode!r}")
@@ -186,7 +203,7 @@ class TerminalBenchSource:
         common: dict[str, Any] = {
             "line": line,
             "task_id": task_key(where, "task_id", trial.get("task_id")),
-            "label": int(attempt.group(1)) if attempt else name,
+            "label": attempt[0] if attempt else name,
             "tokens": None if given == [None, None] else tokens,
             "latency": duration(where, "agent_started_at", *agent),
             "origin": {"trial_name": name, "failure_mode": mode, "is_resolved": resolved},
@@ -240,6 +257,7 @@ class TerminalBenchSource:
         trials = self._seen or []
         if len({t.name for t in trials}) < len(trials):
             return []
+        warnings = _unrun(self.path, trials)
         resolved = Counter(_hashable(t.task) for t in trials if t.resolved)
         other = Counter(_hashable(t.task) for t in trials if not t.resolved)
         for name, expected in (("resolved_ids", resolved), ("unresolved_ids", other)):
@@ -270,14 +288,57 @@ class TerminalBenchSource:
             and not isinstance(accuracy, bool)
             and abs(accuracy - share) <= 1e-9
         ):
-            return []
+            return warnings
         return [
+            *warnings,
             f"{self.path}: accuracy is {accuracy!r}, but {resolved.total()} of {len(trials)} "
-            f"trials are resolved ({share:.6g}): the figures here are the trials'"
+            f"trials are resolved ({share:.6g}): the figures here are the trials'",
         ]
 
     def system(self) -> dict[str, Any]:
         return {"harness": "terminal-bench", "run_id": self._run.get("id"), "errors": self.errors}
+
+
+def _attempt(where: str, name: str) -> tuple[int, int] | None:
+    """The attempt number and the run's ``n_attempts`` a trial's name gives (``None``: a name
+    of no such form, whose label is the name). An attempt outside 1 to ``n_attempts`` is none
+    ``tb run`` wrote: read as given it would be an attempt past the run's count, or one
+    numbered from 0 beside 1 to n."""
+    found = ATTEMPT.search(name)
+    if found is None:
+        return None
+    number, planned = int(found.group(1)), int(found.group(2))
+    if not 1 <= number <= planned:
+        raise SpecError(
+            where, "trial_name", f"{name!r} is attempt {number} of {planned}: tb run names "
+            "its trials <task>.<attempt>-of-<n_attempts>.<run_id> for attempts 1 to "
+            "n_attempts, so this trial is none it wrote",
+        )  # fmt: skip
+    return number, planned
+
+
+def _unrun(path: Path, trials: list[_Seen]) -> list[str]:
+    """The attempts the run planned (each task's trials name ``n_attempts``) that it does
+    not hold: a run stopped before its end, or trials taken out of its file. Named, as
+    their tasks have fewer attempts; a task with no trial at all is not known here."""
+    held: dict[Any, set[int]] = {}
+    planned = 0
+    for t in trials:
+        if t.attempt is not None:
+            held.setdefault(_hashable(t.task), set()).add(t.attempt[0])
+            planned = t.attempt[1]
+    lost = [(task, n) for task, numbers in held.items() for n in range(1, planned + 1)
+            if n not in numbers]  # fmt: skip
+    if not lost:
+        return []
+    named = ", ".join(f"{task!r} attempt {n}" for task, n in lost[:5])
+    more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+    return [
+        f"{path}: {len(lost)} of the {len(held) * planned} trials its trial names plan "
+        f"({len(held)} task(s) x n_attempts {planned}) are not in results: {named}{more}: "
+        "not imported, so their tasks have fewer attempts, and a missing attempt is in no "
+        "denominator"
+    ]
 
 
 def _hashable(value: Any) -> Any:
