@@ -124,9 +124,7 @@ def test_simulations_without_a_trial_are_counted_once_each(tmp_path: Path) -> No
     data, warnings = report(tmp_path, monolithic(tmp_path, untried))
     assert (data["valid_attempts"], data["invalid_attempts"]) == (4, 0)
     assert [row["valid"]["n"] for row in data["tasks"]] == [2, 2]
-    assert (
-        "4 attempts: τ² trial missing: the attempt is labelled by its simulation id" in warnings
-    )
+    assert "4 attempts: τ² trial missing: the attempt is labelled by its simulation id" in warnings
 
 
 def test_a_file_mixing_given_and_missing_trials_counts_each_simulation(tmp_path: Path) -> None:

@@ -88,9 +88,7 @@ def test_deleted_labels_are_named_in_the_middle_and_at_the_end(
 ) -> None:
     store, _, runs = labelled
     _sql(store, "DELETE FROM labels WHERE seq = 2")
-    assert _problems(store) == [
-        ("labels_missing", runs[0], "1 labels row deleted before this one")
-    ]
+    assert _problems(store) == [("labels_missing", runs[0], "1 labels row deleted before this one")]
     _sql(store, "DELETE FROM labels WHERE seq = 4")
     assert ("labels_missing", None, "1 labels row deleted at the end") in _problems(store)
     _sql(store, "DELETE FROM label_chains")

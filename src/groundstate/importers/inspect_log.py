@@ -365,7 +365,8 @@ class InspectSource:
             return None
         shown = ", ".join(map(repr, extra[:5])) + (" ..." if len(extra) > 5 else "")
         return (
-            f"{self.path}: {len(extra)} sample id(s) are not among eval.dataset.sample_ids "
+            f"{self.path}: {counted(len(extra), 'sample id')} {'is' if len(extra) == 1 else 'are'} "
+            "not among eval.dataset.sample_ids "
             f"({shown}): added while the eval ran (a SampleSource) or to the log after it; "
             "imported as given"
         )
@@ -381,9 +382,9 @@ class InspectSource:
             epoch = _epoch(where, sample.get("epoch"))
             if epochs is not None and epoch > epochs:
                 raise SpecError(
-                    where, "epoch", f"{epoch}, past the {epochs} epoch(s) of the log's header "
-                    f"(eval.config.epochs): Inspect runs epochs 1 to {epochs}, so this sample "
-                    "was added to the log after its run, and would be an attempt too many",
+                    where, "epoch", f"{epoch}, past the {counted(epochs, 'epoch')} of the log's "
+                    f"header (eval.config.epochs): Inspect runs epochs 1 to {epochs}, so this "
+                    "sample was added to the log after its run, and would be an attempt too many",
                 )  # fmt: skip
             self._logged.add((row.task_id, epoch))
             own = _own(sample) if self._exported else None

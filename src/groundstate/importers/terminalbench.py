@@ -36,6 +36,7 @@ from groundstate.importers.rows import (
     task_key,
 )
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
+from groundstate.rounding import counted
 
 NORMAL = ("unset", "none")
 """Failure modes of a trial that ended normally (``unset``: the default, ``none``: the tests
@@ -335,7 +336,7 @@ def _unrun(path: Path, trials: list[_Seen]) -> list[str]:
     more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
     return [
         f"{path}: {len(lost)} of the {len(held) * planned} trials its trial names plan "
-        f"({len(held)} task(s) x n_attempts {planned}) are not in results: {named}{more}: "
+        f"({counted(len(held), 'task')} x n_attempts {planned}) are not in results: {named}{more}: "
         "not imported, so their tasks have fewer attempts, and a missing attempt is in no "
         "denominator"
     ]
