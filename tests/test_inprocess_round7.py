@@ -496,7 +496,7 @@ def test_an_agent_ending_after_its_limit_leaves_the_streams_the_harness_put_sinc
 ) -> None:
     """Its thread put back the streams of its start when it ended: a command whose output a
     test runner (click's ``CliRunner``) was capturing meanwhile lost all of it."""
-    suite = edited_bank(lambda t: t.update(time_limit=0.1))
+    suite = edited_bank(lambda t: t.update(time_limit=1))  # its thread must start before it
     release, threads = threading.Event(), []
 
     async def overstays(session: Session) -> str:
