@@ -29,7 +29,7 @@ from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.trace import ToolCallEvent
 
-from .conftest import BLOCK, HANG
+from .conftest import BLOCK, HANG, time_limit
 from .test_inprocess_adversarial import _call_now, _do_the_task
 
 AgentFn = Callable[[Session], Awaitable[Any]]
@@ -47,7 +47,11 @@ def _transfers(run: AgentRun) -> list[ToolCallEvent]:
 
 
 def _then_honest(suite: Suite) -> None:
-    run = _run(suite, _do_the_task)
+    """The next attempt, by an honest agent, is unaffected by what the adversary left: at
+    the task's limit or longer, not at a tight one a test set for its adversary, which a
+    loaded machine's honest attempt may not meet."""
+    with time_limit(suite, "transfer", HANG):
+        run = _run(suite, _do_the_task)
     assert run.terminal_reason == "success", run.infrastructure_status
 
 
