@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from groundstate import episode
 from groundstate.agents.base import Session
 from groundstate.episode import AttemptInfo, run_attempt
 from groundstate.errors import (
@@ -206,11 +207,14 @@ def test_a_call_in_flight_as_the_agent_returns_is_waited_for_not_graded_half_way
 
 
 def test_waiting_for_a_call_in_flight_holds_up_no_other_attempt(
-    slow_bank: Suite, tmp_path: Path
+    slow_bank: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The episode's loop runs every attempt of a batch: the wait is in a thread of its own.
     The slow payment lasts until the quick attempt has finished (BLOCK s at most): were the
-    loop held by the wait for it, the quick attempt would finish only after it."""
+    loop held by the wait for it, the quick attempt would finish only after it. The slow
+    attempt waits for its call up to its limit and END_WAIT, lengthened so a loaded machine
+    finishes the quick attempt within it."""
+    monkeypatch.setattr(episode, "END_WAIT", HANG / 3)
     finished: list[str] = []
     quick_done = tmp_path / "quick-done"
 
@@ -999,12 +1003,15 @@ def test_a_call_blocked_past_the_end_that_returns_while_graded_lands_in_no_trace
 
 
 def test_a_call_blocked_at_the_time_limit_holds_up_no_other_attempt(
-    slow_bank: Suite, tmp_path: Path
+    slow_bank: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """At its time limit the episode latches the stop and ends the session, each waiting up
     to END_WAIT for the call in flight: on the loop that runs every attempt, that held them
     all. The payment lasts until the quick attempt has finished: were the loop held, the
-    slow attempt would give up on it and finish first."""
+    slow attempt would give up on it and finish first. The wait is a third of HANG, not its
+    1 s: the quick attempt (a reset, a conversation, a grading) must finish within it, which
+    a loaded machine may not do in 1 s; held, the loop still lets it finish only after."""
+    monkeypatch.setattr(episode, "END_WAIT", HANG / 3)
     task = slow_bank.root / "tasks" / "transfer.yaml"
     task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
     limited = load_suite(slow_bank.root)

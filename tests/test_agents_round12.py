@@ -41,7 +41,7 @@ from groundstate.trace import (
     load_jsonl,
 )
 
-from .conftest import BLOCK, HANG, EditTask
+from .conftest import BLOCK, HANG, EditTask, time_limit
 from .test_adversarial_agents import _write_the_transfer
 from .test_inprocess_adversarial import AgentFn, _do_the_task
 
@@ -59,7 +59,8 @@ def _run(suite: Suite, fn: AgentFn) -> AgentRun:
 
 
 def _then_honest(suite: Suite) -> None:
-    assert _run(suite, _do_the_task).terminal_reason == "success"
+    with time_limit(suite, "transfer", HANG):  # the adversary's tight limit is not its
+        assert _run(suite, _do_the_task).terminal_reason == "success"
 
 
 # --- the clocks -----------------------------------------------------------------------------

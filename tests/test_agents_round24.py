@@ -371,23 +371,24 @@ def _broken(event: Any) -> None:
     event.worker = "nobody"
 
 
-def _past_its_limit(root: str, breaks: str) -> tuple[str, bool]:
+def _past_its_limit(root: str, breaks: str) -> tuple[str, bool, bool]:
     """An attempt whose agent edits its given-up event (*breaks*: ``_shared_dropped`` or
-    ``_broken``), changes the settings and blocks past its time limit of 1 s; its reason,
-    and whether the settings are as before."""
+    ``_broken``), changes the settings and blocks past its time limit; its reason, whether
+    the agent changed the settings before the limit, and whether they are as before."""
     from groundstate.spec.suite import load_suite
 
-    release = threading.Event()
+    release, changed = threading.Event(), threading.Event()
 
     async def agent(session: Session) -> str:
         await _leaves_its_settings(globals()[breaks])(session)
+        changed.set()
         release.wait(30)
         return "Done."
 
     before = _settings()
     try:
         run = _run(load_suite(Path(root)), agent)
-        return run.terminal_reason, _settings() == before
+        return run.terminal_reason, changed.is_set(), _settings() == before
     finally:
         release.set()
 
@@ -400,10 +401,11 @@ def test_an_agent_past_its_limit_that_edited_its_given_up_event(
     before, from the event's ``shared``, which the agent set to None (its umask, variable and
     limit kept while its thread ran on); an event whose ``set`` raised made the time limit an
     error of the harness's. In a fresh process: the agent's thread."""
-    suite = edited_bank(lambda t: t.update(time_limit=1))
-    reason, put_back = in_a_fresh_process(_past_its_limit, str(suite.root), breaks)
+    # 2 s: a fresh process's agent must change the settings before it (else none to put back)
+    suite = edited_bank(lambda t: t.update(time_limit=2))
+    reason, changed, put_back = in_a_fresh_process(_past_its_limit, str(suite.root), breaks)
     assert reason == "agent_failure/time_limit"
-    assert put_back
+    assert changed and put_back
 
 
 def test_an_agent_that_changes_nothing_leaves_the_settings_alone(bank: Suite) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,19 @@ def _too_late(future: asyncio.Future[Any]) -> bool:
     return isinstance(raised, AgentRaised) and "too late" in raised.message
 
 
+def _late_outcomes() -> list[asyncio.Future[Any]]:
+    """The futures holding the late agent's failure, found by their outcome without reading
+    it (``exception()`` marks a future read): what the agent raised comes as data, with the
+    time it ended (see ``episode._run_to_end``)."""
+    return [
+        future
+        for future in gc.get_objects()
+        if isinstance(future, asyncio.Future)
+        and not isinstance(future, asyncio.Task)
+        and _too_late(future)
+    ]
+
+
 def test_an_abandoned_agent_that_fails_later_is_not_logged_as_unread(
     edited_bank: EditTask,
 ) -> None:
@@ -125,18 +139,13 @@ def test_an_abandoned_agent_that_fails_later_is_not_logged_as_unread(
         assert output.run.terminal_reason == "agent_failure/time_limit"
         ended.set()
         assert released.wait(HANG)
-        loop.run_until_complete(asyncio.sleep(0.2))  # the late outcome is delivered
+        deadline = time.monotonic() + HANG  # the late outcome is delivered (a loaded
+        late = _late_outcomes()  # machine's agent thread may take its time to end)
+        while not late and time.monotonic() < deadline:
+            loop.run_until_complete(asyncio.sleep(0.05))
+            late = _late_outcomes()
     finally:
         loop.close()
-    # Found by its outcome without reading it (exception() marks a future read): what the
-    # agent raised comes as data, with the time it ended (see episode._run_to_end).
-    late = [
-        future
-        for future in gc.get_objects()
-        if isinstance(future, asyncio.Future)
-        and not isinstance(future, asyncio.Task)
-        and _too_late(future)
-    ]
     assert late
     assert not any(future._log_traceback for future in late)  # type: ignore[attr-defined]
 

@@ -99,8 +99,9 @@ def _result(run: AgentRun, check_id: str) -> Any:
     return next(c for c in checks if c.id == check_id)
 
 
-def _no_grader_threads_left(within: float = 2.0) -> bool:
-    """Every abandoned check thread has returned: its query was really stopped."""
+def _no_grader_threads_left(within: float = HANG / 3) -> bool:
+    """Every abandoned check thread has returned: its query was really stopped. (Looked for
+    until it has; a loaded machine may take seconds to run a stopped thread to its end.)"""
     end = time.monotonic() + within
     while time.monotonic() < end:
         if not [t for t in threading.enumerate() if "grader" in t.name or "check-" in t.name]:

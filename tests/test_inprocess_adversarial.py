@@ -48,7 +48,7 @@ from groundstate.store import prepare_run
 from groundstate.testing import FunctionAgent, attempt, scripted_system
 from groundstate.trace import MessageEvent, ToolCallEvent
 
-from .conftest import BANK, BLOCK, HANG, EditTask
+from .conftest import BANK, BLOCK, HANG, EditTask, time_limit
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 
@@ -69,7 +69,11 @@ def _run(suite: Suite, fn: AgentFn, **kwargs: Any) -> AgentRun:
 
 
 def _then_honest(suite: Suite) -> None:
-    run = _run(suite, _do_the_task)
+    """The next attempt, by an honest agent, is unaffected by what the adversary left: at
+    the task's limit or longer, not at a tight one a test set for its adversary, which a
+    loaded machine's honest attempt may not meet."""
+    with time_limit(suite, "transfer", HANG):
+        run = _run(suite, _do_the_task)
     assert run.terminal_reason == "success", run.infrastructure_status
 
 

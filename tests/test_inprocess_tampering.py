@@ -25,7 +25,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.task import TerminalConditions
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK, HANG
+from .conftest import BANK, HANG, time_limit
 from .test_inprocess_adversarial import _do_the_task
 
 AgentFn = Callable[[Session], Awaitable[Any]]
@@ -36,7 +36,11 @@ def _run(suite: Suite, fn: AgentFn) -> AgentRun:
 
 
 def _then_honest(suite: Suite) -> None:
-    run = _run(suite, _do_the_task)
+    """The next attempt, by an honest agent, is unaffected by what the adversary left: at
+    the task's limit or longer, not at a tight one a test set for its adversary, which a
+    loaded machine's honest attempt may not meet."""
+    with time_limit(suite, "transfer", HANG):
+        run = _run(suite, _do_the_task)
     assert run.terminal_reason == "success", run.infrastructure_status
     assert "harness_rebound" not in run.infrastructure_status
 

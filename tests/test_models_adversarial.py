@@ -365,17 +365,17 @@ def test_a_tool_call_before_initialize_runs_no_tool(retail: Suite, tmp_path: Pat
 
 @needs_bwrap
 @pytest.mark.parametrize(
-    ("mode", "reason"),
-    [
-        ("exit_after_initialize", "agent_failure/incorrect_state"),
-        ("exit_at_once", "agent_failure/incorrect_state"),
-        ("close_stdout", "agent_failure/time_limit"),
+    ("mode", "reason", "limit"),
+    [  # a program's start must fit in its limit when it is to leave before it
+        ("exit_after_initialize", "agent_failure/incorrect_state", 20),
+        ("exit_at_once", "agent_failure/incorrect_state", 20),
+        ("close_stdout", "agent_failure/time_limit", 4),
     ],
 )
 def test_a_program_that_leaves_early_is_the_agents_failure(
-    retail: Suite, tmp_path: Path, mode: str, reason: str
+    retail: Suite, tmp_path: Path, mode: str, reason: str, limit: float
 ) -> None:
-    out = run_raw(retail, tmp_path, mode, limit=4)
+    out = run_raw(retail, tmp_path, mode, limit=limit)
     assert out.run.terminal_reason == reason, out.run.infrastructure_status
     assert out.run.final_message is None
 
@@ -449,6 +449,13 @@ def test_a_user_model_answering_badly_makes_the_attempt_invalid(bank: Suite, ans
 # --- the time limit and serving failures ---------------------------------------------------
 
 
+USER_LIMIT = 3.0
+"""The time limit of the tests on a model-driven user's time: the user must be asked within its
+first half (the harness's start of the attempt comes first) for a user outlasting it to be
+blamed, and answer within it for the agent to be; at 1 s a loaded machine left 0.5 s for the
+one and 1 s for the other."""
+
+
 def limited(system: Any, seconds: float) -> Any:
     from groundstate.spec.system import SystemSpec
 
@@ -469,7 +476,8 @@ def test_a_backoff_past_the_time_limit_is_a_serving_failure_not_the_agents(
     attempt's time limit ends the attempt as invalid, not as the agent's time limit."""
     with harness.provider.server([failure] * 5) as server:
         retries = {"max_retries": 4, "backoff": 5, "max_backoff": 30}
-        system = limited(harness.system(server, retries=retries), 1.5)
+        # its first request must fit in the limit; its first backoff (5 s) must not
+        system = limited(harness.system(server, retries=retries), 4.0)
         run = attempt(harness.suite, TASK, load_agent(system), system=system).run
     assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
     assert not run.valid
@@ -571,7 +579,7 @@ def test_a_user_model_that_outlasts_the_time_limit_is_the_instruments_failure(
     from .test_model_users import bank_agent_system, model_user, polite_transfer
 
     with OpenAICompatibleServer([answer] * 3) as server:
-        system = limited(bank_agent_system(model_user(server)), 1.0)
+        system = limited(bank_agent_system(model_user(server)), USER_LIMIT)
         out = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system)
     assert out.run.terminal_reason == "environment_failure/user_simulator", (
         out.run.infrastructure_status
@@ -591,6 +599,6 @@ def test_an_agent_slow_between_user_turns_still_hits_its_own_time_limit(bank: Su
         return "done"
 
     with OpenAICompatibleServer([Reply(text="1234")]) as server:
-        system = limited(bank_agent_system(model_user(server)), 1.0)
+        system = limited(bank_agent_system(model_user(server)), USER_LIMIT)
         out = attempt(bank, "transfer", FunctionAgent(dawdles), system=system)
     assert out.run.terminal_reason == "agent_failure/time_limit"

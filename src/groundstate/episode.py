@@ -122,7 +122,8 @@ REBOUND = "harness_code"
 """The stage of a stop for the harness's code found rebound (see :mod:`groundstate.bindings`)."""
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
-without it (a tool blocked in Python cannot be interrupted)."""
+without it (a tool blocked in Python cannot be interrupted). Read when a wait begins, not
+bound as a default argument: a test on a loaded machine may lengthen it."""
 USER_SHARE = 0.5
 """The share of the time limit one reply of the simulated user must have taken, when the limit
 strikes during it, for the time limit to be the instrument's (``environment_failure/
@@ -499,9 +500,10 @@ class EpisodeSession:
             return last
         return None
 
-    def latch(self, error: BaseException, stage: str, wait: float = END_WAIT) -> Stop:
+    def latch(self, error: BaseException, stage: str, wait: float | None = None) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop.
-        A call in progress is waited for up to *wait* seconds (it may latch a stop first).
+        A call in progress is waited for up to *wait* seconds (:data:`END_WAIT` when None;
+        it may latch a stop first).
 
         The user's leaving (:class:`ConversationOver`) ends the conversation but decides
         nothing (the state does): a stop the episode finds afterwards (a write behind the
@@ -521,12 +523,12 @@ class EpisodeSession:
                 self._keep_stop(Stop(error, stage, self._steps, self._elapsed()))
             return self.stop or Stop(error, stage, self._steps, self._elapsed())
 
-    def end(self, wait: float = END_WAIT) -> None:
+    def end(self, wait: float | None = None) -> None:
         """Refuse every later call: the attempt is over (or cancelled) and its environment
-        is about to close. Waits up to *wait* seconds for a call in progress: the deadline
-        bounds SQL, but not a tool blocked in Python (a sleep, a loop, a socket), which is
-        left behind and named in :attr:`blocked_call`. Once ended, ending again waits for
-        nothing."""
+        is about to close. Waits up to *wait* seconds (:data:`END_WAIT` when None) for a
+        call in progress: the deadline bounds SQL, but not a tool blocked in Python (a sleep,
+        a loop, a socket), which is left behind and named in :attr:`blocked_call`. Once
+        ended, ending again waits for nothing."""
         if self._ended:
             return
         with self._briefly_locked(wait) as locked:
@@ -535,13 +537,13 @@ class EpisodeSession:
                 self.blocked_call, self.blocked_in_reply = self._in_call, self._in_reply
 
     @contextmanager
-    def _briefly_locked(self, wait: float = END_WAIT) -> Iterator[bool]:
+    def _briefly_locked(self, wait: float | None = None) -> Iterator[bool]:
         """The session's lock if it can be had within *wait* seconds. The episode must not
         wait on a call that never returns: it would hold up every attempt. Held, it names
         this thread its holder: agent code the garbage collector runs here meanwhile (a
         finalizer, a callback) that calls the session is refused, where it waited for the
         lock this very thread held, and the episode, with every attempt, hung for good."""
-        locked = self._lock.acquire(timeout=wait)
+        locked = self._lock.acquire(timeout=END_WAIT if wait is None else wait)
         if locked:
             self._holder = threading.get_ident()
         try:
@@ -1621,7 +1623,7 @@ async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: A
 
 
 def _latch_time_limit(
-    session: EpisodeSession, exc: TimeLimitReached, wait: float = END_WAIT
+    session: EpisodeSession, exc: TimeLimitReached, wait: float | None = None
 ) -> None:
     failing = session.model_serving_failing()
     if session.user_used_the_time():  # a slow or rate-limited user model: an invalid attempt
