@@ -1722,12 +1722,14 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     """
     facade = AgentSession(session)
     limit, started = session.time_limit, CLOCK()
+    rang: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    ALARMS.set(limit, rang)  # before the agent runs; never cancelled (see groundstate.alarms)
     work = lambda: _run_to_end(agent, facade)  # noqa: E731
     kept: list[Any] = []  # the process-wide state as the agent finds it: this frame's own
     finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept)
     (shared,) = kept
     try:
-        in_time = await _settled_in_time(finished, limit)
+        in_time = await _settled_in_time(finished, rang)
     except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
         abandon(finished, shared)
         raise
@@ -1745,33 +1747,15 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     return outcome
 
 
-async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
-    """Whether *finished* settles within *limit* seconds, timed by an alarm (see
-    :mod:`groundstate.alarms`), not by this loop's clock, which the agent can stop by
-    replacing ``time.monotonic``."""
-    loop = asyncio.get_running_loop()
-    rang: asyncio.Future[None] = loop.create_future()
-
-    def ring() -> None:
-        # The agent given up on may have replaced builtins that asyncio calls here and in
-        # the episode's loop (a lying ``isinstance`` makes ``call_soon_threadsafe`` refuse
-        # the callback): they are put back first, or the limit would never strike.
-        put_back_builtins()
-        with contextlib.suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
-            loop.call_soon_threadsafe(_settle, rang)
-
-    alarm = ALARMS.set(limit, ring)
+async def _settled_in_time(finished: asyncio.Future[Any], rang: asyncio.Future[None]) -> bool:
+    """Whether *finished* settles before *rang*, the alarm of the time limit (see
+    :mod:`groundstate.alarms`: not this loop's clock, which the agent can stop by replacing
+    ``time.monotonic``, nor anything else it can reach and write)."""
     try:
         await asyncio.wait((finished, rang), return_when=asyncio.FIRST_COMPLETED)
     finally:
-        alarm.cancel()
         rang.cancel()
     return finished.done()
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 async def _run_to_end(agent: Agent, session: AgentSession) -> tuple[float, Final | AgentRaised]:
