@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 import groundstate.alarms
+import groundstate.episode
 from groundstate.agents.base import Session
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
@@ -190,3 +191,78 @@ def test_an_agent_cannot_silence_its_time_limit(
     run = _within(suite, _silences_then_blocks(SILENCERS[how], released))
     assert run is not None, f"the attempt outlived its limit of {LIMIT}s by {WAIT}s"
     assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+
+
+# --- the session's lock and the wait at its end --------------------------------------------
+
+
+def _the_session(session: Session) -> Any:
+    """The episode's own session behind the one the agent is handed (found through gc)."""
+    for one in gc.get_referents(session):
+        if type(one).__name__ == "EpisodeSession":
+            return one
+    raise AssertionError("no session found")
+
+
+class _NeverLock:
+    """A lock that is always taken and whose ``acquire`` waits for the test's end."""
+
+    def __init__(self, released: threading.Event) -> None:
+        self.released = released
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self.released.wait()
+        return False
+
+    def locked(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
+def _swaps_the_lock(released: threading.Event) -> Any:
+    async def agent(session: Session) -> str:
+        await _do_the_task(session)
+        _the_session(session)._lock = _NeverLock(released)
+        return "Moved 30 from A to B."
+
+    return agent
+
+
+def _holds_the_lock_longer(released: threading.Event) -> Any:
+    """Holds the session's lock in a thread of its own and makes the episode's wait for a
+    call in flight an hour long (``END_WAIT``, the session's time limit), then returns."""
+
+    async def agent(session: Session) -> str:
+        await _do_the_task(session)
+        inner = _the_session(session)
+        taken = threading.Event()
+
+        def hold() -> None:
+            with inner._lock:
+                taken.set()
+                released.wait()
+
+        threading.Thread(target=hold, daemon=True).start()
+        taken.wait(5)
+        groundstate.episode.END_WAIT = 3600.0
+        inner._task = inner._task.model_copy(update={"time_limit": 3600})
+        return "Moved 30 from A to B."
+
+    return agent
+
+
+@pytest.mark.parametrize("make", [_swaps_the_lock, _holds_the_lock_longer])
+def test_an_agent_cannot_make_the_end_of_its_session_wait_for_ever(
+    make: Any, edited_bank: Any, released: threading.Event
+) -> None:
+    suite = edited_bank(lambda t: t.update(time_limit=LIMIT))
+    try:
+        run = _within(suite, make(released))
+    finally:
+        groundstate.episode.END_WAIT = 1.0
+    assert run is not None, f"the attempt outlived its limit of {LIMIT}s by {WAIT}s"
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    message = str(run.infrastructure_status["exception"]["message"])
+    assert "session._lock" in message or "END_WAIT" in message, message

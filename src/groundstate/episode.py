@@ -123,6 +123,8 @@ REBOUND = "harness_code"
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
+_LOCK = type(threading.Lock())
+"""The class of the session's lock: one of another class is the agent's (see ``busy``)."""
 USER_SHARE = 0.5
 """The share of the time limit one reply of the simulated user must have taken, when the limit
 strikes during it, for the time limit to be the instrument's (``environment_failure/
@@ -469,8 +471,12 @@ class EpisodeSession:
 
     @property
     def busy(self) -> bool:
-        """Whether a call (or the episode) holds the session now."""
-        return self._lock.locked()
+        """Whether a call (or the episode) holds the session now. A lock that is not the
+        interpreter's own is one an agent set (found through ``gc``): held, as far as the
+        harness knows, and never waited for (its ``acquire`` is the agent's code, which may
+        never return: the episode, and the batch, waited on it for ever)."""
+        lock = self._lock
+        return type(lock) is not _LOCK or lock.locked()
 
     @property
     def remaining(self) -> float:
@@ -541,7 +547,8 @@ class EpisodeSession:
         this thread its holder: agent code the garbage collector runs here meanwhile (a
         finalizer, a callback) that calls the session is refused, where it waited for the
         lock this very thread held, and the episode, with every attempt, hung for good."""
-        locked = self._lock.acquire(timeout=wait)
+        lock = self._lock
+        locked = type(lock) is _LOCK and lock.acquire(timeout=wait)  # see busy
         if locked:
             self._holder = threading.get_ident()
         try:
@@ -549,7 +556,7 @@ class EpisodeSession:
         finally:
             if locked:
                 self._holder = None
-                self._lock.release()
+                lock.release()
 
     def record_final(self, text: str) -> None:
         """Put the agent's final reply in the trace, where constraints on messages see it."""
@@ -1596,6 +1603,10 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     """Run the agent to its end or its time limit (an agent program's adapter may end at the
     limit itself: a ``TimeLimitReached`` from the agent is the limit too). What the agent
     returned or raised arrives as plain data (see :mod:`groundstate.returned`)."""
+    # The latest the episode waits for a call in flight once the agent has returned, read
+    # before it runs: an agent that set the session's time limit (its task), or END_WAIT, to
+    # an hour, and held the session in a thread of its own, held the episode that long.
+    until = CLOCK() + session.time_limit + END_WAIT
     try:
         final = await run_agent(agent, session)
     except TimeLimitReached as exc:  # the episode's own, at the limit
@@ -1606,7 +1617,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         if session.stop is None:
             progress.interrupt(exc, "agent", CRASHED)
     else:
-        await _end_after_return(session)
+        await _end_after_return(session, until)
         _take_final(final, session, progress)
 
 
@@ -1661,19 +1672,19 @@ def _take_raised(raised: AgentRaised, session: EpisodeSession, progress: _Progre
         progress.evidence["model_serving"] = raised.evidence
 
 
-async def _end_after_return(session: EpisodeSession) -> None:
+async def _end_after_return(session: EpisodeSession, until: float) -> None:
     """End the session once the agent has returned, before its final reply is recorded (no
     call of a thread of the agent's lands after the reply). A call still in flight belongs
     to the attempt: it is waited for up to the time limit (and :data:`END_WAIT`), in a
     thread (this loop runs the other attempts), not left to write while the checks read;
-    one still running then ends the attempt at its limit."""
+    one still running then ends the attempt at its limit (*until*: that wait's end)."""
     if session.busy:
-        await asyncio.to_thread(_end_waiting, session)
+        await asyncio.to_thread(_end_waiting, session, until)
     session.end()
 
 
-def _end_waiting(session: EpisodeSession) -> None:
-    session.end(wait=max(session.remaining, 0.0) + END_WAIT)
+def _end_waiting(session: EpisodeSession, until: float) -> None:
+    session.end(wait=max(until - CLOCK(), 0.0))
     if session.blocked_call is not None or session.blocked_in_reply:
         limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
         _latch_time_limit(session, limit, wait=0.0)  # waited for already
