@@ -25,11 +25,13 @@ since the queue is reachable too: anything else put there is dropped, never call
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import queue
 import sys
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
@@ -108,7 +110,7 @@ def _serve(
 ) -> None:
     """The ringing thread: everything it rings by is a local variable of this frame, bound
     as it starts (the clock included); *alarms* only to say it has left."""
-    clock, take, empty, idle = CLOCK, inbox.get, queue.Empty, IDLE_SECONDS
+    clock, take, empty, idle, place = CLOCK, inbox.get, queue.Empty, IDLE_SECONDS, bisect_right
     due: tuple[tuple[float, int, Any], ...] = ()
     while True:
         try:
@@ -123,11 +125,12 @@ def _serve(
                     item = inbox.get_nowait()
                 except empty:
                     return
-        if _well_formed(item, future_class):
-            due = tuple(sorted((*due, item), key=_when))
-        now = clock()
-        while due and due[0][0] <= now:
-            future, due = due[0][2], due[1:]
+        if _well_formed(item, future_class):  # in order of time (alarms are never taken
+            at = place(due, _when(item), key=_when)  # out early: there may be many)
+            due = (*due[:at], item, *due[at:])
+        ripe = place(due, (clock(), math.inf), key=_when)
+        ringing, due = due[:ripe], due[ripe:]
+        for _at, _order, future in ringing:
             if not future.done():
                 with suppress(Exception):  # one bad alarm must not silence the others
                     _ring(future, loops, put_back_builtins)
