@@ -9,7 +9,7 @@ import pytest
 
 from groundstate.alarms import ALARMS, CLOCK
 
-from .conftest import HANG
+from .conftest import HANG, in_a_fresh_process
 
 
 def test_alarms_settle_their_futures_in_order_of_their_times() -> None:
@@ -64,3 +64,33 @@ def test_alarms_keep_time_when_time_monotonic_is_replaced() -> None:
 
     started = CLOCK()
     asyncio.run(go())
+
+
+def _rings_with_a_lying_current_frames() -> bool:
+    """In a process of its own: the ringing thread leaves (idle), an agent that kept its
+    frame rebinds ``sys._current_frames`` to show it still serving; does the next alarm
+    ring?"""
+    import sys
+
+    from groundstate import alarms
+
+    alarms.IDLE_SECONDS = 0.2  # read as the ringing thread starts
+
+    async def rings() -> bool:
+        rang = asyncio.get_running_loop().create_future()
+        ALARMS.set(0.01, rang)
+        await asyncio.wait((rang,), timeout=5)  # (not wait_for: it cancels the future)
+        return rang.done()
+
+    assert asyncio.run(rings())
+    thread = ALARMS._thread
+    assert thread is not None and thread.ident is not None
+    kept = sys._current_frames()[thread.ident]  # waiting for alarms, in _serve
+    thread.join()  # idle: it has left
+    ALARMS._thread = thread
+    sys._current_frames = lambda: {thread.ident: kept}
+    return asyncio.run(rings())
+
+
+def test_a_ringing_thread_shown_by_a_rebound_current_frames_is_not_believed() -> None:
+    assert in_a_fresh_process(_rings_with_a_lying_current_frames)

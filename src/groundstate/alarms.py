@@ -44,6 +44,9 @@ CLOCK = time.monotonic
 IDLE_SECONDS = 10.0
 """The ringing thread waits this long without alarms, then exits."""
 
+_current_frames = sys._current_frames
+"""As imported: one an agent rebinds (to show a ringing thread that has left) is not read."""
+
 _HEAP_TYPE = 1 << 9
 """``Py_TPFLAGS_HEAPTYPE``: a class made by a ``class`` statement (its methods can be set)."""
 
@@ -169,7 +172,7 @@ def _serving(thread: threading.Thread | None) -> bool:
     stack: a frame's code cannot be faked)."""
     if type(thread) is not threading.Thread or thread.ident is None:
         return False
-    frame = sys._current_frames().get(thread.ident)
+    frame = _current_frames().get(thread.ident)
     while frame is not None:
         if frame.f_code is _SERVE_CODE:
             return True
