@@ -8,17 +8,33 @@ batch, would outlive the limit. The alarms here keep the clock as it was when gr
 imported, and one daemon thread rings them; its waits are the C library's timed lock waits,
 which no Python-level patch reaches. The thread leaves after :data:`IDLE_SECONDS` without
 alarms, and a forked child starts without it.
+
+Nothing an agent can reach and write decides whether, or when, an alarm rings. The alarms
+due are held in the ringing thread's own local variables, as tuples (a running frame's
+locals are not Python's to set from another thread), and reach it through a C queue; an
+alarm is never cancelled (one for a future already done does nothing), and no lock is
+taken. Before, they were a list and flags on objects an agent found through ``gc`` (or as
+``ALARMS._due``): one that set its alarm's ``cancelled``, emptied the list, put its deadline
+an hour later or took the lock the thread waits with, and then blocked, held its attempt,
+and the batch, for as long as it blocked. An alarm is an ``asyncio`` future (the C class's:
+a subclass's methods would be the agent's code) of a loop of ``asyncio``'s own classes (or a
+compiled one's): settled, in its loop, at its time. What the thread was handed is checked,
+since the queue is reachable too: anything else put there is dropped, never called.
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
+import math
 import os
+import queue
+import sys
 import threading
 import time
+from bisect import bisect_right
 from collections.abc import Callable
 from contextlib import suppress
+from typing import Any
 
 from groundstate.ourthreads import start
 
@@ -28,66 +44,143 @@ CLOCK = time.monotonic
 IDLE_SECONDS = 10.0
 """The ringing thread waits this long without alarms, then exits."""
 
+_current_frames = sys._current_frames
+"""As imported: one an agent rebinds (to show a ringing thread that has left) is not read."""
 
-class Alarm:
-    """One alarm; :meth:`cancel` before it rings and it never does."""
+_HEAP_TYPE = 1 << 9
+"""``Py_TPFLAGS_HEAPTYPE``: a class made by a ``class`` statement (its methods can be set)."""
 
-    __slots__ = ("cancelled", "ring")
 
-    def __init__(self, ring: Callable[[], None]) -> None:
-        self.ring = ring
-        self.cancelled = False
+def _settle(future: Any) -> None:
+    """Called in *future*'s loop: the alarm rang."""
+    if not future.done():
+        future.set_result(None)
 
-    def cancel(self) -> None:
-        self.cancelled = True
+
+def _loop_classes() -> frozenset[type]:
+    """The event loop classes ``asyncio`` defines (on this platform)."""
+    import asyncio
+
+    return frozenset(
+        value
+        for name, module in list(sys.modules.items())
+        if name == "asyncio" or name.startswith("asyncio.")
+        for value in list(vars(module).values())
+        if isinstance(value, type) and issubclass(value, asyncio.AbstractEventLoop)
+    )
 
 
 class _Alarms:
     def __init__(self) -> None:
-        self._due: list[tuple[float, int, Alarm]] = []
+        self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._order = itertools.count()
-        self._wake = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
+        """The ringing thread, a hint only: whether it still serves is read from its stack."""
 
-    def set(self, seconds: float, ring: Callable[[], None]) -> Alarm:
-        """Call *ring* (in the alarms' thread: it must be quick and not raise) *seconds* from
-        now."""
-        alarm = Alarm(ring)
-        with self._wake:
-            heapq.heappush(self._due, (CLOCK() + seconds, next(self._order), alarm))
-            if self._thread is None:
-                self._thread = start(
-                    threading.Thread(target=self._serve, name="groundstate-alarms", daemon=True)
-                )
-            elif self._due[0][2] is alarm:  # earlier than the thread waits for: wake it
-                self._wake.notify()
-        return alarm
+    def set(self, seconds: float, future: Any) -> None:
+        """Settle *future* (an ``asyncio`` future: its result set to None, in its loop)
+        *seconds* from now, unless it is done by then. Cannot be cancelled: a future done
+        (or cancelled) is left as it is."""
+        import asyncio
 
-    def _serve(self) -> None:
-        while True:
-            with self._wake:
-                due = self._pop_due()
-                if not due and not self._due:
-                    self._wake.wait(IDLE_SECONDS)
-                    if not self._due:
-                        self._thread = None
-                        return
-                elif not due:
-                    self._wake.wait(self._due[0][0] - CLOCK())
-            for alarm in due:
-                if not alarm.cancelled:
-                    with suppress(Exception):  # one bad alarm must not silence the others
-                        alarm.ring()
+        from groundstate.loopthreads import put_back_builtins
 
-    def _pop_due(self) -> list[Alarm]:
-        now, due = CLOCK(), []
-        while self._due and (self._due[0][0] <= now or self._due[0][2].cancelled):
-            due.append(heapq.heappop(self._due)[2])
-        return due
+        if type(future) is not asyncio.Future:
+            raise TypeError(f"an alarm settles an asyncio.Future, not {type(future).__name__}")
+        self._inbox.put((CLOCK() + float(seconds), next(self._order), future))
+        if not _serving(self._thread):
+            args = (self._inbox, asyncio.Future, _loop_classes(), put_back_builtins, self)
+            thread = threading.Thread(
+                target=_serve, args=args, name="groundstate-alarms", daemon=True
+            )
+            self._thread = thread
+            start(thread)
 
     def _forget(self) -> None:
-        self.__init__()  # type: ignore[misc]
+        """In a forked child: no thread serves (the alarms due were the parent's)."""
+        self._thread = None
+        with suppress(queue.Empty):
+            while True:
+                self._inbox.get_nowait()
 
+
+def _serve(
+    inbox: queue.SimpleQueue[Any],
+    future_class: type,
+    loops: frozenset[type],
+    put_back_builtins: Callable[[], None],
+    alarms: _Alarms,
+) -> None:
+    """The ringing thread: everything it rings by is a local variable of this frame, bound
+    as it starts (the clock included); *alarms* only to say it has left."""
+    clock, take, empty, idle, place = CLOCK, inbox.get, queue.Empty, IDLE_SECONDS, bisect_right
+    due: tuple[tuple[float, int, Any], ...] = ()
+    while True:
+        try:
+            # At most *idle* at a time: a far deadline (put there by anyone) is no error.
+            item = take(timeout=min(max(due[0][0] - clock(), 0.0), idle) if due else idle)
+        except empty:
+            item = None
+            if not due:  # idle: leave, unless an alarm came in meanwhile
+                if alarms._thread is threading.current_thread():
+                    alarms._thread = None
+                try:
+                    item = inbox.get_nowait()
+                except empty:
+                    return
+        if _well_formed(item, future_class):  # in order of time (alarms are never taken
+            at = place(due, _when(item), key=_when)  # out early: there may be many)
+            due = (*due[:at], item, *due[at:])
+        ripe = place(due, (clock(), math.inf), key=_when)
+        ringing, due = due[:ripe], due[ripe:]
+        for _at, _order, future in ringing:
+            if not future.done():
+                with suppress(Exception):  # one bad alarm must not silence the others
+                    _ring(future, loops, put_back_builtins)
+
+
+def _well_formed(item: Any, future_class: type) -> bool:
+    return (
+        type(item) is tuple
+        and len(item) == 3
+        and type(item[0]) is float
+        and item[0] == item[0]  # not NaN
+        and type(item[1]) is int
+        and type(item[2]) is future_class
+    )
+
+
+def _when(item: tuple[float, int, Any]) -> tuple[float, int]:
+    return item[0], item[1]
+
+
+def _ring(future: Any, loops: frozenset[type], put_back_builtins: Callable[[], None]) -> None:
+    """Settle *future* in its loop. The agent given up on may have replaced builtins that
+    ``asyncio`` calls here and in the episode's loop (a lying ``isinstance`` made
+    ``call_soon_threadsafe`` refuse the callback): they are put back first."""
+    loop = future.get_loop()
+    kind = type(loop)
+    if kind not in loops and kind.__flags__ & _HEAP_TYPE:  # a loop class of someone's own
+        return
+    put_back_builtins()
+    with suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
+        loop.call_soon_threadsafe(_settle, future)
+
+
+def _serving(thread: threading.Thread | None) -> bool:
+    """Whether *thread* is a ringing thread, running :func:`_serve` now (read from its
+    stack: a frame's code cannot be faked)."""
+    if type(thread) is not threading.Thread or thread.ident is None:
+        return False
+    frame = _current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code is _SERVE_CODE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_SERVE_CODE = _serve.__code__
 
 ALARMS = _Alarms()
 """This process's alarms."""

@@ -124,6 +124,8 @@ END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted). Read when a wait begins, not
 bound as a default argument: a test on a loaded machine may lengthen it."""
+_LOCK = type(threading.Lock())
+"""The class of the session's lock: one of another class is the agent's (see ``busy``)."""
 USER_SHARE = 0.5
 """The share of the time limit one reply of the simulated user must have taken, when the limit
 strikes during it, for the time limit to be the instrument's (``environment_failure/
@@ -470,8 +472,12 @@ class EpisodeSession:
 
     @property
     def busy(self) -> bool:
-        """Whether a call (or the episode) holds the session now."""
-        return self._lock.locked()
+        """Whether a call (or the episode) holds the session now. A lock that is not the
+        interpreter's own is one an agent set (found through ``gc``): held, as far as the
+        harness knows, and never waited for (its ``acquire`` is the agent's code, which may
+        never return: the episode, and the batch, waited on it for ever)."""
+        lock = self._lock
+        return type(lock) is not _LOCK or lock.locked()
 
     @property
     def remaining(self) -> float:
@@ -543,7 +549,9 @@ class EpisodeSession:
         this thread its holder: agent code the garbage collector runs here meanwhile (a
         finalizer, a callback) that calls the session is refused, where it waited for the
         lock this very thread held, and the episode, with every attempt, hung for good."""
-        locked = self._lock.acquire(timeout=END_WAIT if wait is None else wait)
+        lock = self._lock
+        wait = END_WAIT if wait is None else wait
+        locked = type(lock) is _LOCK and lock.acquire(timeout=wait)  # see busy
         if locked:
             self._holder = threading.get_ident()
         try:
@@ -551,7 +559,7 @@ class EpisodeSession:
         finally:
             if locked:
                 self._holder = None
-                self._lock.release()
+                lock.release()
 
     def record_final(self, text: str) -> None:
         """Put the agent's final reply in the trace, where constraints on messages see it."""
@@ -1598,6 +1606,10 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     """Run the agent to its end or its time limit (an agent program's adapter may end at the
     limit itself: a ``TimeLimitReached`` from the agent is the limit too). What the agent
     returned or raised arrives as plain data (see :mod:`groundstate.returned`)."""
+    # The latest the episode waits for a call in flight once the agent has returned, read
+    # before it runs: an agent that set the session's time limit (its task), or END_WAIT, to
+    # an hour, and held the session in a thread of its own, held the episode that long.
+    until = CLOCK() + session.time_limit + END_WAIT
     try:
         final = await run_agent(agent, session)
     except TimeLimitReached as exc:  # the episode's own, at the limit
@@ -1608,7 +1620,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         if session.stop is None:
             progress.interrupt(exc, "agent", CRASHED)
     else:
-        await _end_after_return(session)
+        await _end_after_return(session, until)
         _take_final(final, session, progress)
 
 
@@ -1663,19 +1675,19 @@ def _take_raised(raised: AgentRaised, session: EpisodeSession, progress: _Progre
         progress.evidence["model_serving"] = raised.evidence
 
 
-async def _end_after_return(session: EpisodeSession) -> None:
+async def _end_after_return(session: EpisodeSession, until: float) -> None:
     """End the session once the agent has returned, before its final reply is recorded (no
     call of a thread of the agent's lands after the reply). A call still in flight belongs
     to the attempt: it is waited for up to the time limit (and :data:`END_WAIT`), in a
     thread (this loop runs the other attempts), not left to write while the checks read;
-    one still running then ends the attempt at its limit."""
+    one still running then ends the attempt at its limit (*until*: that wait's end)."""
     if session.busy:
-        await asyncio.to_thread(_end_waiting, session)
+        await asyncio.to_thread(_end_waiting, session, until)
     session.end()
 
 
-def _end_waiting(session: EpisodeSession) -> None:
-    session.end(wait=max(session.remaining, 0.0) + END_WAIT)
+def _end_waiting(session: EpisodeSession, until: float) -> None:
+    session.end(wait=max(until - CLOCK(), 0.0))
     if session.blocked_call is not None or session.blocked_in_reply:
         limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
         _latch_time_limit(session, limit, wait=0.0)  # waited for already
@@ -1724,12 +1736,14 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     """
     facade = AgentSession(session)
     limit, started = session.time_limit, CLOCK()
+    rang: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    ALARMS.set(limit, rang)  # before the agent runs; never cancelled (see groundstate.alarms)
     work = lambda: _run_to_end(agent, facade)  # noqa: E731
     kept: list[Any] = []  # the process-wide state as the agent finds it: this frame's own
     finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept)
     (shared,) = kept
     try:
-        in_time = await _settled_in_time(finished, limit)
+        in_time = await _settled_in_time(finished, rang)
     except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
         abandon(finished, shared)
         raise
@@ -1747,33 +1761,15 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     return outcome
 
 
-async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
-    """Whether *finished* settles within *limit* seconds, timed by an alarm (see
-    :mod:`groundstate.alarms`), not by this loop's clock, which the agent can stop by
-    replacing ``time.monotonic``."""
-    loop = asyncio.get_running_loop()
-    rang: asyncio.Future[None] = loop.create_future()
-
-    def ring() -> None:
-        # The agent given up on may have replaced builtins that asyncio calls here and in
-        # the episode's loop (a lying ``isinstance`` makes ``call_soon_threadsafe`` refuse
-        # the callback): they are put back first, or the limit would never strike.
-        put_back_builtins()
-        with contextlib.suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
-            loop.call_soon_threadsafe(_settle, rang)
-
-    alarm = ALARMS.set(limit, ring)
+async def _settled_in_time(finished: asyncio.Future[Any], rang: asyncio.Future[None]) -> bool:
+    """Whether *finished* settles before *rang*, the alarm of the time limit (see
+    :mod:`groundstate.alarms`: not this loop's clock, which the agent can stop by replacing
+    ``time.monotonic``, nor anything else it can reach and write)."""
     try:
         await asyncio.wait((finished, rang), return_when=asyncio.FIRST_COMPLETED)
     finally:
-        alarm.cancel()
         rang.cancel()
     return finished.done()
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 async def _run_to_end(agent: Agent, session: AgentSession) -> tuple[float, Final | AgentRaised]:
