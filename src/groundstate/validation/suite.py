@@ -35,7 +35,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 35
+VALIDATOR_REVISION = 36
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -114,7 +114,8 @@ time zone file read by ``zoneinfo`` for no read of the check's; 35: ``confirmed`
 offered without a question mark or asked after its options, an option picked with the other
 turned down, an amount picked however written, a yes kept to one kind of change, and "Yes, no
 receipt needed" as a yes; the retail policy 9 checks read "All good!", hedged and ticked
-claims)."""
+claims; 36: ``grader_determinism`` gives the suite's code its folder listings in reverse order
+in one grading)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
