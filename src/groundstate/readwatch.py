@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from types import FrameType
@@ -52,6 +53,9 @@ def _reader(frame: FrameType | None, suite_code: set[int], harness: frozenset[st
     check's ``numpy.loadtxt``, a library it calls to open a file) that is the suite's own,
     before any frame of the harness or of the standard library reading for itself."""
     while frame is not None:
+        if frame.f_globals is _OWN:  # a listing reversed for the code calling it
+            frame = frame.f_back
+            continue
         if id(frame.f_globals) in suite_code:
             return True
         module = str(frame.f_globals.get("__name__")).split(".")[0]
@@ -63,6 +67,55 @@ def _reader(frame: FrameType | None, suite_code: set[int], harness: frozenset[st
                 return False  # the standard library reading for itself
         frame = frame.f_back
     return False
+
+
+class _Listing:
+    """A folder's entries listed by ``os.scandir``, given back in another order."""
+
+    def __init__(self, entries: list[os.DirEntry[Any]]) -> None:
+        self._entries = iter(entries)
+
+    def __iter__(self) -> _Listing:
+        return self
+
+    def __next__(self) -> os.DirEntry[Any]:
+        return next(self._entries)
+
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def reversed_listings(
+    suite_code: set[int], harness: frozenset[str]
+) -> tuple[Callable[..., list[Any]], Callable[..., Any]]:
+    """``os.listdir`` and ``os.scandir`` giving their entries in reverse order to the code of
+    the namespaces in *suite_code* (directly or through ``Path.iterdir``, ``glob``,
+    ``os.walk``, a library), as they list them for everyone else: the order a folder lists
+    in is the file system's (its hashes, the order files were made), which another machine
+    or a copy of the suite changes. A check resting on it (the first file of a folder taken
+    as the expected one) gives another verdict with the order reversed. Their frames are
+    passed over by the watch of reads (:func:`_reader`)."""
+    listdir, scandir = os.listdir, os.scandir
+
+    def listdir_reversed(*args: Any, **kwargs: Any) -> list[Any]:
+        names = listdir(*args, **kwargs)
+        return names[::-1] if _reader(sys._getframe(1), suite_code, harness) else names
+
+    def scandir_reversed(*args: Any, **kwargs: Any) -> Any:
+        entries = scandir(*args, **kwargs)
+        if not _reader(sys._getframe(1), suite_code, harness):
+            return entries
+        with entries:
+            listed = list(entries)
+        return _Listing(listed[::-1])
+
+    return listdir_reversed, scandir_reversed
 
 
 def _target(event: str, args: tuple[Any, ...]) -> str | None:
@@ -102,3 +155,7 @@ def audit(event: str, args: tuple[Any, ...]) -> None:
                 outside = not any(path.is_relative_to(folder) for folder in allowed)
                 if outside and path.exists():  # a missing one fails the check anyway
                     found[str(path)] = None
+
+
+_OWN = globals()
+"""This module's namespace: a frame of its code on the stack reads nothing of its own."""

@@ -108,6 +108,7 @@ from groundstate.validation.skew import (
     elsewhere,
     fresh_checks,
     fresh_tools,
+    listings_reversed,
     offline,
     outside_reads,
     retimed,
@@ -129,10 +130,10 @@ GRADINGS_VARY = (
     "the gradings: as an attempt is graded (after a replay with the tools imported anew for the "
     "task); then with chance low, the wall clock at 2000-01-01 in a time zone of UTC+14, no "
     "environment variable set, the network off, the trace's times and durations 1000 times "
-    "shorter and the rows of queries without ORDER BY reversed; then with chance high, the "
-    "clock at 2099-12-31 in UTC-12, every environment variable set, the network off, every "
-    "call an hour longer and an hour between events, the check files imported anew (nothing "
-    "earlier gradings left) and another working folder"
+    "shorter, the rows of queries without ORDER BY and the suite's folders listed in reverse "
+    "order; then with chance high, the clock at 2099-12-31 in UTC-12, every environment "
+    "variable set, the network off, every call an hour longer and an hour between events, "
+    "the check files imported anew (nothing earlier gradings left) and another working folder"
 )
 """What differs between those gradings, for the reader of a disagreement."""
 GRADING_PAUSE = 0.01
@@ -717,19 +718,21 @@ def check_grader_determinism(proof: Proof) -> Finding:
         started in disagrees between those gradings every time (not only when unlucky)."""
         if n == 0:
             return nullcontext()
-        stack = ExitStack()
-        stack.enter_context(time_zone(n % 2 == 0))  # first: the skewed clock starts in it
-        if n == 1:
-            stack.enter_context(rows_reversed(env))
-        else:
-            stack.enter_context(fresh_checks(suite.checks, suite.root, high=True))
-        namespaces = suite_namespaces(suite.checks.values(), suite.root)
-        stack.enter_context(skewed(n % 2 == 0, namespaces))
-        stack.enter_context(offline(namespaces, env))
-        stack.enter_context(outside_reads(namespaces, suite.root, outside, env))
-        if n == 2:  # last: the namespaces are found from the suite's folder
-            stack.enter_context(elsewhere())
-        return stack
+        with ExitStack() as stack:  # closed here if one fails to start (the time zone back)
+            stack.enter_context(time_zone(n % 2 == 0))  # first: the skewed clock starts in it
+            if n == 1:
+                stack.enter_context(rows_reversed(env))
+            else:
+                stack.enter_context(fresh_checks(suite.checks, suite.root, high=True))
+            namespaces = suite_namespaces(suite.checks.values(), suite.root)
+            if n == 1:
+                stack.enter_context(listings_reversed(namespaces, env))
+            stack.enter_context(skewed(n % 2 == 0, namespaces))
+            stack.enter_context(offline(namespaces, env))
+            stack.enter_context(outside_reads(namespaces, suite.root, outside, env))
+            if n == 2:  # last: the namespaces are found from the suite's folder
+                stack.enter_context(elsewhere())
+            return stack.pop_all()
 
     # Every route that must pass: a check may draw only on the state one of them reaches.
     routes = {**oracles, **proof.of_kind("alternative")}

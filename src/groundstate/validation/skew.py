@@ -44,7 +44,7 @@ from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
 from groundstate.bindings import HARNESS
-from groundstate.readwatch import WATCHES
+from groundstate.readwatch import WATCHES, reversed_listings
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.suite import Suite
@@ -407,26 +407,29 @@ def skewed(
     assert isinstance(system_class, type) and issubclass(system_class, _Skewed)
     swaps |= _own_streams(namespaces, (stream_class, system_class), numpy_chance)
     undo: list[Callable[[], None]] = []
+    rebound: dict[int, dict[str, Any]] = {}  # the namespaces written: the watch looks at those
     for name in SKEWED if process_wide else ():
+        rebound[id(vars(random))] = vars(random)
         undo.append(_rebind(vars(random), name, swaps[id(getattr(random, name))][1]))
     for module, name in numpy_chance.names() if process_wide else ():
+        rebound[id(vars(module))] = vars(module)
         undo.append(_rebind(vars(module), name, swaps[id(getattr(module, name))][1]))
+    suite_code = {id(namespace) for namespace in namespaces}
     for namespace in namespaces:
         for name, value in list(namespace.items()):
             swap = swaps.get(id(value))
             if swap is not None and swap[0] is value:
+                rebound[id(namespace)] = namespace
                 undo.append(_rebind(namespace, name, swap[1]))
-            elif isinstance(value, FunctionType) and any(
-                value.__globals__ is n for n in namespaces
-            ):
+            elif isinstance(value, FunctionType) and id(value.__globals__) in suite_code:
                 undo += _rebind_held(value, swaps)
-    HARNESS.replace(swaps)
+    HARNESS.replace(swaps, rebound.values())
     try:
         yield
     finally:
         for put_back in reversed(undo):
             put_back()
-        HARNESS.replace({id(new): (new, old) for old, new in swaps.values()})
+        HARNESS.replace({id(new): (new, old) for old, new in swaps.values()}, rebound.values())
 
 
 def _rebind_held(
@@ -487,6 +490,27 @@ def rows_reversed(env: object) -> Iterator[None]:
     reverse = getattr(env, "unordered_reversed", None)
     with reverse() if reverse is not None else nullcontext():
         yield
+
+
+@contextmanager
+def listings_reversed(namespaces: Iterable[dict[str, Any]], env: object = None) -> Iterator[None]:
+    """Folders listed by the code of *namespaces* (``os.listdir``, ``os.scandir``,
+    ``Path.iterdir``, ``glob``, ``os.walk``) give their entries in reverse order while inside
+    (:func:`groundstate.readwatch.reversed_listings`); groundstate's code and the package of
+    *env*'s kind list as before. Process-wide, for the short gradings of
+    ``grader_determinism``."""
+    harness = frozenset(
+        {"groundstate"} | ({type(env).__module__.partition(".")[0]} if env else set())
+    )
+    listdir, scandir = reversed_listings({id(namespace) for namespace in namespaces}, harness)
+    real = {"listdir": os.listdir, "scandir": os.scandir}
+    os.listdir, os.scandir = listdir, scandir
+    try:
+        yield
+    finally:
+        for name, function in real.items():
+            if getattr(os, name) in (listdir, scandir):  # else changed since: its own change
+                setattr(os, name, function)
 
 
 TIME_ZONES = ("LOW-14", "HIGH+12")
