@@ -278,7 +278,7 @@ def test_no_undo_sees_a_value_restored_two_calls_later_in_a_composite_key() -> N
         (
             {"never": {"writes": {"table": "accounts", "key": ["A", "B"]}}},
             "never.writes.key",
-            "give 1 value(s)",
+            "give 1 value",
         ),
         (
             {"never": {"writes": {"table": "ACCOUNTS", "columns": ["balanse"]}}},

@@ -253,7 +253,7 @@ def test_tau2_results_past_the_whole_document_limit_are_imported(
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1000)
     assert detect_format(path) == "tau2-bench"
     code, out, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
-    assert code == 0 and "1 of the 5 tasks it lists have no simulation ('4')" in err, err
+    assert code == 0 and "1 of the 5 tasks it lists has no simulation ('4')" in err, err
     assert len(store.runs(out.strip().splitlines()[-1].removeprefix("batch "))) == 12
 
 

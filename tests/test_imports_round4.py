@@ -753,7 +753,7 @@ def test_samples_missing_from_a_finished_log_are_warned_of(store: Store, tmp_pat
             archive.writestr(name, data)
     code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
     assert code == 0
-    assert "results.completed_samples is 3 but the log holds 1 samples" in err
+    assert "results.completed_samples is 3 but the log holds 1 sample" in err
 
 
 def test_integer_columns_written_as_floats_are_read(store: Store, tmp_path: Path) -> None:

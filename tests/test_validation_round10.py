@@ -101,7 +101,8 @@ def test_a_verdict_resting_on_the_order_of_unordered_rows_is_caught(
         assert f"{assertion['id']} gave pass, fail, pass" in detail, assertion["id"]
     for assertion in ORDER_FREE:
         assert f"{assertion['id']} gave" not in detail, assertion["id"]
-    assert "rows of queries without ORDER BY reversed" in detail  # the reader is told why
+    # the reader is told why
+    assert "rows of queries without ORDER BY and the suite's folders listed in reverse" in detail
 
 
 def test_order_free_queries_stay_deterministic(tmp_path: Path, edited_bank: EditTask) -> None:
