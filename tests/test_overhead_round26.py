@@ -37,6 +37,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import scripted_system
 
 from .conftest import without_keys
+from .test_sqlite_reuse import CHECK_CHANGES
 
 RETAIL = Path(__file__).resolve().parent.parent / "examples" / "retail"
 CLOCK = datetime(2026, 1, 15, 10, 0)
@@ -138,18 +139,7 @@ def test_a_clean_environments_initial_connection_serves_the_next(fixture: Path) 
         assert second.initial_view().query("SELECT count(*) FROM accounts") == [(2,)]
 
 
-@pytest.mark.parametrize(
-    "sql",
-    [
-        "PRAGMA reverse_unordered_selects = 1",  # would reorder a later check's rows
-        "PRAGMA case_sensitive_like = 1",
-        "PRAGMA busy_timeout = 1",
-        "CREATE TEMP TABLE scratch (x)",
-        "CREATE TEMP VIEW accounts AS SELECT 'forged' AS id, 0 AS balance",
-        "ATTACH DATABASE ':memory:' AS other",
-        "BEGIN",
-    ],
-)
+@pytest.mark.parametrize("sql", CHECK_CHANGES)
 def test_an_initial_connection_a_check_changed_is_not_kept(fixture: Path, sql: str) -> None:
     first = _env(fixture)
     first.initial_view().query(sql)

@@ -526,18 +526,20 @@ def test_a_clean_attempts_graders_connection_is_reused_and_reads_the_restored_st
         assert second.health()["ok"]
 
 
-@pytest.mark.parametrize(
-    "sql",
-    [
-        "PRAGMA reverse_unordered_selects = 1",  # would reorder a later check's rows
-        "PRAGMA case_sensitive_like = 1",
-        "PRAGMA busy_timeout = 1",
-        "CREATE TEMP TABLE scratch (x)",
-        "CREATE TEMP VIEW accounts AS SELECT 'forged' AS id, 0 AS balance",
-        "ATTACH DATABASE ':memory:' AS other",
-        "BEGIN",
-    ],
-)
+CHECK_CHANGES = [
+    "PRAGMA reverse_unordered_selects = 1",  # would reorder a later check's rows
+    "PRAGMA case_sensitive_like = 1",
+    "PRAGMA busy_timeout = 1",
+    "CREATE TEMP TABLE scratch (x)",
+    "CREATE TEMP VIEW accounts AS SELECT 'forged' AS id, 0 AS balance",
+    "ATTACH DATABASE ':memory:' AS other",
+    "BEGIN",
+]
+"""What a check may leave on a connection it reads through: a connection left so is not
+reused (here, and by the initial-state connections of tests/test_overhead_round26.py)."""
+
+
+@pytest.mark.parametrize("sql", CHECK_CHANGES)
 def test_a_graders_connection_a_check_changed_is_not_reused(fixture: Path, sql: str) -> None:
     first = _env(fixture)
     first.reset()
