@@ -525,11 +525,15 @@ class Bindings:
             object.__setattr__(mark, "__class__", Mark)
         fields: tuple[Any, ...] = tuple(tuple.__iter__(mark))
         wheres, spaces, copies, versions, seen, kept = fields
-        rows = zip(wheres, spaces, copies, seen, versions(), strict=True)
+        now = versions()
+        if not len(wheres) == len(spaces) == len(copies) == len(seen) == len(now):
+            raise ValueError("written_back: a mark of another row")
+        # Only the namespaces written since are looked into (most are not: the versions
+        # compared in C, not some 600 rows in Python).
         found = [
-            where
-            for where, space, copy, was, is_now in rows
-            if was != is_now and _same_items(space, copy)
+            wheres[i]
+            for i in compress(range(len(now)), map(ne, seen, now))
+            if _same_items(spaces[i], copies[i])
         ]
         if not kept:  # a mark made without the cache's (by a test)
             return found
