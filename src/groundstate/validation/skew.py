@@ -18,7 +18,9 @@ so a check that waits for it still ends; ``time.monotonic`` and ``perf_counter``
 alone (they measure durations, not dates). The environment variables that code reads
 (``os.environ``, ``os.getenv``, however bound) are, at the low end, none at all, and at the
 high end every name set (its real value, or ``"1"`` where it has none): a verdict that reads a
-variable, set or not where validation runs, sees it flipped in one of the two gradings.
+variable, set or not where validation runs, sees it flipped in one of the two gradings. The
+machine (its name, the process, the user, the processors: :func:`_machine`) is another one at
+each end.
 """
 
 from __future__ import annotations
@@ -727,7 +729,9 @@ def outside_reads(
 ) -> Iterator[None]:
     """While inside, note in *found* each file that the code of *namespaces* opens for
     reading (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``, a file URI
-    too), or each folder it lists, outside the suite's folder *root*, Python's own folders and
+    too), attaches by SQL (``ATTACH DATABASE``), or looks up, found or not (``Path.exists``,
+    ``os.stat``, ``os.access``: :func:`groundstate.readwatch.looking_up`), or each folder it
+    lists, outside the suite's folder *root* (and what was made while inside), Python's own folders and
     ``/dev``, ``/proc``: a verdict resting on a file no suite ships (``/tmp/expected.json``, a
     path in the author's home) is another verdict on another machine, and editing it proves
     nothing again (the validity cache hashes the suite's files). A file an installed library
