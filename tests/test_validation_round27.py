@@ -140,6 +140,7 @@ def test_the_watch_notes_look_ups_by_the_suites_code_only(tmp_path: Path) -> Non
     (root / "data.json").write_text("{}")
     code = "import os\nfrom pathlib import Path\n"
     code += "def exists(p): return Path(p).exists()\n"
+    code += "def made(p): p.mkdir(parents=True); p.mkdir(exist_ok=True); os.makedirs(p / 'x')\n"
     code += "def own(): return (Path(__file__).resolve().parent / 'data.json').is_file()\n"
     namespace = _suite_code(root, code)
     found: dict[str, None] = {}
@@ -148,6 +149,8 @@ def test_the_watch_notes_look_ups_by_the_suites_code_only(tmp_path: Path) -> Non
         assert namespace["own"]()  # the folders above the suite's, resolved: not noted
         assert found == {}
         assert os.path.exists(outside / "x") is False  # not the suite's code
+        assert found == {}
+        namespace["made"](outside / "new" / "deeper")  # looked up on the way: no read
         assert found == {}
         assert namespace["exists"](outside / "missing") is False
         assert list(found) == [str((outside / "missing").resolve())]

@@ -173,8 +173,10 @@ def looking_up() -> list[tuple[ModuleType, str, Callable[..., Any]]]:
     def watched(function: Callable[..., Any]) -> Callable[..., Any]:
         def look_up(path: Any, *args: Any, **kwargs: Any) -> Any:
             if WATCHES and not getattr(_BUSY, "on", False) and kwargs.get("dir_fd") is None:
-                with _busy():
-                    _note(sys._getframe(1), path, missing=True)
+                frame = sys._getframe(1)
+                if not _making(frame):
+                    with _busy():
+                        _note(frame, path, missing=True)
             return function(path, *args, **kwargs)
 
         return look_up
@@ -192,6 +194,20 @@ def looking_up() -> list[tuple[ModuleType, str, Callable[..., Any]]]:
     return [(os, name, watched(getattr(os, name))) for name in LOOKUPS] + [
         (sqlite3, "connect", connect_watched)
     ]
+
+
+MAKERS = frozenset({"makedirs", "mkdir", "rmtree", "_rmtree_safe_fd", "_rmtree_unsafe"})
+"""The functions of ``os``, ``pathlib`` and ``shutil`` that look files up on their way to
+making or removing a folder (``os.makedirs`` each missing parent): those are no reads."""
+
+
+def _making(frame: FrameType | None) -> bool:
+    """Whether a look-up at *frame* is made by one of :data:`MAKERS` for the code calling it."""
+    while frame is not None and str(frame.f_globals.get("__name__")) in OPENERS:
+        if frame.f_code.co_name in MAKERS:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def attached(name: str) -> None:

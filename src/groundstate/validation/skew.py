@@ -731,8 +731,8 @@ def outside_reads(
     reading (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``, a file URI
     too), attaches by SQL (``ATTACH DATABASE``), or looks up, found or not (``Path.exists``,
     ``os.stat``, ``os.access``: :func:`groundstate.readwatch.looking_up`), or each folder it
-    lists, outside the suite's folder *root* (and what was made while inside), Python's own folders and
-    ``/dev``, ``/proc``: a verdict resting on a file no suite ships (``/tmp/expected.json``, a
+    lists, outside the suite's folder *root* (and what was made while inside), Python's own
+    folders and ``/dev``, ``/proc``: a verdict resting on a file no suite ships (``/tmp/expected.json``, a
     path in the author's home) is another verdict on another machine, and editing it proves
     nothing again (the validity cache hashes the suite's files). A file an installed library
     opens for the code (``numpy.loadtxt``) is its read too; one opened by groundstate's code or
