@@ -727,17 +727,17 @@ def _refused(
 def outside_reads(
     namespaces: Iterable[dict[str, Any]], root: Path, found: dict[str, None], env: object = None
 ) -> Iterator[None]:
-    """While inside, note in *found* each file that the code of *namespaces* opens for
-    reading (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``, a file URI
-    too), attaches by SQL (``ATTACH DATABASE``), or looks up, found or not (``Path.exists``,
-    ``os.stat``, ``os.access``: :func:`groundstate.readwatch.looking_up`), or each folder it
-    lists, outside the suite's folder *root* (and what was made while inside), Python's own
-    folders and ``/dev``, ``/proc``: a verdict resting on a file no suite ships (``/tmp/expected.json``, a
+    """While inside, note in *found* each file that the code of *namespaces* opens for reading
+    (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``, a file URI too), attaches
+    by SQL (``ATTACH DATABASE``), or looks up, found or not (``Path.exists``, ``os.stat``,
+    ``os.access``: :func:`groundstate.readwatch.looking_up`), or each folder it lists, outside
+    the suite's folder *root* (and what was made while inside), Python's own folders and
+    ``/dev``, ``/proc``: a verdict resting on a file no suite ships (``/tmp/expected.json``, a
     path in the author's home) is another verdict on another machine, and editing it proves
     nothing again (the validity cache hashes the suite's files). A file an installed library
     opens for the code (``numpy.loadtxt``) is its read too; one opened by groundstate's code or
-    the package of *env*'s kind nearer the call (a view's database), or by the standard
-    library for itself (a time zone file, ``mimetypes``' tables), is not
+    the package of *env*'s kind nearer the call (a view's database), or by the standard library
+    for itself (a time zone file, ``mimetypes``' tables), is not
     (:mod:`groundstate.readwatch`). Process-wide, for the short gradings of
     ``grader_determinism``."""
     namespaces = list(namespaces)
