@@ -32,14 +32,12 @@ def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _check(suite: str) -> list[str]:
-    code, out, err = cli("check", suite)
+    _, out, err = cli("check", suite)
     return [line for line in (out + err).splitlines() if ": " in line]
 
 
 @pytest.mark.parametrize("file", ["tools.py", "checks.py"])
-def test_a_suite_file_that_does_not_import_is_named_as_the_suite_was(
-    demo: Path, file: str
-) -> None:
+def test_a_suite_file_that_does_not_import_is_named_as_the_suite_was(demo: Path, file: str) -> None:
     """Fails on the old code: "/tmp/.../demo/tools.py:47: importing failed: ..."."""
     with (demo / "demo" / file).open("a") as handle:
         handle.write(BOOM)
@@ -95,7 +93,7 @@ def test_an_agent_file_that_does_not_import_is_named_as_its_system_file(demo: Pa
     failed", beside "demo/system.yaml:7: ..." for a misnamed entry."""
     with (demo / "demo" / "agent.py").open("a") as handle:
         handle.write(BOOM)
-    code, out, err = cli("run", "demo", "--system", "demo/system.yaml", "--store", "s.db")
+    code, _, err = cli("run", "demo", "--system", "demo/system.yaml", "--store", "s.db")
     assert code != 0
     assert "cannot be built: demo/agent.py:" in err and str(demo) not in err, err
 
@@ -108,11 +106,11 @@ def test_report_of_a_batch_with_no_valid_attempt_exits_3(tmp_path: Path) -> None
     rows = [Row("a", 0, "environment_failure/x"), Row("b", 0, "grader_failure")]
     batch = imported(tmp_path, rows, "broken")
     for extra in ([], ["--json"], ["--html", str(tmp_path / "r.html")]):
-        code, out, err = cli("report", batch, *extra, "--store", str(tmp_path / "s.db"))
+        code, _, err = cli("report", batch, *extra, "--store", str(tmp_path / "s.db"))
         assert code == 3, (extra, err)
         assert "error: every attempt is invalid (2 attempts): the batch has no estimate" in err
     assert (tmp_path / "r.html").is_file()  # the report is still written and printed
-    code, out, err = cli(
+    code, _, err = cli(
         "report", batch, "--fail-under", "success_rate=0.5", "--store", str(tmp_path / "s.db")
     )
     assert code == 3 and "exceed the batch's max_invalid_rate" in err, err

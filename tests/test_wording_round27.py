@@ -1,7 +1,8 @@
 """Round 27: a message that names a list of things says the number of the list ("unknown
 field 'x'", "unknown fields 'x', 'y'"; it said "unknown field(s) 'x'", "the question(s) at
 step 5", "at step(s) [1]"); ``plan`` prints no bracket inside a bracket ("difference variance
-(assumed (one pilot))"); an HTML page writes a minus one way ("b − a" above "-0.250")."""
+(assumed (one pilot))"); an HTML page writes a minus one way ("b \u2212 a", with U+2212,
+above "-0.250")."""
 
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ def test_plan_of_one_pilot_puts_no_bracket_in_a_bracket(tmp_path: Path) -> None:
 
 def test_a_comparison_page_writes_every_minus_as_its_numbers_do(tmp_path: Path) -> None:
     """b is worse: its differences print as "-0.400" (the same text as the terminal and
-    JSON); the headings said "b − a" and the axis "−1" with U+2212. Fails on the old code."""
+    JSON); the headings said "b \u2212 a" and the axis "\u22121" (U+2212). Fails on the old code."""
     a = imported(tmp_path, [Row(t, 0, "success") for t in "abcde"], "a")
     b = imported(
         tmp_path, [Row(t, 0, "success" if t in "abc" else "agent_failure/x") for t in "abcde"], "b"
