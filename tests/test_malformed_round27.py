@@ -135,8 +135,17 @@ def test_a_batch_under_max_invalid_rate_1_with_no_valid_attempt_exits_3() -> Non
     attempt. The exit is decided on the report's data, as both commands hold it."""
     from groundstate.cli.runs import _exit_on_verdict
 
-    data = {"invalid_rate_flagged": False, "invalid_attempts": 4, "valid_attempts": 0}
+    data = {
+        "invalid_rate_flagged": False,
+        "invalid_attempts": 4,
+        "valid_attempts": 0,
+        "missing_attempts": None,
+        "provenance": {"running": None},
+    }
     with pytest.raises(SystemExit) as stopped:
         _exit_on_verdict(data, [])
     assert stopped.value.code == 3
+    # unfinished (a resume may give it valid attempts): reported as such, no exit here
+    _exit_on_verdict(data | {"missing_attempts": {"count": 0, "reruns_pending": 4}}, [])
+    _exit_on_verdict(data | {"provenance": {"running": "pid 1 on host"}}, [])
     _exit_on_verdict(data | {"valid_attempts": 1}, [])  # the control: a valid attempt, no exit

@@ -314,12 +314,15 @@ def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> No
 
 
 def _exit_without_estimate(data: dict[str, Any]) -> None:
-    """Exit 3 when the batch has invalid attempts and no valid one: no figure of it is an
-    estimate (``run`` under ``max_invalid_rate: 1``, which flags nothing, and ``report``
-    without a gate exited 0, as for a batch whose numbers stand)."""
+    """Exit 3 when the finished batch has invalid attempts and no valid one: no figure of it
+    is an estimate (``run`` under ``max_invalid_rate: 1``, which flags nothing, and ``report``
+    without a gate exited 0, as for a batch whose numbers stand). A batch still running, or
+    stopped with attempts to run or rerun, is reported as such and exits 0: a resume may
+    give it valid attempts."""
     from groundstate.rounding import counted
 
-    if data["invalid_attempts"] and not data["valid_attempts"]:
+    unfinished = data.get("missing_attempts") or data["provenance"]["running"]
+    if data["invalid_attempts"] and not data["valid_attempts"] and not unfinished:
         every = counted(data["invalid_attempts"], "attempt")
         click.echo(
             f"error: every attempt is invalid ({every}): the batch has no estimate "
@@ -359,8 +362,8 @@ def report(
     where every task has one value), "n/a" (with the reason) below 5 tasks; the JSON carries
     the per-task table and the methods (docs/statistics.md).
     The batch is verified first (records, artifacts, chain): each altered or missing record
-    is named on stderr, the report is marked, and the exit status is 1. A batch with no
-    valid attempt (every attempt invalid) has no estimate: exit 3, as ``run``. With
+    is named on stderr, the report is marked, and the exit status is 1. A finished batch
+    with no valid attempt (every attempt invalid) has no estimate: exit 3, as ``run``. With
     --fail-under, the exit status is then that of ``run``: 3 when invalid tries exceed the
     batch's max_invalid_rate, 4 when a metric is below its threshold.
     """
