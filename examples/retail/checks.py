@@ -19,8 +19,8 @@ from functools import lru_cache
 from typing import Any
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
+from groundstate.grading.cancel_reasons import REASON_WORDS as CANCEL_REASON_WORDS
 from groundstate.grading.constraints import affirms, confirming_questions, fold, normalise
-from groundstate.tau2.retail_checks import REASON_WORDS as CANCEL_REASON_WORDS
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -547,9 +547,9 @@ REASON_WORDS = {
     "no_longer_needed": CANCEL_REASON_WORDS["no longer needed"],
     "ordered_by_mistake": CANCEL_REASON_WORDS["ordered by mistake"],
 }
-"""How a person says each cancellation reason, on normalised text: the τ² retail checks'
-reading ("since you won't need it", "as it's unnecessary", "you ordered the wrong one"), by
-this suite's reason values."""
+"""How a person says each cancellation reason, on normalised text: the reading the τ² retail
+checks share (``groundstate.grading.cancel_reasons``: "since you won't need it", "as it's
+unnecessary", "you ordered the wrong one"), by this suite's reason values."""
 CANCELS = ("cancel_order", "cancel_item")
 
 

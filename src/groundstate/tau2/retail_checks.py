@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from groundstate.grading.cancel_reasons import REASON_WORDS
 from groundstate.grading.constraints import (
     affirms,
     confirming_questions,
@@ -312,21 +313,6 @@ def changed_once_per_order(trace: list[AgentEvent], s0: Any) -> Evidence:
         if event.ok:
             first[key] = event.step
     return True, {}
-
-
-REASON_WORDS = {
-    "no longer needed": re.compile(
-        r"\bno longer (need|want|require|necessary)|\b(do not|don't|dont|won't|will not) "
-        r"(need|want)|\bnot (needed|necessary|required)\b|\b(unneeded|unnecessary)\b"
-        r"|\bno (need|use) for\b"
-        r"|\b(need|want) (it|them|this|these) (any ?more|no more)"
-    ),
-    "ordered by mistake": re.compile(
-        r"\bmistake|\bby accident|\baccidental|\bin error\b"
-        r"|\b(ordered|bought|purchased) (it |them |this |that )?(wrongly|the wrong)\b"
-    ),
-}
-"""How a person says each cancellation reason the tool takes, on normalised text."""
 
 
 def cancel_reason_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:

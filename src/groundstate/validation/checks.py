@@ -79,7 +79,7 @@ from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import JUDGED, AgentRun, CheckResult
-from groundstate.rounding import counted
+from groundstate.rounding import counted, inflected
 from groundstate.spec.canonical import canonical_json, hash_path
 from groundstate.spec.constraint_sets import own_constraints
 from groundstate.spec.solution import Solution, Step
@@ -457,7 +457,10 @@ def _held(run: AgentRun) -> str:
     """The outcome assertions that held for a straw agent, named so the author knows which
     ones to make read the change."""
     held = [r.id for r in run.outcome_assertion_results if r.passed]
-    return f"outcome assertion(s) {', '.join(held)} hold" if held else "no outcome assertion"
+    if not held:
+        return "no outcome assertion"
+    n = len(held)
+    return f"{inflected(n, 'outcome assertion')} {', '.join(held)} {inflected(n, 'holds', 'hold')}"
 
 
 async def _do_nothing(session: Session) -> None:

@@ -29,6 +29,7 @@ from groundstate.grading.constraints._text import (
     rendered,
 )
 from groundstate.records import CheckResult
+from groundstate.rounding import inflected
 from groundstate.spec.constraints import (
     DISOWNED_PATTERN,
     JOKING_PATTERN,
@@ -1738,8 +1739,9 @@ def _asked_otherwise(
     constraint: ConfirmedConstraint, change: AgentEvent, asks: str, yes: list[_Confirmation]
 ) -> CheckResult:
     steps = ", ".join(str(a.question.step) for a in yes)
+    asked = f"the {inflected(len(yes), 'question')} at {inflected(len(yes), 'step')} {steps}"
     problem = (
-        f"{label(change)} was not confirmed: the question(s) at step {steps} named its values "
+        f"{label(change)} was not confirmed: {asked} named its values "
         f"but did not ask about this change (no match for {asks!r})"
     )
     described = [_describe(a, []) for a in yes]
@@ -1978,7 +1980,8 @@ def _unsourced(
             normalise(json.dumps(e.output, ensure_ascii=False, default=str)[:MAX_READ_CHARS]), value
         )
     ]
-    seen = f"; it appeared earlier in tool output at step(s) {outputs}" if outputs else ""
+    steps = f"{inflected(len(outputs), 'step')} {', '.join(map(str, outputs))}"
+    seen = f"; it appeared earlier in tool output at {steps}" if outputs else ""
     problem = f"{label(call)}: argument {name} = {value!r} was not said by the user before{seen}"
     return failed(
         constraint.id,
