@@ -22,6 +22,7 @@ from groundstate.grading.constraints import (
     fold,
     mentions,
     normalise,
+    reply_words,
 )
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
@@ -471,7 +472,7 @@ def _answer(trace: list[AgentEvent], question: MessageEvent, change: ToolCallEve
             if event.role != "user":
                 break
             said.append(event.text or "")
-    return normalise(" ".join(said))
+    return reply_words(" ".join(said))
 
 
 def _picks_other_method(

@@ -29,6 +29,7 @@ from groundstate.grading.constraints._text import (
     fold,
     mentions,
     normalise,
+    reply_words,
     unreadable,
     within_bound,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "matches",
     "mentions",
     "normalise",
+    "reply_words",
 ]
 
 

@@ -281,15 +281,64 @@ def _read_without_refused(rule: ConfirmedRule, reply: MessageEvent, question: st
         words = [w for w in _TOKEN.findall(part.group()[opening:]) if w not in _REFUSED_FILLER]
         if not words or _TIME_WORDS.search(part.group()):
             return False
-        if not all(any(_same_word(w, other) for other in asked) for w in words):
+        if not all(any(_said_in(w, other) for other in asked) for w in words):
             return False
         kinds = [w for w in _TOKEN.findall(in_english_words(" ".join(words)))]
         refused_kind = all(_KINDS_OF_CHANGE.match(w) for w in kinds)  # "not the cancellation"
         refused_verb = part.group(1).startswith(("don", "do not", "never"))  # "don't cancel"
         offered = choosing and _TURNED_DOWN_OPTION.match(part.group()) is not None
-        if not (refused_kind or refused_verb or offered):
+        if not (refused_kind or refused_verb or offered or _leaves_out_thing(text, part)):
             return False
     return _reads(rule, reply, _REFUSED_PART.sub(" ", text))
+
+
+def _said_in(word: str, other: str) -> bool:
+    """Whether *word* is the question's word *other*, inflected or by its end ("lamp" for
+    "headlamp")."""
+    return _same_word(word, other) or (len(word) >= 4 and other.endswith(word))
+
+
+def _leaves_out_thing(text: str, part: re.Match[str]) -> bool:
+    """Whether the refused *part* of normalised *text* turns a thing down at the start of a
+    clause or after "but" ("Yes, but not the headlamp", "Sure, not the bottle"): a yes to the
+    rest, which each change then checks names another thing than the one turned down (see
+    :func:`_left_out_unknown`); not "that's not the problem"."""
+    opening = _CLAUSE_START.search(text[: part.start()])
+    return part.group(1).startswith("not") and opening is not None
+
+
+# Where a part turning a thing down opens a clause: after "but", a mark, or the reply's start.
+_CLAUSE_START = re.compile(r"(^|[,.;:!?(-]|\bbut|\bthough|\bjust|\bonly) ?$")
+
+
+def _left_out_unknown(
+    yes: _Confirmation, values: list[str], asks: re.Pattern[str] | None
+) -> bool:
+    """Whether *yes* turns a thing down (:func:`_leaves_out_thing`: "Yes, but not the
+    headlamp") that names no word of the change's *values* (which :func:`_narrowed_away`
+    reads: the change left out) while the change names no thing of its own (a value in
+    words that is no way of paying: a product, an item). Then the rule cannot tell the change
+    from the thing turned down (a refund named by its order and amount alone), so the yes
+    confirms it not; a change naming another thing ("Canopy Water Bottle") is kept. A kind of
+    change turned down ("not the cancellation") or a time ("not now") is read elsewhere."""
+    answer = message_text(yes.answer)
+    if "not " not in answer:
+        return False
+    known = [normalise(value) for value in values]
+    words = {word for value in known for word in _WORD.findall(value)}
+    things = [v for v in known if not _payments(v) and set(_WORD.findall(v)) - _KINDS_OF_RECORD]
+    for part in _REFUSED_PART.finditer(answer):
+        if not _leaves_out_thing(answer, part) or _TIME_WORDS.search(part.group()):
+            continue
+        phrase = part.group()[len(part.group(1)) :]
+        said = set(_WORD.findall(phrase)) - _KINDS_OF_RECORD - _REPLY_WORDS
+        if not said or _kind_named(phrase, asks) is not None:
+            continue
+        if any(word.endswith(out) for word in words for out in said):
+            continue  # the change left out: _narrowed_away
+        if not things:
+            return True
+    return False
 
 
 # A reply that only puts the decision off, in a sentence or two of its own ("Let me think.",
@@ -471,6 +520,7 @@ def _check_change(
             or _picks_another(covering[-1], values, earlier)
             or _chose_otherwise(covering[-1], values)
             or _description(covering[-1], values, earlier) is False
+            or _left_out_unknown(covering[-1], values, _asks(rule))
         )
     ):
         why = "kept to part of the question, leaving this change out"
