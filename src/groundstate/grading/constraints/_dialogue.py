@@ -312,14 +312,19 @@ _CLAUSE_START = re.compile(r"(^|[,.;:!?(-]|\bbut|\bthough|\bjust|\bonly) ?$")
 
 
 def _left_out_unknown(
-    yes: _Confirmation, values: list[str], asks: re.Pattern[str] | None
+    yes: _Confirmation,
+    values: list[str],
+    asks: re.Pattern[str] | None,
+    earlier: Sequence[AgentEvent] = (),
 ) -> bool:
     """Whether *yes* turns a thing down (:func:`_leaves_out_thing`: "Yes, but not the
     headlamp") that names no word of the change's *values* (which :func:`_narrowed_away`
     reads: the change left out) while the change names no thing of its own (a value in
-    words that is no way of paying: a product, an item). Then the rule cannot tell the change
-    from the thing turned down (a refund named by its order and amount alone), so the yes
-    confirms it not; a change naming another thing ("Canopy Water Bottle") is kept. A kind of
+    words that is no way of paying: a product, an item) nor a record holding the thing (an
+    order the tools showed with the thing among its items, whose items another rule checks).
+    Then the rule cannot tell the change from the thing turned down (a refund named by its
+    amount alone), so the yes confirms it not; a change naming another thing ("Canopy Water
+    Bottle") is kept. A kind of
     change turned down ("not the cancellation") or a time ("not now") is read elsewhere."""
     answer = message_text(yes.answer)
     if "not " not in answer:
@@ -336,7 +341,7 @@ def _left_out_unknown(
             continue
         if any(word.endswith(out) for word in words for out in said):
             continue  # the change left out: _narrowed_away
-        if not things:
+        if not things and not _names_part(phrase, values, earlier):
             return True
     return False
 
@@ -514,13 +519,17 @@ def _check_change(
         and covering[-1].yes
         and (
             _narrowed_away(
-                covering[-1], values, _description(covering[-1], values, earlier), _asks(rule)
+                covering[-1],
+                values,
+                _description(covering[-1], values, earlier),
+                _asks(rule),
+                earlier,
             )
             or _picks_some(covering[-1], named)
             or _picks_another(covering[-1], values, earlier)
             or _chose_otherwise(covering[-1], values)
             or _description(covering[-1], values, earlier) is False
-            or _left_out_unknown(covering[-1], values, _asks(rule))
+            or _left_out_unknown(covering[-1], values, _asks(rule), earlier)
         )
     ):
         why = "kept to part of the question, leaving this change out"
@@ -751,6 +760,7 @@ def _narrowed_away(
     values: list[str],
     described: bool | None = None,
     asks: re.Pattern[str] | None = None,
+    earlier: Sequence[AgentEvent] = (),
 ) -> bool:
     """Whether *yes* keeps to part of its question and names none of *values*, or leaves out
     a part that names one of them (see :data:`_EXCLUDING`, :data:`_KEPT`). *described*:
@@ -787,7 +797,32 @@ def _narrowed_away(
         return True
     if _NARROWING.search(answer) is None or described:
         return False
-    return not words & set(_WORD.findall(answer))
+    # "Only the lamp" to the return of an order's items, by a rule naming the order alone:
+    # kept to a part of the order's change (its items are another rule's to check)
+    return not words & set(_WORD.findall(answer)) and not _names_part(answer, values, earlier)
+
+
+def _names_part(text: str, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
+    """Whether normalised *text* says a word (four letters or more) ending a word of the name
+    of a record the tools showed inside a record one of the change's *values* names: an item
+    of the order a change names ("the lamp" for the order's Desk Lamp)."""
+    said = set(_WORD.findall(text)) - _KINDS_OF_RECORD - _REPLY_WORDS
+    if not said or not earlier:
+        return False
+    known = {normalise(value) for value in values}
+    for event in earlier:
+        if not (isinstance(event, ToolCallEvent) and event.ok):
+            continue
+        for record in _records(event.output):
+            own = {normalise(str(v)) for k, v in record.items() if _ID_KEY.search(str(k))}
+            if not own & known:
+                continue
+            for inner in _records([v for v in record.values() if isinstance(v, dict | list)]):
+                names = (str(v) for k, v in inner.items() if _ID_KEY.search(str(k)))
+                words = {w for name in names for w in _WORD.findall(normalise(name))}
+                if any(word.endswith(out) for word in words for out in said):
+                    return True
+    return False
 
 
 # A narrowing word and the rest of its clause ("only the refunds", "just refund them").
@@ -818,6 +853,20 @@ def _kind_named(phrase: str, asks: re.Pattern[str] | None) -> str | None:
     if not words or not all(_KINDS_OF_CHANGE.match(w) or asks.search(w) for w in words):
         return None
     return "this" if any(asks.search(w) for w in words) else "other"
+
+
+def parts_left_out(answer: str) -> tuple[str, str]:
+    """Normalised *answer* split into what it keeps and what it leaves out (the parts
+    :data:`_EXCLUDING` and :data:`_KEPT` read: "Yes, but keep the kettle", "Yes, except the
+    kettle", "Yes, not the kettle"): for checks reading which of a list of things a yes
+    picks."""
+    found = [*_EXCLUDING.finditer(answer), *_KEPT.finditer(answer)]
+    if not found:
+        return answer, ""
+    kept = answer
+    for match in found:
+        kept = kept.replace(match.group(), " ")
+    return kept, " ".join(match.group() for match in found)
 
 
 def _picks_some(yes: _Confirmation, named: dict[str, Any]) -> bool:
