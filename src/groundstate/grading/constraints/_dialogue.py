@@ -730,7 +730,11 @@ _IN_PART = re.compile(
 _EXCLUDING = re.compile(
     # words that leave out whatever follows them, with an article or without one
     r"\b((except( for)?|apart from|other than|minus|without|skip|skipping|excluding|exclude"
-    r"|excepto|salvo|sin|sauf|sans|excepté|hormis|außer|ohne|exceto|sem) "
+    r"|excepto|salvo|sin|sauf|sans|excepté|hormis|außer|ohne|exceto|sem"
+    # ... and the way a thing is turned down with a preposition ("not to the Visa", "just not
+    # onto my Visa", "to anything but the Visa")
+    r"|not (?:to|on|onto|into|in|for|from|with|through|via|by)"
+    r"|(?:anything|anywhere|anyone|any \w+) (?:but|other than)) "
     rf"({_ARTICLE} |l'|(?={_WORD.pattern}))"
     # words that leave out a thing named with "the" ("keep my Visa" keeps paying with it, "not
     # keep itchy socks" is a reason)
