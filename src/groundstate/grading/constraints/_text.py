@@ -90,7 +90,7 @@ def message_text(message: Any) -> str:
         raise Unreadable(message)
     if message.role == "user":
         return reply_words(within_bound(text))
-    return normalise(text)
+    return normalise(within_bound(text))  # any other role (none today) bounded too
 
 
 def reply_words(text: str) -> str:
