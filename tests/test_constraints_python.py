@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -296,6 +297,25 @@ def test_a_check_file_just_written_is_read_again_even_with_the_same_stat(tmp_pat
     checks.unlink()
     with pytest.raises(SpecError, match="file not found"):
         suite_function("checks.py:f", tmp_path)
+
+
+def test_a_check_file_is_compiled_from_its_source_where_python_caches_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where Python writes and trusts ``.pyc`` files (as it does by default), an edit of the
+    same size within the same second ran the cached code of the version before."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    checks = suite / "checks.py"
+    checks.write_text("def f():\n    return True\n")
+    assert suite_function("checks.py:f", suite)() is True
+    stat = checks.stat()
+    checks.write_text("def f():\n    return 1234\n")
+    os.utime(checks, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert suite_function("checks.py:f", suite)() == 1234
+    assert not list((tmp_path / "pycache").rglob("*.pyc"))  # none written for a suite's file
 
 
 def test_one_grading_pass_looks_each_check_up_once(
