@@ -350,7 +350,7 @@ def test_a_taxonomy_edited_without_a_new_version_is_named(
     code, _, err = _invoke(
         "labels", "agreement", batch, "--taxonomy", sheet_taxonomy, "--store", str(copy)
     )
-    assert code == 2 and "hallucination are not in taxonomy groundstate-default@1" in err, err
+    assert code == 2 and "label hallucination is not in taxonomy groundstate-default@1" in err, err
     assert str(folder / "taxonomy.yaml") in err  # where the labels' own taxonomy is
     code, _, err = _invoke("labels", "agreement", batch, "--taxonomy",
                            str(folder / "taxonomy.yaml"), "--store", str(copy))  # fmt: skip

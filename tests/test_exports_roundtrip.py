@@ -53,7 +53,11 @@ def _import(store: Path, path: Path) -> str:
 
 
 def _report(store: Path, batch: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(_invoke("report", batch, "--json", "--store", str(store)))
+    result = CliRunner().invoke(main, ["report", batch, "--json", "--store", str(store)])
+    data: dict[str, Any] = json.loads(result.stdout)
+    # 3: a finished batch whose every attempt is invalid has no estimate
+    no_estimate = data["invalid_attempts"] and not data["valid_attempts"]
+    assert result.exit_code == (3 if no_estimate else 0), result.stderr
     return {k: v for k, v in data.items() if k not in IDENTITY}
 
 
@@ -146,7 +150,9 @@ def test_an_export_with_no_valid_attempt_claims_no_accuracy(tmp_path: Path) -> N
     )
     store = tmp_path / "runs.db"
     batch_id = _import(store, rows)
-    report = json.loads(_invoke("report", batch_id, "--json", "--store", str(store)))
+    result = CliRunner().invoke(main, ["report", batch_id, "--json", "--store", str(store)])
+    assert result.exit_code == 3, result.stderr  # every attempt invalid: no estimate
+    report = json.loads(result.stdout)
     assert report["success_rate"] is None  # report: not available
     out = tmp_path / "none.eval"
     _invoke("export", batch_id, "--format", "inspect", "--out", str(out), "--store", str(store))

@@ -98,10 +98,16 @@ POLICY = "invalid_run_policy: {max_retries: 1}\n"
 
 def judged_bank(tmp_path: Path) -> Suite:
     """The bank suite with a Python constraint doing what the agent's last words say (and
-    telling an agent's code lurking in *tmp_path*/marks that grading runs)."""
+    telling an agent's code lurking in *tmp_path*/marks that grading runs). The marks are
+    the suite's hidden ``.marks`` folder, which its hash leaves out, and *tmp_path*/marks
+    links to it: a check looking up a file outside its suite rests on the machine, and
+    validation fails it (round 27)."""
     root = tmp_path / "bank"
     shutil.copytree(BANK, root)
-    (root / "judge.py").write_text(f"MARKS = {str(tmp_path / 'marks')!r}\n" + JUDGE)
+    (root / ".marks").mkdir()
+    if not (tmp_path / "marks").exists():
+        (tmp_path / "marks").symlink_to(root / ".marks", target_is_directory=True)
+    (root / "judge.py").write_text(f"MARKS = {str(root / '.marks')!r}\n" + JUDGE)
     task = root / "tasks" / "transfer.yaml"
     judged = "hard_process_constraints:\n  - id: judged\n    check: judge.py:judge\n"
     task.write_text(task.read_text().replace("hard_process_constraints:\n", judged))
