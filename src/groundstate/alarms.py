@@ -32,11 +32,14 @@ import sys
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import suppress
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from groundstate.ourthreads import start
+
+T = TypeVar("T")
 
 CLOCK = time.monotonic
 """The monotonic clock, as imported: ``time.monotonic`` replaced later does not change it."""
@@ -181,6 +184,163 @@ def _serving(thread: threading.Thread | None) -> bool:
 
 
 _SERVE_CODE = _serve.__code__
+
+
+POLL_SECONDS = 1.0
+"""How often the thread of a :func:`settled_by` wait looks again, whatever it was told."""
+
+
+async def settled_by(finished: Any, until: float = math.inf) -> bool:
+    """Wait until *finished* (an ``asyncio`` future or task of the running loop) is done, or
+    until :data:`CLOCK` reads *until*; return whether it is done.
+
+    Nothing the code under evaluation can reach keeps this wait asleep. It awaits a
+    :class:`_Ring`, whose thread (:func:`_watch`) holds the awaiting task, the task's own
+    wakeup, the ring and *until* in its frame's locals, and wakes the task in its loop (if
+    it still awaits that very ring, read from the task itself) at *until*, every
+    :data:`POLL_SECONDS`, and as soon as *finished* settles (a done callback lets its lock
+    go: only the prompt path). Before, the attempt's wait was ``asyncio.wait`` on *finished*
+    and an alarm's future: done callbacks, which an in-process agent found through ``gc``
+    and took out (``remove_done_callback``), then blocked, holding its attempt, and the
+    batch, for ever; and the alarm went through a queue every attempt shared, from which an
+    agent beside it could take it first. A wakeup that comes early only makes this look
+    again."""
+    ring = _Ring(finished.get_loop(), until)
+    finished.add_done_callback(ring.let_go)
+    try:
+        while not finished.done() and CLOCK() < until:
+            await ring
+    finally:
+        ring.let_go()  # its thread sees the task has moved on, and leaves
+    return bool(finished.done())
+
+
+def run(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)``, ended by *main* itself: it stops its loop as it returns, so an
+    in-process agent that took out the done callback ``run_until_complete`` ends the loop
+    with (found through ``gc``) does not leave the loop running for ever after it."""
+    import asyncio
+
+    async def ended_by_itself() -> T:
+        try:
+            return await main
+        finally:
+            asyncio.get_running_loop().stop()
+
+    return asyncio.run(ended_by_itself())
+
+
+class _Ring:
+    """What :func:`settled_by` awaits: a future to ``asyncio``'s tasks (which hand it their
+    wakeup), rung by its thread (:func:`_watch`), never by a callback."""
+
+    def __init__(self, loop: Any, until: float) -> None:
+        self._loop, self._until = loop, until
+        self._asyncio_future_blocking = False
+        self._cancelled = False
+        self._lock = _allocate_lock()
+        self._lock.acquire()
+        self._watching = False
+
+    def let_go(self, *_: object) -> None:
+        """Wake its thread now (it rings; the task looks again)."""
+        with suppress(RuntimeError):  # let go already
+            self._lock.release()
+
+    def __await__(self) -> Any:
+        self._asyncio_future_blocking = True
+        yield self
+        if self._cancelled:
+            self._cancelled = False
+            task = _current_task(self._loop)
+            if task is not None and task.cancelling():  # asked for by a cancel, not set
+                raise _CancelledError()
+
+    def get_loop(self) -> Any:
+        return self._loop
+
+    def add_done_callback(self, wakeup: Any, *, context: Any = None) -> None:
+        """Called by the awaiting task with its wakeup: the first hands both to the ring's
+        thread (each later one is the same task's)."""
+        task = getattr(wakeup, "__self__", None)
+        if type(task) is not _Task:
+            raise TypeError("only an asyncio task awaits this")
+        if self._watching:
+            return
+        self._watching = True
+        step = wakeup if context is None else partial(context.run, wakeup)  # in its context
+        args = (self._until, self._loop, task, step, self._lock, self, _LOOPS, POLL_SECONDS)
+        start(threading.Thread(target=_watch, args=args, name="groundstate-ring", daemon=True))
+
+    def remove_done_callback(self, fn: Any) -> int:
+        return 0
+
+    def result(self) -> None:
+        return None
+
+    def done(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self, msg: Any = None) -> bool:
+        """The awaiting task is cancelled (a batch interrupted): wake it now, to raise."""
+        self._cancelled = True
+        self.let_go()
+        return True
+
+
+def _watch(
+    until: float,
+    loop: Any,
+    task: Any,
+    step: Any,
+    lock: Any,
+    ring: _Ring,
+    loops: dict[type, Callable[..., Any]],
+    every: float,
+) -> None:
+    """A :class:`_Ring`'s thread: at *until*, every *every* seconds and whenever its lock is
+    let go, wakes *task* in *loop* if it still awaits *ring*; leaves once the task awaits
+    it no more (twice, a moment apart: not a task caught between two awaits). What it acts
+    by is this frame's own: the lock's wait is the C library's, the clock and
+    ``call_soon_threadsafe`` as imported."""
+    clock, wake, pause = CLOCK, _wake, _allocate_lock()
+    pause.acquire()
+    kind = type(loop)
+    soon = loops.get(kind)
+    if soon is None and kind.__flags__ & _HEAP_TYPE:  # a loop class of someone's own
+        return
+    soon = soon or kind.call_soon_threadsafe
+    while True:
+        lock.acquire(timeout=max(min(until - clock(), every), 0.0))
+        if task.done() or task._fut_waiter is not ring:
+            pause.acquire(timeout=0.05)
+            if task.done() or task._fut_waiter is not ring:
+                return
+        try:
+            soon(loop, wake, task, step, ring)
+        except RuntimeError:  # the loop has closed
+            return
+
+
+def _wake(task: Any, step: Any, ring: _Ring) -> None:
+    """In the task's loop: step it, if it still awaits *ring* (``_fut_waiter`` is the C
+    task's own: never a task that has moved on to await something else)."""
+    if task._fut_waiter is ring and not task.done():
+        step(ring)
+
+
+import asyncio as _asyncio  # noqa: E402  (after the alarms: asyncio's classes as imported)
+
+_Task = _asyncio.Task
+_CancelledError = _asyncio.CancelledError
+_current_task = _asyncio.current_task
+_allocate_lock = threading.Lock
+_LOOPS = {kind: kind.call_soon_threadsafe for kind in _loop_classes()}
+"""``asyncio``'s loop classes and their ``call_soon_threadsafe`` as imported: an agent that
+rebinds the method on the class (to one that does nothing) does not silence a ring."""
 
 ALARMS = _Alarms()
 """This process's alarms."""
