@@ -5,6 +5,8 @@ import multiprocessing
 import os
 import shutil
 import sqlite3
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +51,23 @@ def hang():
 """
 """Python source of ``hang()``, for a suite's check file: a check that must be cut short calls
 it; the test's fixture writes ``released`` beside the file when the test ends."""
+
+# Under PYTHONDONTWRITEBYTECODE, each `python -m groundstate` a test starts (and each spawned
+# pool worker) compiled all of groundstate again: a quarter of its start-up's CPU, and the
+# malformed-input tests start hundreds. The processes the tests start share compiled code in a
+# folder of this session's own (PYTHONPYCACHEPREFIX: nothing written beside any source), and
+# this process honours the setting as it was given.
+_PYCACHE = None
+if sys.flags.dont_write_bytecode and "PYTHONPYCACHEPREFIX" not in os.environ:
+    _PYCACHE = tempfile.mkdtemp(prefix="groundstate-tests-pycache-")
+    os.environ["PYTHONPYCACHEPREFIX"] = _PYCACHE
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PYCACHE is not None:
+        shutil.rmtree(_PYCACHE, ignore_errors=True)
+
 
 HERE = Path(__file__).parent
 BANK = HERE / "suites" / "bank"

@@ -78,9 +78,10 @@ REFUSED = "I'm sorry, the jacket was delivered 33 days ago, past our 30-day wind
         # a change claimed, named or not, still is one
         ("I processed the following: a refund of $158.00.", [MADE, NO_CHANGE]),
         ("I've processed the refund, but the exchange isn't possible.", [MADE, NO_CHANGE]),
-        ("I've processed it.", [NO_CHANGE]),
-        ("I've made the change.", [NO_CHANGE]),
-        ("I've gone ahead and processed everything.", [NO_CHANGE]),
+        # ... and with no change made at all, false for both checks (twenty-seventh round)
+        ("I've processed it.", [MADE, NO_CHANGE]),
+        ("I've made the change.", [MADE, NO_CHANGE]),
+        ("I've gone ahead and processed everything.", [MADE, NO_CHANGE]),
     ],
 )
 def test_a_generic_verb_whose_words_deny_the_change_claims_none(

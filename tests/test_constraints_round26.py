@@ -92,8 +92,8 @@ def test_a_yes_but_not_the_refunds_confirms_the_cancellation_only(
         "Yes, but not like that.",
         "Yes, but don't.",
         "Yes, but never mind the refunds.",
-        "Yes, but not the headlamp.",  # a thing alone: conservatively a no
-        "Yes, but not the beanie cancellation.",
+        # "Yes, but not the headlamp." and "Yes, but not the beanie cancellation." confirm the
+        # rest since the twenty-seventh round (tests/test_constraints_round27.py)
         "No, not the cancellation.",
         "Not the cancellation.",
     ],

@@ -216,7 +216,7 @@ def test_label_files_csv_and_jsonl(tmp_path: Path) -> None:
             ".csv",
             r"a\.csv:3: run r1 is labelled twice \(first on line 2\)",
         ),
-        ("run_id,note\nr1,x\n", ".csv", r"a\.csv:1: missing column\(s\): labels"),
+        ("run_id,note\nr1,x\n", ".csv", r"a\.csv:1: missing column: labels"),
         ("run_id,labels\nr1,\n", ".csv", "no row has labels"),
         (
             '{"run_id": "r1", "labels": "planning"}\n',

@@ -508,9 +508,8 @@ def test_the_wrong_reader_says_what_the_file_is(store: Store, tmp_path: Path) ->
     assert "looks like an AppWorld evaluation: give --format appworld" in err
 
 
-def test_more_trials_than_the_job_counts_are_said(store: Store, tmp_path: Path) -> None:
+def test_more_trials_than_the_job_counts_are_refused(store: Store, tmp_path: Path) -> None:
+    """A warning until the twenty-seventh round (tests/test_imports_round27.py)."""
     folder = job(tmp_path / "job", MIXED[:2], n_total_trials=1)
-    code, out, err = cli("import-results", str(folder), "--name", "h", "--json",
-                         "--store", str(store.path))  # fmt: skip
-    assert code == 0, err
-    assert any("another job" in w for w in json.loads(out)["warnings"])
+    err = store.refused(folder)
+    assert "n_total_trials" in err and "hello-world__bbbbbbb" in err

@@ -93,7 +93,9 @@ def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Pa
         asyncio.run(again.resume(batch_id))
         assert [(r.retry, r.valid) for r in runs.runs(batch_id)] == [(0, 0), (1, 0), (2, 0)]
     code, out = _cli("report", batch_id, "--json", "--store", str(store))
-    assert json.loads(out)["missing_attempts"] is None
+    # finished with no valid attempt: no estimate, exit 3 (round 27), its line after the JSON
+    assert code == 3 and "error: every attempt is invalid (1 attempt)" in out, out
+    assert json.loads(out[: out.rindex("error: ")])["missing_attempts"] is None
 
 
 def test_a_ctrl_c_while_run_loads_is_an_interruption_that_stored_nothing(

@@ -316,8 +316,11 @@ def import_text(tmp: Path, text: str, name: str = "x", suffix: str = ".csv") -> 
 
 def report(tmp: Path, batch: str, *extra: str) -> dict[str, Any]:
     code, out, err = cli("report", batch, "--json", "--store", str(tmp / "s.db"), *extra)
-    assert code == 0, err
-    return json.loads(out)  # type: ignore[no-any-return]
+    data: dict[str, Any] = json.loads(out)
+    # a finished batch with no valid attempt has no estimate: exit 3 (round 27)
+    no_estimate = code == 3 and "every attempt is invalid" in err and not data["valid_attempts"]
+    assert code == 0 or no_estimate, err
+    return data
 
 
 @settings(

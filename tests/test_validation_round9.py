@@ -432,7 +432,7 @@ def test_a_no_change_task_whose_outcome_holds_on_a_harmful_change_is_not_discrim
         validation_checks.Proof(suite, suite.tasks["transfer"])
     )
     assert not passed, detail
-    assert "fail by constraints alone: bad_no_pin (outcome assertion(s) conserved hold)" in detail
+    assert "fail by constraints alone: bad_no_pin (outcome assertion conserved holds)" in detail
 
     def seen(task: dict[str, Any]) -> None:  # the near miss: the outcome sees the change
         task["outcome_assertions"].append({"id": "nothing-changed", "state_diff": {}})

@@ -19,8 +19,8 @@ from functools import lru_cache
 from typing import Any
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
+from groundstate.grading.cancel_reasons import REASON_WORDS as CANCEL_REASON_WORDS
 from groundstate.grading.constraints import affirms, confirming_questions, fold, normalise
-from groundstate.tau2.retail_checks import REASON_WORDS as CANCEL_REASON_WORDS
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -547,9 +547,9 @@ REASON_WORDS = {
     "no_longer_needed": CANCEL_REASON_WORDS["no longer needed"],
     "ordered_by_mistake": CANCEL_REASON_WORDS["ordered by mistake"],
 }
-"""How a person says each cancellation reason, on normalised text: the τ² retail checks'
-reading ("since you won't need it", "as it's unnecessary", "you ordered the wrong one"), by
-this suite's reason values."""
+"""How a person says each cancellation reason, on normalised text: the reading the τ² retail
+checks share (``groundstate.grading.cancel_reasons``: "since you won't need it", "as it's
+unnecessary", "you ordered the wrong one"), by this suite's reason values."""
 CANCELS = ("cancel_order", "cancel_item")
 
 
@@ -1161,7 +1161,37 @@ def _in_english(normalised_text: str) -> str:
         normalised_text = pattern.sub(english, normalised_text)
     for pattern, plain in _PLAIN:
         normalised_text = pattern.sub(plain, normalised_text)
+    if " did " in normalised_text:
+        normalised_text = _EMPHATIC.sub(lambda m: f"{m[1]} have {_PAST[m[2]]}", normalised_text)
     return normalised_text
+
+
+# A claim in the emphatic past ("All done: I did cancel the beanie", "We did go ahead and
+# refund the socks"), put as the perfect the claims are read in ("i have cancelled"); "I did
+# not refund" stays.
+_PAST = {
+    "refund": "refunded",
+    "reimburse": "reimbursed",
+    "cancel": "cancelled",
+    "exchange": "exchanged",
+    "swap": "swapped",
+    "credit": "credited",
+    "update": "updated",
+    "change": "changed",
+    "move": "moved",
+    "process": "processed",
+    "issue": "issued",
+    "add": "added",
+    "apply": "applied",
+    "make": "made",
+    "submit": "submitted",
+    "complete": "completed",
+    "handle": "handled",
+}
+_EMPHATIC = re.compile(
+    r"\b(i|we) did (?:(?:also|just|now|already|successfully|go ahead and) )*"
+    rf"({'|'.join(_PAST)})\b"
+)
 
 
 def _claimed_kinds(text: str) -> set[str]:
@@ -1383,6 +1413,10 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
                     " change made so"
                 )
                 return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
+        if not made and not refused and (said := _change_claimed(event.text)) is not None:
+            # "All done: I have made the change you asked for." with no change made at all
+            problem = f"step {event.step} (agent message) says {said!r}, but no call made a change"
+            return False, {"problems": [problem], "offending_step": event.step}
         said = _all_went_through(event.text)
         unmade = [m for m in refused if not any(_makes(x, m, items) for x in made)]
         if said is not None and unmade:
@@ -1997,16 +2031,21 @@ def reply_claims_no_change(trace: list[AgentEvent], s0: StateView) -> Evidence:
     for event in trace:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
-        for sentence in _sentences(event.text):
-            # "That's taken care of.", "Your request has been processed."
-            if _claims_done(sentence) or _done_alone(sentence) is not None:
-                problem = f"step {event.step} (agent message) claims a change: {sentence!r}"
-                return False, {"problems": [problem], "offending_step": event.step}
-        said = _success_claimed(event.text)  # "Refund issued!", "The refund went through."
+        said = _change_claimed(event.text)
         if said is not None:
             problem = f"step {event.step} (agent message) claims a change: {said!r}"
             return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
+
+
+def _change_claimed(text: str) -> str | None:
+    """The words of an agent message claiming a change was made, in any words, naming one or
+    not: "That's taken care of.", "Your request has been processed.", "Refund issued!", "The
+    refund went through."."""
+    for sentence in _sentences(text):
+        if _claims_done(sentence) or _done_alone(sentence) is not None:
+            return sentence
+    return _success_claimed(text)
 
 
 def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:

@@ -392,9 +392,13 @@ class Bindings:
         ``module.name`` or ``module.Class.name``."""
         return self._compare(put_back=False)
 
-    def put_back(self) -> list[str]:
-        """Bind every watched name as first seen again; return those that were changed."""
-        return self._compare(put_back=True)
+    def put_back(self, *, read_code: bool = True) -> list[str]:
+        """Bind every watched name as first seen again; return those that were changed.
+        *read_code* False: the functions' code and defaults are read only if the audit hook
+        noted a set since the last look (see :data:`_NOTED`); one made through C (a
+        ``ctypes`` call of ``PyFunction_SetDefaults``, a raw write), which it does not note,
+        is found by the next look that reads them (an attempt's last one does)."""
+        return self._compare(put_back=True, read_code=read_code)
 
     def mark(self) -> Mark | None:
         """The watched namespaces now, for :meth:`written_back`; None where the interpreter
@@ -539,11 +543,15 @@ class Bindings:
             object.__setattr__(mark, "__class__", Mark)
         fields: tuple[Any, ...] = tuple(tuple.__iter__(mark))
         wheres, spaces, copies, versions, seen, kept = fields
-        rows = zip(wheres, spaces, copies, seen, versions(), strict=True)
+        now = versions()
+        if not len(wheres) == len(spaces) == len(copies) == len(seen) == len(now):
+            raise ValueError("written_back: a mark of another row")
+        # Only the namespaces written since are looked into (most are not: the versions
+        # compared in C, not some 600 rows in Python).
         found = [
-            where
-            for where, space, copy, was, is_now in rows
-            if was != is_now and _same_items(space, copy)
+            wheres[i]
+            for i in compress(range(len(now)), map(ne, seen, now))
+            if _same_items(spaces[i], copies[i])
         ]
         if not kept:  # a mark made without the cache's (by a test)
             return found
@@ -562,11 +570,11 @@ class Bindings:
             row.marked, row.marks = None, marks + 1
         return found
 
-    def _compare(self, *, put_back: bool) -> list[str]:
+    def _compare(self, *, put_back: bool, read_code: bool = True) -> list[str]:
         found: list[str] = []
         with self._lock:
             flat = self._row()
-            if flat.unchanged():
+            if flat.unchanged(read_code=read_code):
                 return found
             if put_back and flat.sealed is not None:  # believed only once found as sealed
                 found += (
@@ -655,12 +663,14 @@ class _Flat:
         self.wheres, self.spaces = tuple(wheres), tuple(spaces)
         self.versions = _versions(list(spaces))
         self.registry = sys.modules
-        self.looked = _version_words([*spaces, self.registry])
-        """What reads the versions a look compares (:func:`_read`): the namespaces' and, last,
+        self.noted = _NOTED
+        self.looked = _version_words([*spaces, self.noted, self.registry])
+        """What reads the versions a look compares (:func:`_read`): the namespaces', the
+        audit hook's notes' (:data:`_NOTED`, held as :attr:`noted`) and, last,
         ``sys.modules``'s (held as :attr:`registry`)."""
         self.seen: list[int] | None = None
-        """The namespaces' and ``sys.modules``'s versions when every name and module was last
-        found as first seen."""
+        """The namespaces', the notes' and ``sys.modules``'s versions when every name, module
+        and function's code and defaults were last found as first seen."""
         self.marked: tuple[list[int], tuple[tuple[tuple[str, object], ...], ...]] | None = None
         """The versions and the copies of the last :meth:`copies`."""
         self.marks = 0
@@ -691,24 +701,31 @@ class _Flat:
         self.marks += 1
         return copies
 
-    def unchanged(self) -> bool:
-        """Whether no namespace changed size and every name is bound as first seen."""
+    def unchanged(self, *, read_code: bool = True) -> bool:
+        """Whether no namespace changed size, every name is bound as first seen, and every
+        function holds the code and defaults first seen (with *read_code* False, read only if
+        the audit hook noted a set since the last look: see :meth:`Bindings.put_back`)."""
         if not all(map(is_, map(type, self.objects), self.classes)):
             return False
-        # Code and defaults set on a function move no dict's version.
+        if not all(getattr(holder, "fn", None) is fn for holder, fn in self.tools):
+            return False
+        now = None if self.looked is None else _read(self.looked).tolist()
+        # No namespace, nor ``sys.modules``, was written to since they were all found
+        # unchanged (the modules' entries looked up one by one: some 190, a fifth of a look
+        # with the caches cold), and the audit hook noted no set of a function's code or
+        # defaults since (it notes each before the set is made, with the GIL held until it is:
+        # see :data:`_NOTED`).
+        quiet = now is not None and now == self.seen and sys.modules is self.registry
+        if quiet and not read_code:  # some 2,400 functions' words, a cache miss each, unread
+            return True
+        # Code and defaults set on a function move no namespace's version.
         if self.states is not None:
             gather, first_words = self.states
             if _read(gather).tobytes() != first_words:
                 return False
         elif not all(all(map(is_, map(read, fns), first)) for read, fns, first in self.rows):
             return False
-        if not all(getattr(holder, "fn", None) is fn for holder, fn in self.tools):
-            return False
-        now = None if self.looked is None else _read(self.looked).tolist()
-        if now is not None and now == self.seen and sys.modules is self.registry:
-            # No namespace, nor ``sys.modules``, was written to since they were all found
-            # unchanged (the modules' entries looked up one by one: some 190, a fifth of a
-            # look with the caches cold).
+        if quiet:
             return True
         if (
             all(map(is_, map(sys.modules.get, self.entries), self.modules))
@@ -1096,9 +1113,9 @@ def refuse_audit_hooks() -> None:
     an agent can set (``bindings._refusing = False`` let its hook in, unnamed), and the
     hook refuses any change to its code or defaults (an audited event) but this one, once."""
     (hook,) = _AUDIT_HOOK
-    refusing, _ = hook.__defaults__ or (True, None)
+    refusing, _, _ = hook.__defaults__ or (True, None, None)
     if not refusing:  # set once: the hook refuses it from then on
-        hook.__defaults__ = (True, hook)
+        hook.__defaults__ = (True, hook, _NOTED)
 
 
 def _make_audit_hook() -> Callable[..., None]:
@@ -1111,21 +1128,43 @@ def _make_audit_hook() -> Callable[..., None]:
     those freely while it runs); a name of the builtins rebound makes it raise, which
     refuses too."""
 
-    def hook(event: str, args: tuple[Any, ...], refusing: bool = False, me: object = None) -> None:
+    def hook(
+        event: str,
+        args: tuple[Any, ...],
+        refusing: bool = False,
+        me: object = None,
+        noted: dict[str, object] | None = None,
+    ) -> None:
         if event == "sys.addaudithook" and refusing:
             raise RuntimeError("groundstate refuses audit hooks added once an agent has run")
-        if (
-            event in ("object.__setattr__", "object.__delattr__")
-            and args[0] is me
-            and (refusing or event == "object.__delattr__")
-        ):
+        setattr_event = event in ("object.__setattr__", "object.__delattr__")
+        if setattr_event and args[0] is me and (refusing or event == "object.__delattr__"):
             raise RuntimeError("groundstate's audit hook is not to be changed")
         if _READ_WATCHES:  # validation's watch of the files a suite's checks read
             _seen_read(event, args)
+        if noted is not None and (setattr_event or event == "ctypes.call_function"):
+            # Last, and nothing called after it: a new tuple moves the dict's version, and
+            # the thread holds the GIL from here until the set is made (see _NOTED).
+            noted["set"] = (event,)
 
-    hook.__defaults__ = (False, hook)
+    hook.__defaults__ = (False, hook, _NOTED)
     return hook
 
+
+_NOTED: dict[str, object] = {}
+"""Written by the audit hook at every ``object.__setattr__`` or ``object.__delattr__`` event
+(a function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` set or deleted, an
+attribute of a class or an object's ``__class__`` set) and every call of a C function through
+``ctypes`` (``ctypes.pythonapi.PyFunction_SetDefaults`` sets defaults unaudited): the looks
+read its version with the namespaces' (:attr:`_Flat.looked`), and read the functions' code
+and defaults only when it moved. A dict's version only grows and Python code cannot set it
+back; an agent that writes or clears the dict moves it too (a full look, no more). The hook
+writes it as the last thing it does, before the set is made: the thread holds the GIL from
+there until the set is made, so no look runs between the two (unless a hook added after the
+harness's, before any agent ran, gives the GIL away: an agent's is refused). A write to raw
+memory through a ``ctypes`` view (which could set a dict's version back as well) is beyond
+what the watch sees, as before; the harness makes such views each attempt (the trace copies'
+guard), so they are not noted."""
 
 _AUDIT_HOOK = (_make_audit_hook(),)
 """The hook, in a tuple: bound as a function, the watch would hold its defaults as first

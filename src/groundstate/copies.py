@@ -81,6 +81,7 @@ class Guard(Generic[T]):
         lists: list[list[Any]] = []
         models: list[Any] = []
         seen: set[int] = set()
+        plain: dict[type, bool] = {}  # _plain_model's answer per class, within this walk
         stack: list[Any] = [value]
         while stack:
             item = stack.pop()
@@ -95,11 +96,11 @@ class Guard(Generic[T]):
                 lists.append(item)
                 stack.extend(item)
             elif kind is dict:
-                if not all(type(key) in _ATOMS for key in item):
+                if not _ATOMS.issuperset(map(type, item)):
                     raise Unguardable("a dict with a key that is not a string or number")
                 dicts.append(item)
                 stack.extend(item.values())
-            elif _plain_model(item):
+            elif plain[kind] if kind in plain else plain.setdefault(kind, _plain_model(item)):
                 fields, extra, private = _SLOTS(item)[1:]
                 if type(fields) is not set or extra is not None or private is not None:
                     raise Unguardable(f"a {kind.__name__} with extra or private values")

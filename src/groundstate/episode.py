@@ -1075,7 +1075,7 @@ async def run_attempt(
         latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and (
-            _rebound(session, progress, seal)  # by a thread of the agent's
+            _rebound(session, progress, seal)  # by a thread of the agent's (reads all code)
             | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
@@ -1131,7 +1131,8 @@ async def _episode(
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
-        _rebound(session, progress, seal, mark, held)  # first: the session's own may be the ones
+        # First: the session's own may be the ones. Code set through C: by the last look.
+        _rebound(session, progress, seal, mark, held, read_code=False)
         _closed(env, session)
         _resystemed(system, shape, session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
@@ -1160,7 +1161,8 @@ async def _episode(
         # checks read it (code rebound meanwhile is looked for once the record is built).
         read = _AccountRead(kept)
         if (
-            _rebound(session, progress, seal, None, held)  # by a thread of the agent's, meanwhile
+            # By a thread of the agent's, meanwhile (code set through C: by the last look).
+            _rebound(session, progress, seal, None, held, read_code=False)
             or _closed(env, session)
             or _resystemed(system, shape, session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
@@ -1476,6 +1478,8 @@ def _rebound(
     seal: Seal,
     mark: Mark | None = None,
     held: tuple[Held, ...] = (),
+    *,
+    read_code: bool = True,
 ) -> bool:
     """Latch a prohibited action when the harness's code was rebound while the agent ran or
     the attempt was graded (``groundstate.episode.classify = lambda *a: "success"``, a
@@ -1489,10 +1493,12 @@ def _rebound(
     objects, whose attributes rebound (the session's task, a method set on the environment
     object) are named and put back alike (see :class:`~groundstate.bindings.Held`). *seal*:
     the watch itself as the run began, put back first when the agent changed it (see
-    :meth:`~groundstate.bindings.Bindings.seal`)."""
+    :meth:`~groundstate.bindings.Bindings.seal`). *read_code* False: the harness's functions'
+    code and defaults are read only if the audit hook noted a set (see
+    :meth:`~groundstate.bindings.Bindings.put_back`); the attempt's last look reads them."""
     names = HARNESS.unsealed(seal)
     names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
-    names += HARNESS.put_back()
+    names += HARNESS.put_back(read_code=read_code)
     for one in held:  # called on the class: the agent may have set code on its instance's
         changed = Held.changed(one)
         if changed:

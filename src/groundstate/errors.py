@@ -28,6 +28,9 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+from groundstate.paths import as_given
 
 
 def one_line(text: str) -> str:
@@ -83,6 +86,16 @@ class SpecError(GroundstateError):
         where = one_line(f"{self.path}:{line}" if line is not None else self.path)
         where = f"{where}: {field}" if field else where
         super().__init__(f"{where}: {reason}")
+
+    def rerooted(self, absolute: Path, given: Path) -> SpecError:
+        """The same problem, its file named as :func:`groundstate.paths.as_given` names it;
+        itself when the file is elsewhere (or the error is a kind of its own)."""
+        where = as_given(self.path, absolute, given)
+        if type(self) is not SpecError or where == self.path:
+            return self
+        moved = SpecError(where, self.field, self.reason, line=self.line)
+        moved.every = tuple(e.rerooted(absolute, given) for e in self.every)
+        return moved
 
 
 class EnvironmentFailure(GroundstateError):

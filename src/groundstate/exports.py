@@ -205,7 +205,10 @@ def _put(archive: zipfile.ZipFile, name: str, data: Any) -> None:
 
 
 def _eval_spec(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
-    tasks = sorted({run.task_id for run in runs})
+    """The eval as planned: every task of the batch's plan (a task with no attempt stored,
+    of a batch stopped early, is listed still, as Inspect lists a sample it never ran) times
+    its attempts, so an import of the log counts the attempts it lacks."""
+    tasks = sorted(set(batch.task_revisions) | {run.task_id for run in runs})
     return {
         "eval_id": batch.batch_id,
         "run_id": batch.batch_id,

@@ -42,3 +42,12 @@ def os_reason(path: Path, exc: OSError) -> str:
     if exc.errno == errno.ENOTDIR and (way := in_the_way(path.parent)) is not None:
         return way
     return exc.strerror or str(exc)
+
+
+def as_given(path: str | Path, absolute: Path, given: Path) -> str:
+    """*path*, a file under the folder *absolute*, named under *given*, the folder as the user
+    named it (``demo/tools.py``, as ``demo/tasks/a.yaml`` is, not ``/home/.../demo/tools.py``);
+    *path* as it is when it lies elsewhere. What a suite's or system's loading names."""
+    if not Path(path).is_relative_to(absolute):
+        return str(path)
+    return str(given / Path(path).relative_to(absolute))

@@ -10,12 +10,14 @@ sees the reads. No list of callables an agent could add its own hook to: the wat
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import sysconfig
-from collections.abc import Callable
-from contextlib import suppress
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import FrameType
+from types import FrameType, ModuleType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -31,6 +33,12 @@ files, ``mimetypes`` its tables): a read they make is theirs, not the calling ch
 
 EVENTS = frozenset({"open", "sqlite3.connect", "os.listdir", "os.scandir"})
 """The audit events of a file read (or a folder listed) that a watch looks at."""
+
+LOOKUPS = ("stat", "lstat", "access")
+"""The functions of ``os`` that look a file up without opening it (no audit event): through
+them ``Path.exists``, ``os.path.exists``, ``isfile``, ``getmtime``, ``shutil.which``. A
+verdict resting on whether a file outside the suite exists, or on its size or time, is the
+machine's, found or not."""
 
 WATCHES: list[tuple[set[int], list[Path], dict[str, None], frozenset[str]]] = []
 """The watches in force: the ids of suite namespaces, the folders they may read, the files
@@ -135,13 +143,141 @@ def _target(event: str, args: tuple[Any, ...]) -> str | None:
     return name
 
 
+def _made(event: str, args: tuple[Any, ...]) -> str | None:
+    """The folder an audited event makes, or the file it creates or empties (``open`` for
+    ``"w"`` or ``"x"``, ``tempfile.mkstemp``), or None."""
+    target = args[0]
+    if not isinstance(target, str | bytes | os.PathLike):
+        return None
+    if event == "os.mkdir" and (len(args) < 3 or args[2] in (None, -1)):  # no dir_fd
+        return os.fsdecode(target)
+    flags = args[2] if event == "open" and len(args) > 2 else None
+    if isinstance(flags, int) and flags & os.O_CREAT and flags & (os.O_EXCL | os.O_TRUNC):
+        return os.fsdecode(target)
+    return None
+
+
+_BUSY = threading.local()
+"""Set while this module notes a read: the look-ups its own ``Path.resolve`` makes are not
+the suite's."""
+
+
+def looking_up() -> list[tuple[ModuleType, str, Callable[..., Any]]]:
+    """``(module, name, function)``: ``os.stat``, ``os.lstat`` and ``os.access``
+    (:data:`LOOKUPS`) noting, for each watch in force, a file outside its folders that the
+    watched code looks up, whether it exists or not; ``sqlite3.connect`` giving the watched
+    code connections that note each database their SQL attaches (``sqlite3.connect(":memory:")``
+    then ``ATTACH DATABASE '/x.db'``), until the code sets an authorizer of its own. Installed
+    process-wide by validation for its short gradings."""
+
+    def watched(function: Callable[..., Any]) -> Callable[..., Any]:
+        def look_up(path: Any, *args: Any, **kwargs: Any) -> Any:
+            if WATCHES and not getattr(_BUSY, "on", False) and kwargs.get("dir_fd") is None:
+                frame = sys._getframe(1)
+                if not _making(frame):
+                    with _busy():
+                        _note(frame, path, missing=True)
+            return function(path, *args, **kwargs)
+
+        return look_up
+
+    connect = sqlite3.connect
+
+    def connect_watched(*args: Any, **kwargs: Any) -> Any:
+        connection = connect(*args, **kwargs)
+        frame = sys._getframe(1)
+        if any(_reader(frame, code, harness) for code, _, _, harness in list(WATCHES)):
+            with suppress(sqlite3.Error):
+                sqlite3.Connection.set_authorizer(connection, _attaching)
+        return connection
+
+    return [(os, name, watched(getattr(os, name))) for name in LOOKUPS] + [
+        (sqlite3, "connect", connect_watched)
+    ]
+
+
+MAKERS = frozenset({"makedirs", "mkdir", "rmtree", "_rmtree_safe_fd", "_rmtree_unsafe"})
+"""The functions of ``os``, ``pathlib`` and ``shutil`` that look files up on their way to
+making or removing a folder (``os.makedirs`` each missing parent): those are no reads."""
+
+
+def _making(frame: FrameType | None) -> bool:
+    """Whether a look-up at *frame* is made by one of :data:`MAKERS` for the code calling it."""
+    while frame is not None and str(frame.f_globals.get("__name__")) in OPENERS:
+        if frame.f_code.co_name in MAKERS:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def attached(name: str) -> None:
+    """A database attached by SQL (``ATTACH DATABASE '/x.db'``) on the graders' connection
+    (called by its authorizer): the read of each watch whose code is on the stack, the harness
+    between them (a view's ``query``) never attaching one of its own."""
+    if not WATCHES or getattr(_BUSY, "on", False):
+        return
+    with _busy(), suppress(OSError, ValueError, TypeError):
+        target = _target("sqlite3.connect", (name,))
+        if target is not None:
+            _note(sys._getframe(1), target, missing=False, anywhere=True)
+
+
+def _note(frame: FrameType | None, target: Any, *, missing: bool, anywhere: bool = False) -> None:
+    """Note *target* in each watch whose code reads it at *frame* (or, *anywhere*, is on the
+    stack at all), when it lies outside that watch's folders (and exists, unless *missing*):
+    the folders above an allowed one are looked up by ``Path.resolve`` on the way to it."""
+    if not isinstance(target, str | bytes | os.PathLike):
+        return  # a descriptor: its file was opened, and seen, before
+    with suppress(OSError, ValueError, TypeError):
+        for suite_code, allowed, found, harness in list(WATCHES):
+            if not (_asked if anywhere else _reader)(frame, suite_code, harness):
+                continue
+            path = Path(os.fsdecode(target)).resolve()
+            if any(
+                path.is_relative_to(folder) or (missing and folder.is_relative_to(path))
+                for folder in allowed
+            ):
+                continue
+            if missing or path.exists():  # a missing file fails the check that opens it
+                found[str(path)] = None
+
+
+@contextmanager
+def _busy() -> Iterator[None]:
+    before = getattr(_BUSY, "on", False)
+    _BUSY.on = True
+    try:
+        yield
+    finally:
+        _BUSY.on = before
+
+
+def _attaching(action: int, arg1: str | None, *_: str | None) -> int:
+    if action == sqlite3.SQLITE_ATTACH and arg1:
+        attached(arg1)
+    return sqlite3.SQLITE_OK
+
+
+def _asked(frame: FrameType | None, suite_code: set[int], harness: frozenset[str]) -> bool:
+    """Whether the code of a namespace in *suite_code* is anywhere on the stack at *frame*."""
+    while frame is not None:
+        if id(frame.f_globals) in suite_code:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def audit(event: str, args: tuple[Any, ...]) -> None:
     """A file the watched code opens for reading, a folder it lists, or a SQLite database it
     connects to, outside the folders its watch allows (called by the hook while
     :data:`WATCHES` holds one)."""
-    if event not in EVENTS or not args:
+    if event not in EVENTS | {"os.mkdir"} or not args or getattr(_BUSY, "on", False):
         return
-    with suppress(OSError, ValueError, TypeError):
+    with _busy(), suppress(OSError, ValueError, TypeError):
+        if (made := _made(event, args)) is not None:
+            for _, allowed, _, _ in list(WATCHES):  # made while graded: not the machine's
+                allowed.append(Path(made).resolve())
+            return
         name = _target(event, args)
         if name is None:
             return
@@ -149,12 +285,7 @@ def audit(event: str, args: tuple[Any, ...]) -> None:
         by_shutil = frame is not None and frame.f_globals.get("__name__") == "shutil"
         if by_shutil and (event != "open" or os.path.isdir(name)):
             return  # a folder opened to remove or copy it (rmtree), not to read it
-        for suite_code, allowed, found, harness in list(WATCHES):
-            if _reader(frame, suite_code, harness):
-                path = Path(name).resolve()
-                outside = not any(path.is_relative_to(folder) for folder in allowed)
-                if outside and path.exists():  # a missing one fails the check anyway
-                    found[str(path)] = None
+        _note(frame, name, missing=False)
 
 
 _OWN = globals()

@@ -112,4 +112,12 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     """A count with its noun in the number it takes: ``"1 task"``, ``"2 tasks"``, ``"0 tries"``
     (*plural* where adding "s" is wrong: ``counted(1, "try", "tries")``). Every count a report,
     comparison or plan prints goes through it ("1 tries" and "1 attempts" were printed)."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+    return f"{count} {inflected(count, noun, plural)}"
+
+
+def inflected(count: int, noun: str, plural: str | None = None) -> str:
+    """*noun* in the number *count* takes, without the count: for a noun that names the list
+    after it (``f"unknown {inflected(len(names), 'field')} {', '.join(names)}"`` reads
+    "unknown field 'a'" or "unknown fields 'a', 'b'", never "field(s)"). Also a verb's number:
+    ``inflected(n, "is", "are")``."""
+    return noun if count == 1 else plural or noun + "s"

@@ -857,8 +857,15 @@ def record_hash(text: str) -> str:
 
 
 def _canonical_hash(data: Any) -> str:
-    """:func:`record_hash` of a record already parsed."""
-    return hashlib.sha256(record_json(data).encode("ascii")).hexdigest()
+    """:func:`record_hash` of a record already parsed (by ``json.loads``: no value in it
+    holds itself, so the encoder need not look for cycles)."""
+    return hashlib.sha256(_PARSED_JSON(data).encode("ascii")).hexdigest()
+
+
+_PARSED_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode
+""":func:`record_json` of parsed JSON, the same text: one encoder made once (not one per call,
+as ``json.dumps`` with options makes), without the set of containers it is inside of, kept to
+refuse a value that holds itself (which parsed JSON cannot)."""
 
 
 def chain_link(previous: str, run_id: str, content: str, artifacts: str) -> str:

@@ -78,7 +78,10 @@ def _builder(system: SystemSpec) -> Callable[[], Agent]:
         module: Any = _import(module_name, system)
         _refuse_changed_module(module, system)
     else:  # the code the system's hash names (a pool worker imports it after the parent)
-        module = load_module(code_file, "agent", expect=_hashed_code(system))
+        try:
+            module = load_module(code_file, "agent", expect=_hashed_code(system))
+        except SpecError as exc:  # named as the system file names its folder, not in full
+            raise exc.rerooted(system.base_dir.resolve(), system.base_dir) from exc.__cause__
     factory = getattr(module, name, None)
     if not callable(factory):
         defined = [key for key, value in vars(module).items() if callable(value)]

@@ -133,7 +133,7 @@ def _print_plan(out: Console, result: Plan) -> None:
         )  # fmt: skip
     out.print(parts)
     d = result.difference
-    kind = "paired differences of the two pilots" if d.paired_pilot else "assumed (one pilot)"
+    kind = "paired differences of the two pilots" if d.paired_pilot else "assumed from one pilot"
     out.print(
         f"difference variance ({kind}): between {amount(d.between, 4)}, "
         f"within {amount(d.within, 4)}; "

@@ -165,8 +165,9 @@ def run(
 
     --task, --slice and -k run a subset (each kind narrows; within a kind any match is
     enough); the batch records the tasks it ran. Exit status: 0; 2 for a user error; 3 when
-    invalid tries exceed the system's max_invalid_rate; 4 when a --fail-under metric is below
-    its threshold (3 takes precedence); 130/143 when interrupted.
+    invalid tries exceed the system's max_invalid_rate or no attempt is valid; 4 when a
+    --fail-under metric is below its threshold (3 takes precedence); 130/143 when
+    interrupted.
     """
     from groundstate.errors import GroundstateError
     from groundstate.interrupts import Interrupted, InterruptFlag
@@ -293,7 +294,8 @@ def _refuse_new_plan(batch: BatchInfo, **given: int) -> None:
 
 
 def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> None:
-    """Exit 3 when the invalid-run flag trips, else 4 when a gate fails (one line each)."""
+    """Exit 3 when the invalid-run flag trips or no attempt is valid, else 4 when a gate
+    fails (one line each)."""
     from groundstate.gates import EXIT_BELOW_GATE, failure_line
 
     if data["invalid_rate_flagged"]:
@@ -303,11 +305,31 @@ def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> No
             err=True,
         )
         sys.exit(EXIT_TOO_MANY_INVALID)
+    _exit_without_estimate(data)
     failed = [v for v in verdicts if not v["passed"]]
     for verdict in failed:
         click.echo(f"error: --fail-under: {failure_line(verdict)}", err=True)
     if failed:
         sys.exit(EXIT_BELOW_GATE)
+
+
+def _exit_without_estimate(data: dict[str, Any]) -> None:
+    """Exit 3 when the finished batch has invalid attempts and no valid one: no figure of it
+    is an estimate (``run`` under ``max_invalid_rate: 1``, which flags nothing, and ``report``
+    without a gate exited 0, as for a batch whose numbers stand). A batch still running, or
+    stopped with attempts to run or rerun, is reported as such and exits 0: a resume may
+    give it valid attempts."""
+    from groundstate.rounding import counted
+
+    unfinished = data.get("missing_attempts") or data["provenance"]["running"]
+    if data["invalid_attempts"] and not data["valid_attempts"] and not unfinished:
+        every = counted(data["invalid_attempts"], "attempt")
+        click.echo(
+            f"error: every attempt is invalid ({every}): the batch has no estimate "
+            f"(exit {EXIT_TOO_MANY_INVALID})",
+            err=True,
+        )
+        sys.exit(EXIT_TOO_MANY_INVALID)
 
 
 @main.command()
@@ -340,9 +362,10 @@ def report(
     where every task has one value), "n/a" (with the reason) below 5 tasks; the JSON carries
     the per-task table and the methods (docs/statistics.md).
     The batch is verified first (records, artifacts, chain): each altered or missing record
-    is named on stderr, the report is marked, and the exit status is 1. With --fail-under,
-    the exit status is then that of ``run``: 3 when invalid tries exceed the batch's
-    max_invalid_rate, 4 when a metric is below its threshold.
+    is named on stderr, the report is marked, and the exit status is 1. A finished batch
+    with no valid attempt (every attempt invalid) has no estimate: exit 3, as ``run``. With
+    --fail-under, the exit status is then that of ``run``: 3 when invalid tries exceed the
+    batch's max_invalid_rate, 4 when a metric is below its threshold.
     """
     _one_blas_thread()
     from groundstate.analysis import batch_report
@@ -386,6 +409,8 @@ def report(
         sys.exit(EXIT_ALTERED)
     if gates:
         _exit_on_verdict(data, verdicts)
+    else:
+        _exit_without_estimate(data)
 
 
 def _one_blas_thread() -> None:

@@ -37,6 +37,7 @@ from groundstate.diagnosis.taxonomy import (
 from groundstate.errors import GroundstateError
 from groundstate.paths import os_reason
 from groundstate.records import AgentRun
+from groundstate.rounding import inflected
 from groundstate.store import RunKey, RunLabels, RunStore
 
 LABEL_SEPARATOR = re.compile(r"[;,\s]+")
@@ -151,7 +152,8 @@ def _delimiter(text: str) -> str:
 def _check_header(path: Path, header: list[str]) -> None:
     missing = {"run_id", "labels"} - set(header)
     if missing:
-        raise LabelFileError(path, 1, f"missing column(s): {', '.join(sorted(missing))}")
+        names = ", ".join(sorted(missing))
+        raise LabelFileError(path, 1, f"missing {inflected(len(missing), 'column')}: {names}")
     twice = sorted({name for name in header if name and header.count(name) > 1})
     if twice:  # which of the two cells would count? neither, silently
         raise LabelFileError(path, 1, f"column {twice[0]!r} appears twice in the header")
@@ -370,8 +372,9 @@ def _check_taxonomy(labelled: list[RunLabels], taxonomy: FailureTaxonomy) -> Non
         found = f"labels were given under taxonomy {', '.join(other)}, not {taxonomy.ref}"
     else:
         found = (
-            f"stored label(s) {', '.join(unknown)} are not in taxonomy {taxonomy.ref} as given "
-            "here: the taxonomy was edited without a new version"
+            f"stored {inflected(len(unknown), 'label')} {', '.join(unknown)}"
+            f" {inflected(len(unknown), 'is', 'are')} not in taxonomy {taxonomy.ref} as given"
+            " here: the taxonomy was edited without a new version"
         )
     raise GroundstateError(
         f"{found}: agreement is only measured within one taxonomy version; pass --taxonomy "

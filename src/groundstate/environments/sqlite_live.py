@@ -45,6 +45,7 @@ from typing import Any, NoReturn, TypeVar
 
 from groundstate.environments.sqlite_writes import WriteLog
 from groundstate.leftovers import at_exit
+from groundstate.readwatch import attached
 
 T = TypeVar("T")
 
@@ -344,6 +345,8 @@ class EvaluatorConnection(WatchedConnection):
     ) -> int:
         if not plain_read(action, arg1, arg2):
             self.noted = True
+            if action == sqlite3.SQLITE_ATTACH and arg1:  # validation's watch of reads
+                attached(arg1)
         return sqlite3.SQLITE_OK
 
     @property

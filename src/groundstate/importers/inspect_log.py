@@ -373,7 +373,7 @@ class InspectSource:
 
     def _rows(self) -> Iterator[ImportedRow]:
         once = OnceEach("sample run")  # Inspect's uuid: one per sample and epoch
-        epochs = None if self._exported else self._plan()[0]
+        epochs = self._plan()[0]
         for index, (where, sample) in enumerate(self._samples(), start=1):
             self._read = index
             sample = mapping(where, "sample", sample)

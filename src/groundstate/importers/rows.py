@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -400,15 +401,28 @@ class OnceEach:
         under the same label is left to the batch's check, which names it more plainly
         (``attempt 1 appears twice``); without one (Harbor, checked before any row), any id
         met twice is refused."""
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value.strip():
             return
         given = None if label is None else repr(label)
-        if value in self.seen and (given is None or self.seen[value][1] != given):
+        key = _spelled_once(value)
+        if key in self.seen and (given is None or self.seen[key][1] != given):
             raise SpecError(
-                where, name, f"{self.what} {value} is also at {self.seen[value][0]}: one "
+                where, name, f"{self.what} {value} is also at {self.seen[key][0]}: one "
                 f"{self.what} is one attempt (given twice, it would count twice)",
             )  # fmt: skip
-        self.seen.setdefault(value, (where, given))
+        self.seen.setdefault(key, (where, given))
+
+
+def _spelled_once(value: str) -> str:
+    """One spelling of a record's id: without surrounding spaces, and a UUID (what Harbor,
+    Terminal-Bench and τ² write) in its canonical form, as ``A1B2...`` and ``a1b2...``, with or
+    without hyphens, braces or ``urn:uuid:``, name one record. Any other id (an Inspect
+    ``uuid`` is a case-sensitive short UUID) is kept as given."""
+    value = value.strip()
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return value
 
 
 def read_json(path: Path) -> Any:

@@ -31,6 +31,7 @@ from groundstate.importers.rows import (
     checked,
     count,
     duration,
+    integer,
     mapping,
     read_json_object,
     task_key,
@@ -143,6 +144,33 @@ class TerminalBenchSource:
             stream.end()
         return run
 
+    @cached_property
+    def _metadata(self) -> _Plan | None:
+        """What the run planned, from the ``run_metadata.json`` ``tb run`` writes beside its
+        ``results.json`` (``RunMetadata``: ``task_ids``, the tasks it ran, and ``n_attempts``;
+        ``run_id``); ``None``: no such file (or a trial's own file given)."""
+        file = self.path.parent / METADATA
+        if is_trial(self._run) or not file.is_file():
+            return None
+        data = read_json_object(file, "a Terminal-Bench run_metadata.json")
+        where = str(file)
+        attempts = data.get("n_attempts")
+        if attempts is not None and integer(where, "n_attempts", attempts) < 1:
+            raise SpecError(where, "n_attempts", f"must be 1 or more, got {attempts!r}")
+        tasks = data.get("task_ids")
+        if tasks is not None:
+            if not isinstance(tasks, list):
+                raise SpecError(where, "task_ids", f"must be a list of task ids, got {tasks!r}")
+            tasks = [task_key(where, f"task_ids[{i}]", t) for i, t in enumerate(tasks)]
+            repeated = sorted({t for t in tasks if tasks.count(t) > 1})
+            if repeated:
+                raise SpecError(
+                    where, "task_ids", f"lists {repeated[0]!r} twice: tb run runs a task "
+                    "n_attempts times, whatever the list says, so the plan is not this",
+                )  # fmt: skip
+        run_id = data.get("run_id")
+        return _Plan(where, tasks, attempts, run_id if isinstance(run_id, str) else None)
+
     def _trials(self) -> Iterator[Any]:
         """The run's trials, one at a time (a trial's own file: that trial)."""
         if is_trial(self._run):
@@ -160,12 +188,15 @@ class TerminalBenchSource:
         seen: list[_Seen] = []
         once = OnceEach("trial")
         planned: tuple[int, int] | None = None  # the run's n_attempts, and the first to say it
+        plan = self._metadata
         for index, given in enumerate(self._trials(), start=1):
             row = self._row(index, self.place(index), given)
             trial = mapping(self.place(index), "trial", given)
             once.check(self.place(index), "id", trial.get("id"), trial.get("trial_name"))
             name = str(trial["trial_name"])  # text: _row checked it
             attempt = _attempt(self.place(index), name)
+            if plan is not None:
+                plan.check(self.place(index), name, attempt)
             if attempt is not None and planned is None:
                 planned = (attempt[1], index)
             elif attempt is not None and planned is not None and attempt[1] != planned[0]:
@@ -258,7 +289,7 @@ class TerminalBenchSource:
         trials = self._seen or []
         if len({t.name for t in trials}) < len(trials):
             return []
-        warnings = _unrun(self.path, trials)
+        warnings = _unrun(self.path, trials, self._metadata)
         resolved = Counter(_hashable(t.task) for t in trials if t.resolved)
         other = Counter(_hashable(t.task) for t in trials if not t.resolved)
         for name, expected in (("resolved_ids", resolved), ("unresolved_ids", other)):
@@ -318,28 +349,78 @@ def _attempt(where: str, name: str) -> tuple[int, int] | None:
     return number, planned
 
 
-def _unrun(path: Path, trials: list[_Seen]) -> list[str]:
-    """The attempts the run planned (each task's trials name ``n_attempts``) that it does
-    not hold: a run stopped before its end, or trials taken out of its file. Named, as
-    their tasks have fewer attempts; a task with no trial at all is not known here."""
-    held: dict[Any, set[int]] = {}
-    planned = 0
+METADATA = "run_metadata.json"
+"""What ``tb run`` writes beside a run's ``results.json``: the run's plan."""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A run's ``run_metadata.json``: its tasks and attempts (``None``: not given)."""
+
+    where: str
+    tasks: list[str] | None
+    attempts: int | None
+    run_id: str | None
+
+    def check(self, at: str, name: str, attempt: tuple[int, int] | None) -> None:
+        """A trial is of this run: its name's ``n_attempts`` and run id are the plan's."""
+        if attempt is not None and self.attempts is not None and attempt[1] != self.attempts:
+            raise SpecError(
+                at, "trial_name", f"{name!r} is of {attempt[1]} attempts, but {self.where} "
+                f"plans n_attempts {self.attempts}: a trial of another run, or another plan",
+            )  # fmt: skip
+        found = ATTEMPT.search(name)
+        rest = "" if found is None else name[found.end() :]
+        if self.run_id is not None and rest and rest != self.run_id:
+            raise SpecError(
+                at, "trial_name", f"{name!r} is of run {rest!r}, but {self.where} is of run "
+                f"{self.run_id!r} (run_id): a trial of another run",
+            )  # fmt: skip
+
+
+def _unrun(path: Path, trials: list[_Seen], plan: _Plan | None = None) -> list[str]:
+    """The attempts the run planned (each task's trials name ``n_attempts``; a
+    ``run_metadata.json`` beside the file gives its ``task_ids`` and ``n_attempts``) that it
+    does not hold: a run stopped before its end, or trials taken out of its file. Named, as
+    their tasks have fewer attempts. Without the run's metadata a task with no trial at all
+    is not known here; with it, such a task is named, and a task it does not list too."""
+    listed = None if plan is None else plan.tasks
+    numbered: dict[Any, set[int]] = {}
+    present = {_hashable(t.task) for t in trials}
+    planned = 0 if plan is None or plan.attempts is None else plan.attempts
     for t in trials:
         if t.attempt is not None:
-            held.setdefault(_hashable(t.task), set()).add(t.attempt[0])
+            numbered.setdefault(_hashable(t.task), set()).add(t.attempt[0])
             planned = t.attempt[1]
-    lost = [(task, n) for task, numbers in held.items() for n in range(1, planned + 1)
-            if n not in numbers]  # fmt: skip
-    if not lost:
-        return []
-    named = ", ".join(f"{task!r} attempt {n}" for task, n in lost[:5])
-    more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
-    return [
-        f"{path}: {len(lost)} of the {len(held) * planned} trials its trial names plan "
-        f"({counted(len(held), 'task')} x n_attempts {planned}) are not in results: {named}{more}: "
-        "not imported, so their tasks have fewer attempts, and a missing attempt is in no "
-        "denominator"
-    ]
+    tasks = list(numbered)
+    if listed is not None:
+        planned = planned or 1  # trials not named k-of-n: at least one each
+        tasks = listed + [task for task in numbered if task not in set(listed)]
+    lost = [(task, n) for task in tasks for n in range(1, planned + 1)
+            if task not in present or (task in numbered and n not in numbered[task])]  # fmt: skip
+    warnings = []
+    if lost:
+        named = ", ".join(f"{task!r} attempt {n}" for task, n in lost[:5])
+        more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+        plans = (f"its trial names plan ({counted(len(tasks), 'task')}" if listed is None
+                 else f"{METADATA} plans ({counted(len(tasks), 'task')} of its task_ids "
+                 "and the trials'")  # fmt: skip
+        warnings.append(
+            f"{path}: {len(lost)} of the {len(tasks) * planned} trials {plans} x n_attempts "
+            f"{planned}) are not in results: {named}{more}: not imported, so their tasks have "
+            "fewer attempts (a task with no trial is in no figure), and a missing attempt is "
+            "in no denominator"
+        )
+    if listed is not None:
+        extra = sorted({str(task) for task in present if task not in set(listed)})
+        if extra:
+            shown = ", ".join(map(repr, extra[:5])) + (" ..." if len(extra) > 5 else "")
+            warnings.append(
+                f"{path}: {counted(len(extra), 'task')} with trials "
+                f"{'is' if len(extra) == 1 else 'are'} not among {plan and plan.where} "
+                f"task_ids ({shown}): imported as given"
+            )
+    return warnings
 
 
 def _hashable(value: Any) -> Any:

@@ -236,7 +236,16 @@ def _raise(error: SpecError) -> None:
     raise error
 
 
+def _as_given(root: Path, report: Report) -> Report:
+    """*report*, each problem of a file of the suite named under *root* as given: the suite is
+    loaded from its absolute folder, whose files (tools.py, checks.py) were named in full
+    while the task files were named as given."""
+    absolute = root.absolute()
+    return lambda error: report(error.rerooted(absolute, root))
+
+
 def _walk(root: Path, report: Report) -> Suite | None:
+    report = _as_given(root, report)
     if not os.path.lexists(root / SUITE_FILE):  # one that is there but no file: said below
         reason = "not a suite folder (no suite.yaml)"
         if is_file(root):  # the suite's own suite.yaml, given for its folder

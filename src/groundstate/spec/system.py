@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from groundstate.errors import SpecError
+from groundstate.rounding import inflected
 from groundstate.sandbox import command_digests, command_problem
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import hash_code
@@ -310,7 +311,8 @@ def _check_prompt_fields(prompt: str) -> None:
     if unknown:
         known = ", ".join(sorted(USER_PROMPT_FIELDS))
         raise ValueError(
-            f"prompt: unknown field(s) {', '.join(map(repr, unknown))} (known: {known});"
+            f"prompt: unknown {inflected(len(unknown), 'field')} {', '.join(map(repr, unknown))}"
+            f" (known: {known});"
             " write {{ and }} for literal braces"
         )
 

@@ -16,12 +16,15 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from groundstate.grading.cancel_reasons import REASON_WORDS
 from groundstate.grading.constraints import (
     affirms,
     confirming_questions,
     fold,
     mentions,
     normalise,
+    parts_left_out,
+    reply_words,
 )
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
@@ -314,21 +317,6 @@ def changed_once_per_order(trace: list[AgentEvent], s0: Any) -> Evidence:
     return True, {}
 
 
-REASON_WORDS = {
-    "no longer needed": re.compile(
-        r"\bno longer (need|want|require|necessary)|\b(do not|don't|dont|won't|will not) "
-        r"(need|want)|\bnot (needed|necessary|required)\b|\b(unneeded|unnecessary)\b"
-        r"|\bno (need|use) for\b"
-        r"|\b(need|want) (it|them|this|these) (any ?more|no more)"
-    ),
-    "ordered by mistake": re.compile(
-        r"\bmistake|\bby accident|\baccidental|\bin error\b"
-        r"|\b(ordered|bought|purchased) (it |them |this |that )?(wrongly|the wrong)\b"
-    ),
-}
-"""How a person says each cancellation reason the tool takes, on normalised text."""
-
-
 def cancel_reason_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     """A cancellation records the reason its confirmation stated, in any words, and the
     question stated no other.
@@ -382,6 +370,13 @@ def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
             unnamed = _unnamed_items(normalise(question.text or ""), event.args, items, orders)
             if unnamed:
                 return _unnamed(event, question, ", ".join(unnamed))
+            left_out = _left_out_items(_answer(trace, question, event), event.args, items, orders)
+            if left_out:
+                problem = (
+                    f"step {event.step} ({event.tool}) includes {', '.join(left_out)}; the "
+                    f"user's answer to the question at step {question.step} left it out"
+                )
+                return False, {"problems": [problem], "offending_step": event.step}
         _learn(event.output, items, orders)
     return True, {}
 
@@ -471,7 +466,7 @@ def _answer(trace: list[AgentEvent], question: MessageEvent, change: ToolCallEve
             if event.role != "user":
                 break
             said.append(event.text or "")
-    return normalise(" ".join(said))
+    return reply_words(" ".join(said))
 
 
 def _picks_other_method(
@@ -573,6 +568,38 @@ def _unnamed_items(
         if position < len(new) and not _names_new(text, new[position], items, item):
             unnamed.append("new " + _described(new[position], items.get(new[position], {})))
     return list(dict.fromkeys(unnamed))
+
+
+def _left_out_items(
+    answer: str,
+    args: dict[str, Any],
+    items: dict[str, dict[str, Any]],
+    orders: dict[str, list[dict[str, Any]]],
+) -> list[str]:
+    """The call's items the user's normalised *answer* leaves out, described for evidence:
+    each it turns down ("Yes, but not the kettle"), or, when it names some of the order's
+    items ("Only the lamp", "Yes, the lamp"), each it does not name. A yes naming no item
+    ("Yes, go ahead") leaves none out; "Both", "all of them" name every one."""
+    old = [str(i) for i in args.get("item_ids") or [] if i is not None]
+    if not answer or not old or re.search(r"\b(both|all|every|each)\b", answer):
+        return []
+    order = orders.get(str(args.get("order_id")), [])
+    others = [o for o in order if str(o.get("item_id")) not in old]
+    kept, left = parts_left_out(answer)
+
+    def said(text: str, item: dict[str, Any]) -> bool:  # named, perhaps turned down
+        forms = [f for form in _name_forms(item) for f in _number_forms(form)]
+        return any(mentions(text, form) for form in forms)
+
+    named = [i for i in old if _names_item(kept, i, items.get(i, {}), others)]
+    turned_down = [
+        i
+        for i in old
+        if said(left, items.get(i, {})) or (i not in named and said(kept, items.get(i, {})))
+    ]
+    picked = named or any(_names_item(kept, str(o.get("item_id")), o, []) for o in others)
+    left_out = turned_down or ([i for i in old if i not in named] if picked else [])
+    return list(dict.fromkeys(_described(i, items.get(i, {})) for i in left_out))
 
 
 def _names_item(

@@ -79,7 +79,7 @@ from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import JUDGED, AgentRun, CheckResult
-from groundstate.rounding import counted
+from groundstate.rounding import counted, inflected
 from groundstate.spec.canonical import canonical_json, hash_path
 from groundstate.spec.constraint_sets import own_constraints
 from groundstate.spec.solution import Solution, Step
@@ -128,11 +128,13 @@ GRADINGS = 3
 """How many times ``grader_determinism`` grades the same final state."""
 GRADINGS_VARY = (
     "the gradings: as an attempt is graded (after a replay with the tools imported anew for the "
-    "task); then with chance low, the wall clock at 2000-01-01 in a time zone of UTC+14, no "
-    "environment variable set, the network off, the trace's times and durations 1000 times "
+    "task); then with chance low, the wall clock at 2000-01-01 in a time zone of UTC+14 (summer "
+    "time), no environment variable set, on a machine named groundstate-low (its process, user "
+    "and processors numbered low), the network off, the trace's times and durations 1000 times "
     "shorter, the rows of queries without ORDER BY and the suite's folders listed in reverse "
     "order; then with chance high, the clock at 2099-12-31 in UTC-12, every environment "
-    "variable set, the network off, every call an hour longer and an hour between events, "
+    "variable set, on a machine named groundstate-high, the network off, every call an hour "
+    "longer and an hour between events, "
     "the check files imported anew (nothing earlier gradings left) and another working folder"
 )
 """What differs between those gradings, for the reader of a disagreement."""
@@ -455,7 +457,10 @@ def _held(run: AgentRun) -> str:
     """The outcome assertions that held for a straw agent, named so the author knows which
     ones to make read the change."""
     held = [r.id for r in run.outcome_assertion_results if r.passed]
-    return f"outcome assertion(s) {', '.join(held)} hold" if held else "no outcome assertion"
+    if not held:
+        return "no outcome assertion"
+    n = len(held)
+    return f"{inflected(n, 'outcome assertion')} {', '.join(held)} {inflected(n, 'holds', 'hold')}"
 
 
 async def _do_nothing(session: Session) -> None:
@@ -727,9 +732,10 @@ def check_grader_determinism(proof: Proof) -> Finding:
             namespaces = suite_namespaces(suite.checks.values(), suite.root)
             if n == 1:
                 stack.enter_context(listings_reversed(namespaces, env))
+            # before the skew: the os module the suite's code is given looks up as watched
+            stack.enter_context(outside_reads(namespaces, suite.root, outside, env))
             stack.enter_context(skewed(n % 2 == 0, namespaces))
             stack.enter_context(offline(namespaces, env))
-            stack.enter_context(outside_reads(namespaces, suite.root, outside, env))
             if n == 2:  # last: the namespaces are found from the suite's folder
                 stack.enter_context(elsewhere())
             return stack.pop_all()
@@ -760,7 +766,8 @@ def check_grader_determinism(proof: Proof) -> Finding:
                 )
     if outside:
         problems.append(
-            f"a check reads {', '.join(sorted(outside))}, outside the suite's folder: its "
+            f"a check reads {', '.join(sorted(outside))}, outside the suite's folder (opened, "
+            "attached by SQL, listed, or looked up: whether it exists, its size or time): its "
             "verdict rests on a file another machine lacks or holds otherwise, and which the "
             "validity cache does not hash (put it in the suite, opened from the check's "
             "__file__)"

@@ -18,16 +18,20 @@ so a check that waits for it still ends; ``time.monotonic`` and ``perf_counter``
 alone (they measure durations, not dates). The environment variables that code reads
 (``os.environ``, ``os.getenv``, however bound) are, at the low end, none at all, and at the
 high end every name set (its real value, or ``"1"`` where it has none): a verdict that reads a
-variable, set or not where validation runs, sees it flipped in one of the two gradings.
+variable, set or not where validation runs, sees it flipped in one of the two gradings. The
+machine (its name, the process, the user, the processors: :func:`_machine`) is another one at
+each end.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as _datetime
+import getpass
 import importlib.util
 import itertools
 import os
+import platform
 import random
 import secrets
 import socket
@@ -44,7 +48,7 @@ from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
 from groundstate.bindings import HARNESS
-from groundstate.readwatch import WATCHES, reversed_listings
+from groundstate.readwatch import WATCHES, looking_up, reversed_listings
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.suite import Suite
@@ -306,6 +310,51 @@ def _environment(high: bool) -> dict[str, str]:
     return _EverySet(os.environ) if high else {}
 
 
+MACHINES = ("groundstate-low", "groundstate-high")
+"""The machine's name (host name, ``platform.node()``, the user's name) in the skewed
+gradings."""
+_MACHINE_OS: tuple[str, ...] = ("getpid", "getppid", "getuid", "geteuid", "getgid", "getegid")
+_MACHINE_OS += ("getlogin", "cpu_count", "uname")
+"""The functions of ``os`` that :func:`_machine` skews."""
+
+
+def _machine(high: bool) -> dict[str, Callable[..., Any]]:
+    """What the suite's code asks of the machine it runs on (its name, the process, the user,
+    the processors), one machine at one end of the range, another at the other: a verdict
+    resting on where validation runs (``getpass.getuser() == "alice"``, ``os.getpid() % 2``,
+    ``socket.gethostname().startswith("ci-")``) gives another verdict in one grading."""
+    name, number = MACHINES[high], (1 << 22) - 1 if high else 2
+    real = os.uname()
+    uname = os.uname_result((real.sysname, name, real.release, real.version, real.machine))
+    functions: dict[str, Callable[..., Any]] = {
+        "getpid": lambda: number,
+        "getppid": lambda: number - 1 if high else number + 1,
+        "cpu_count": lambda: 1024 if high else 1,
+        "uname": lambda: uname,
+        "getlogin": lambda: name,
+        "getuser": lambda: name,
+        "gethostname": lambda: name,
+        "getfqdn": lambda other="": socket.getfqdn(other) if other else name,
+        "node": lambda: name,
+    }
+    for ids in ("getuid", "geteuid", "getgid", "getegid"):
+        functions[ids] = lambda: 65534 if high else 0
+    return functions
+
+
+def _machine_modules(machine: dict[str, Callable[..., Any]]) -> list[tuple[object, object]]:
+    """``(original, skewed)`` for ``getpass``, ``platform`` and ``socket`` (the module, and
+    the functions naming the machine or its user) as :func:`_machine` has them."""
+    pairs: list[tuple[object, object]] = []
+    for module, name in _machine_names():
+        if module is not os:  # the copy of os is made with the rest of its changes
+            pairs.append((getattr(module, name), machine[name]))
+    for module in (getpass, platform, socket):
+        names = [name for owner, name in _machine_names() if owner is module]
+        pairs.append((module, _module_copy(module, **{name: machine[name] for name in names})))
+    return pairs
+
+
 def _replacements(high: bool) -> tuple[dict[int, tuple[object, object]], NumpyChance]:
     """``id(original) -> (original, skewed)`` for everything a check may have bound, and
     numpy's chance skewed with them."""
@@ -316,7 +365,11 @@ def _replacements(high: bool) -> tuple[dict[int, tuple[object, object]], NumpyCh
     datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
     time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
     environ = _environment(high)
-    os_module = _module_copy(os, environ=environ, getenv=environ.get, urandom=stream.randbytes)
+    machine = _machine(high)
+    os_functions = {name: machine[name] for name in _MACHINE_OS if hasattr(os, name)}
+    os_module = _module_copy(
+        os, environ=environ, getenv=environ.get, urandom=stream.randbytes, **os_functions
+    )
     random_module = _module_copy(
         random,
         Random=stream_class,
@@ -336,6 +389,8 @@ def _replacements(high: bool) -> tuple[dict[int, tuple[object, object]], NumpyCh
         (os.environ, environ),
         (os.getenv, environ.get),
         (os, os_module),
+        *((getattr(os, name), new) for name, new in os_functions.items()),
+        *_machine_modules(machine),
         *_secure_modules(stream, system_class, os_module),
         *numpy_chance.pairs,
     ]
@@ -415,6 +470,13 @@ def skewed(
         rebound[id(vars(module))] = vars(module)
         undo.append(_rebind(vars(module), name, swaps[id(getattr(module, name))][1]))
     suite_code = {id(namespace) for namespace in namespaces}
+    process: dict[int, tuple[object, object]] = {}
+    for module, name in _machine_names() if process_wide else ():
+        real, fake = getattr(module, name), swaps[id(getattr(module, name))][1]
+        assert callable(fake)
+        process[id(real)] = (real, _for_suite(real, fake, suite_code))
+        rebound[id(vars(module))] = vars(module)
+        undo.append(_rebind(vars(module), name, process[id(real)][1]))
     for namespace in namespaces:
         for name, value in list(namespace.items()):
             swap = swaps.get(id(value))
@@ -423,13 +485,41 @@ def skewed(
                 undo.append(_rebind(namespace, name, swap[1]))
             elif isinstance(value, FunctionType) and id(value.__globals__) in suite_code:
                 undo += _rebind_held(value, swaps)
-    HARNESS.replace(swaps, rebound.values())
+    HARNESS.replace(swaps | process, rebound.values())
     try:
         yield
     finally:
         for put_back in reversed(undo):
             put_back()
-        HARNESS.replace({id(new): (new, old) for old, new in swaps.values()}, rebound.values())
+        back = {id(new): (new, old) for old, new in (swaps | process).values()}
+        HARNESS.replace(back, rebound.values())
+
+
+def _machine_names() -> list[tuple[ModuleType, str]]:
+    """The functions :func:`_machine` skews, where they live."""
+    named = {getpass: ("getuser",), platform: ("node",), socket: ("gethostname", "getfqdn")}
+    names = [(os, name) for name in _MACHINE_OS if hasattr(os, name)]
+    return names + [(module, name) for module, more in named.items() for name in more]
+
+
+def _for_suite(
+    real: Callable[..., Any], skewed: Callable[..., Any], suite_code: set[int]
+) -> Callable[..., Any]:
+    """*skewed* for a call from the code of a namespace in *suite_code* (directly, or through
+    a library it calls: a module it imports inside a function, ``import getpass`` in a
+    check's body, reaches it so), *real* for groundstate's own code and everyone else."""
+
+    def either(*args: Any, **kwargs: Any) -> Any:
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame.f_globals) in suite_code:
+                return skewed(*args, **kwargs)
+            if str(frame.f_globals.get("__name__")).partition(".")[0] == "groundstate":
+                break
+            frame = frame.f_back
+        return real(*args, **kwargs)
+
+    return either
 
 
 def _rebind_held(
@@ -513,9 +603,12 @@ def listings_reversed(namespaces: Iterable[dict[str, Any]], env: object = None) 
                 setattr(os, name, function)
 
 
-TIME_ZONES = ("LOW-14", "HIGH+12")
+TIME_ZONES = ("LOW-13LDT,M10.1.0,M4.1.0", "HIGH+12")
 """The machine's time zone in the skewed gradings (POSIX ``TZ``, no time zone database
-needed): UTC+14, then UTC-12, the ends of the range, a day apart."""
+needed): UTC+14, then UTC-12, the ends of the range, a day apart. The first is UTC+14 as
+summer time (UTC+13 from April to October, as south of the equator), the second has none: a
+verdict resting on whether the machine keeps summer time now (``time.localtime().tm_isdst``)
+differs too."""
 
 
 @contextmanager
@@ -634,17 +727,20 @@ def _refused(
 def outside_reads(
     namespaces: Iterable[dict[str, Any]], root: Path, found: dict[str, None], env: object = None
 ) -> Iterator[None]:
-    """While inside, note in *found* each file that the code of *namespaces* opens for
-    reading (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``, a file URI
-    too), or each folder it lists, outside the suite's folder *root*, Python's own folders and
+    """While inside, note in *found* each file that the code of *namespaces* opens for reading
+    (``open``, ``Path.read_text``, ``json.load``, ``sqlite3.connect``, a file URI too), attaches
+    by SQL (``ATTACH DATABASE``), or looks up, found or not (``Path.exists``, ``os.stat``,
+    ``os.access``: :func:`groundstate.readwatch.looking_up`), or each folder it lists, outside
+    the suite's folder *root* (and what was made while inside), Python's own folders and
     ``/dev``, ``/proc``: a verdict resting on a file no suite ships (``/tmp/expected.json``, a
     path in the author's home) is another verdict on another machine, and editing it proves
     nothing again (the validity cache hashes the suite's files). A file an installed library
     opens for the code (``numpy.loadtxt``) is its read too; one opened by groundstate's code or
-    the package of *env*'s kind nearer the call (a view's database), or by the standard
-    library for itself (a time zone file, ``mimetypes``' tables), is not
+    the package of *env*'s kind nearer the call (a view's database), or by the standard library
+    for itself (a time zone file, ``mimetypes``' tables), is not
     (:mod:`groundstate.readwatch`). Process-wide, for the short gradings of
     ``grader_determinism``."""
+    namespaces = list(namespaces)
     allowed = [
         root.resolve(),
         *_python_folders(),
@@ -656,10 +752,29 @@ def outside_reads(
         {"groundstate"} | ({type(env).__module__.partition(".")[0]} if env else set())
     )
     watch = ({id(namespace) for namespace in namespaces}, allowed, found, harness)
+    watching = [(owner, name, getattr(owner, name), new) for owner, name, new in looking_up()]
+    swaps: dict[int, tuple[object, object]] = {
+        id(real): (real, new) for _, _, real, new in watching
+    }
     WATCHES.append(watch)
+    for owner, name, _, new in watching:
+        setattr(owner, name, new)
+    undo, rebound = [], {}  # and where the suite's code bound them (``from os import stat``)
+    for namespace in namespaces:
+        for name, value in list(namespace.items()):
+            if (swap := swaps.get(id(value))) is not None and swap[0] is value:
+                rebound[id(namespace)] = namespace
+                undo.append(_rebind(namespace, name, swap[1]))
+    HARNESS.replace(swaps, rebound.values())
     try:
         yield
     finally:
+        for put_back in reversed(undo):
+            put_back()
+        HARNESS.replace({id(new): (new, real) for real, new in swaps.values()}, rebound.values())
+        for owner, name, real, new in watching:
+            if getattr(owner, name) is new:  # else changed since: its own change
+                setattr(owner, name, real)
         WATCHES.remove(watch)
 
 

@@ -54,6 +54,7 @@ from groundstate.errors import (
     one_line,
 )
 from groundstate.grading.terminal import AGENT_FAILURES
+from groundstate.paths import as_given
 from groundstate.rounding import counted
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
@@ -159,8 +160,12 @@ def check_suite(path: Path) -> SuiteCheck:
     suite, errors = scan_suite(Path(path))
     check = SuiteCheck(path=str(path))
     _add(check, map(_from_spec_error, [e for error in errors for e in error.every or [error]]))
-    if suite is not None:
-        _add(check, _suite_problems(suite))
+    if suite is not None:  # loaded from its absolute folder: each file named as the errors are
+        named = (
+            p.model_copy(update={"file": as_given(p.file, suite.root, Path(path))})
+            for p in _suite_problems(suite)
+        )
+        _add(check, named)
     if check.ok:
         check.suite = suite
     return check

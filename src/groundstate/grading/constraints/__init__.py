@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundstate.grading import outcome
-from groundstate.grading.constraints._dialogue import confirmed, confirming_questions, provenance
+from groundstate.grading.constraints._dialogue import (
+    confirmed,
+    confirming_questions,
+    parts_left_out,
+    provenance,
+)
 from groundstate.grading.constraints._history import no_undo
 from groundstate.grading.constraints._index import TraceIndex, requested_at
 from groundstate.grading.constraints._match import matches
@@ -29,6 +34,7 @@ from groundstate.grading.constraints._text import (
     fold,
     mentions,
     normalise,
+    reply_words,
     unreadable,
     within_bound,
 )
@@ -57,6 +63,8 @@ __all__ = [
     "matches",
     "mentions",
     "normalise",
+    "parts_left_out",
+    "reply_words",
 ]
 
 

@@ -29,6 +29,7 @@ from groundstate.grading.constraints._text import (
     rendered,
 )
 from groundstate.records import CheckResult
+from groundstate.rounding import inflected
 from groundstate.spec.constraints import (
     DISOWNED_PATTERN,
     JOKING_PATTERN,
@@ -281,15 +282,69 @@ def _read_without_refused(rule: ConfirmedRule, reply: MessageEvent, question: st
         words = [w for w in _TOKEN.findall(part.group()[opening:]) if w not in _REFUSED_FILLER]
         if not words or _TIME_WORDS.search(part.group()):
             return False
-        if not all(any(_same_word(w, other) for other in asked) for w in words):
+        if not all(any(_said_in(w, other) for other in asked) for w in words):
             return False
         kinds = [w for w in _TOKEN.findall(in_english_words(" ".join(words)))]
         refused_kind = all(_KINDS_OF_CHANGE.match(w) for w in kinds)  # "not the cancellation"
         refused_verb = part.group(1).startswith(("don", "do not", "never"))  # "don't cancel"
         offered = choosing and _TURNED_DOWN_OPTION.match(part.group()) is not None
-        if not (refused_kind or refused_verb or offered):
+        if not (refused_kind or refused_verb or offered or _leaves_out_thing(text, part)):
             return False
     return _reads(rule, reply, _REFUSED_PART.sub(" ", text))
+
+
+def _said_in(word: str, other: str) -> bool:
+    """Whether *word* is the question's word *other*, inflected or by its end ("lamp" for
+    "headlamp")."""
+    return _same_word(word, other) or (len(word) >= 4 and other.endswith(word))
+
+
+def _leaves_out_thing(text: str, part: re.Match[str]) -> bool:
+    """Whether the refused *part* of normalised *text* turns a thing down at the start of a
+    clause or after "but" ("Yes, but not the headlamp", "Sure, not the bottle"): a yes to the
+    rest, which each change then checks names another thing than the one turned down (see
+    :func:`_left_out_unknown`); not "that's not the problem"."""
+    opening = _CLAUSE_START.search(text[: part.start()])
+    return part.group(1).startswith("not") and opening is not None
+
+
+# Where a part turning a thing down opens a clause: after "but", a mark, or the reply's start.
+_CLAUSE_START = re.compile(r"(^|[,.;:!?(-]|\bbut|\bthough|\bjust|\bonly) ?$")
+
+
+def _left_out_unknown(
+    yes: _Confirmation,
+    values: list[str],
+    asks: re.Pattern[str] | None,
+    earlier: Sequence[AgentEvent] = (),
+) -> bool:
+    """Whether *yes* turns a thing down (:func:`_leaves_out_thing`: "Yes, but not the
+    headlamp") that names no word of the change's *values* (which :func:`_narrowed_away`
+    reads: the change left out) while the change names no thing of its own (a value in
+    words that is no way of paying: a product, an item) nor a record holding the thing (an
+    order the tools showed with the thing among its items, whose items another rule checks).
+    Then the rule cannot tell the change from the thing turned down (a refund named by its
+    amount alone), so the yes confirms it not; a change naming another thing ("Canopy Water
+    Bottle") is kept. A kind of
+    change turned down ("not the cancellation") or a time ("not now") is read elsewhere."""
+    answer = message_text(yes.answer)
+    if "not " not in answer:
+        return False
+    known = [normalise(value) for value in values]
+    words = {word for value in known for word in _WORD.findall(value)}
+    things = [v for v in known if not _payments(v) and set(_WORD.findall(v)) - _KINDS_OF_RECORD]
+    for part in _REFUSED_PART.finditer(answer):
+        if not _leaves_out_thing(answer, part) or _TIME_WORDS.search(part.group()):
+            continue
+        phrase = part.group()[len(part.group(1)) :]
+        said = set(_WORD.findall(phrase)) - _KINDS_OF_RECORD - _REPLY_WORDS
+        if not said or _kind_named(phrase, asks) is not None:
+            continue
+        if any(word.endswith(out) for word in words for out in said):
+            continue  # the change left out: _narrowed_away
+        if not things and not _names_part(phrase, values, earlier):
+            return True
+    return False
 
 
 # A reply that only puts the decision off, in a sentence or two of its own ("Let me think.",
@@ -465,12 +520,17 @@ def _check_change(
         and covering[-1].yes
         and (
             _narrowed_away(
-                covering[-1], values, _description(covering[-1], values, earlier), _asks(rule)
+                covering[-1],
+                values,
+                _description(covering[-1], values, earlier),
+                _asks(rule),
+                earlier,
             )
             or _picks_some(covering[-1], named)
             or _picks_another(covering[-1], values, earlier)
             or _chose_otherwise(covering[-1], values)
             or _description(covering[-1], values, earlier) is False
+            or _left_out_unknown(covering[-1], values, _asks(rule), earlier)
         )
     ):
         why = "kept to part of the question, leaving this change out"
@@ -671,7 +731,11 @@ _IN_PART = re.compile(
 _EXCLUDING = re.compile(
     # words that leave out whatever follows them, with an article or without one
     r"\b((except( for)?|apart from|other than|minus|without|skip|skipping|excluding|exclude"
-    r"|excepto|salvo|sin|sauf|sans|excepté|hormis|außer|ohne|exceto|sem) "
+    r"|excepto|salvo|sin|sauf|sans|excepté|hormis|außer|ohne|exceto|sem"
+    # ... and the way a thing is turned down with a preposition ("not to the Visa", "just not
+    # onto my Visa", "to anything but the Visa")
+    r"|not (?:to|on|onto|into|in|for|from|with|through|via|by)"
+    r"|(?:anything|anywhere|anyone|any \w+) (?:but|other than)) "
     rf"({_ARTICLE} |l'|(?={_WORD.pattern}))"
     # words that leave out a thing named with "the" ("keep my Visa" keeps paying with it, "not
     # keep itchy socks" is a reason)
@@ -701,6 +765,7 @@ def _narrowed_away(
     values: list[str],
     described: bool | None = None,
     asks: re.Pattern[str] | None = None,
+    earlier: Sequence[AgentEvent] = (),
 ) -> bool:
     """Whether *yes* keeps to part of its question and names none of *values*, or leaves out
     a part that names one of them (see :data:`_EXCLUDING`, :data:`_KEPT`). *described*:
@@ -737,7 +802,32 @@ def _narrowed_away(
         return True
     if _NARROWING.search(answer) is None or described:
         return False
-    return not words & set(_WORD.findall(answer))
+    # "Only the lamp" to the return of an order's items, by a rule naming the order alone:
+    # kept to a part of the order's change (its items are another rule's to check)
+    return not words & set(_WORD.findall(answer)) and not _names_part(answer, values, earlier)
+
+
+def _names_part(text: str, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
+    """Whether normalised *text* says a word (four letters or more) ending a word of the name
+    of a record the tools showed inside a record one of the change's *values* names: an item
+    of the order a change names ("the lamp" for the order's Desk Lamp)."""
+    said = set(_WORD.findall(text)) - _KINDS_OF_RECORD - _REPLY_WORDS
+    if not said or not earlier:
+        return False
+    known = {normalise(value) for value in values}
+    for event in earlier:
+        if not (isinstance(event, ToolCallEvent) and event.ok):
+            continue
+        for record in _records(event.output):
+            own = {normalise(str(v)) for k, v in record.items() if _ID_KEY.search(str(k))}
+            if not own & known:
+                continue
+            for inner in _records([v for v in record.values() if isinstance(v, dict | list)]):
+                names = (str(v) for k, v in inner.items() if _ID_KEY.search(str(k)))
+                words = {w for name in names for w in _WORD.findall(normalise(name))}
+                if any(word.endswith(out) for word in words for out in said):
+                    return True
+    return False
 
 
 # A narrowing word and the rest of its clause ("only the refunds", "just refund them").
@@ -768,6 +858,20 @@ def _kind_named(phrase: str, asks: re.Pattern[str] | None) -> str | None:
     if not words or not all(_KINDS_OF_CHANGE.match(w) or asks.search(w) for w in words):
         return None
     return "this" if any(asks.search(w) for w in words) else "other"
+
+
+def parts_left_out(answer: str) -> tuple[str, str]:
+    """Normalised *answer* split into what it keeps and what it leaves out (the parts
+    :data:`_EXCLUDING` and :data:`_KEPT` read: "Yes, but keep the kettle", "Yes, except the
+    kettle", "Yes, not the kettle"): for checks reading which of a list of things a yes
+    picks."""
+    found = [*_EXCLUDING.finditer(answer), *_KEPT.finditer(answer)]
+    if not found:
+        return answer, ""
+    kept = answer
+    for match in found:
+        kept = kept.replace(match.group(), " ")
+    return kept, " ".join(match.group() for match in found)
 
 
 def _picks_some(yes: _Confirmation, named: dict[str, Any]) -> bool:
@@ -1738,8 +1842,9 @@ def _asked_otherwise(
     constraint: ConfirmedConstraint, change: AgentEvent, asks: str, yes: list[_Confirmation]
 ) -> CheckResult:
     steps = ", ".join(str(a.question.step) for a in yes)
+    asked = f"the {inflected(len(yes), 'question')} at {inflected(len(yes), 'step')} {steps}"
     problem = (
-        f"{label(change)} was not confirmed: the question(s) at step {steps} named its values "
+        f"{label(change)} was not confirmed: {asked} named its values "
         f"but did not ask about this change (no match for {asks!r})"
     )
     described = [_describe(a, []) for a in yes]
@@ -1978,7 +2083,8 @@ def _unsourced(
             normalise(json.dumps(e.output, ensure_ascii=False, default=str)[:MAX_READ_CHARS]), value
         )
     ]
-    seen = f"; it appeared earlier in tool output at step(s) {outputs}" if outputs else ""
+    steps = f"{inflected(len(outputs), 'step')} {', '.join(map(str, outputs))}"
+    seen = f"; it appeared earlier in tool output at {steps}" if outputs else ""
     problem = f"{label(call)}: argument {name} = {value!r} was not said by the user before{seen}"
     return failed(
         constraint.id,

@@ -88,7 +88,26 @@ def message_text(message: Any) -> str:
     text = message.text or ""
     if len(text) > MAX_READ_CHARS and message.role == "agent":
         raise Unreadable(message)
-    return normalise(within_bound(text))
+    if message.role == "user":
+        return reply_words(within_bound(text))
+    return normalise(text)
+
+
+def reply_words(text: str) -> str:
+    """A user's *text* normalised as the checks read a reply: a preference split around what
+    it picks written as one (:data:`_RATHER_THAN`)."""
+    text = normalise(text)
+    return _RATHER_THAN.sub(r"\g<picked> rather than", text) if "rather" in text else text
+
+
+# A preference split around what is picked ("Rather the Visa than the gift card", "I'd rather
+# have the Visa than the gift card"): a user's message is read as "the Visa rather than the
+# gift card", the form the confirmation checks read. "I'd rather not", "rather than X" and a
+# "rather" with no "than" in its clause stay as they are.
+_RATHER_THAN = re.compile(
+    r"\brather (?!than\b|not\b|you\b|i\b|we\b|they\b)(?:(?:have|get|take|use|keep|go with)"
+    r" )?(?P<picked>[^,.;:!?]*?) than\b"
+)
 
 
 def within_bound(text: str) -> str:
