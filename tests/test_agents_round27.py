@@ -72,6 +72,14 @@ def _strips_every_callback(released: threading.Event) -> None:
                 one.remove_done_callback(callback)
 
 
+def _strips_the_tasks_callbacks() -> None:
+    """Takes the done callbacks out of every pending task of the process (``gather``'s)."""
+    for one in gc.get_objects():
+        if isinstance(one, asyncio.Task) and not one.done():
+            for callback, _ in list(one._callbacks or ()):
+                one.remove_done_callback(callback)
+
+
 def _keeps_draining(released: threading.Event) -> None:
     """A thread of its own empties every thread-safe queue of the process until the test
     ends (as an agent beside another attempt would take that attempt's alarm)."""
@@ -191,7 +199,7 @@ def test_a_wait_ends_at_its_time_with_every_callback_taken_out() -> None:
         done = await alarms.settled_by(never, started + 0.3)
         return done, alarms.CLOCK() - started
 
-    done, took = asyncio.run(main())
+    done, took = alarms.run(main())  # asyncio.run's own done callback is taken out too
     assert not done
     assert 0.29 <= took < 5
 
@@ -209,7 +217,7 @@ def test_a_wait_sees_its_future_settle_without_its_callback() -> None:
         done = await alarms.settled_by(soon, started + 60)
         return done, alarms.CLOCK() - started
 
-    done, took = asyncio.run(main())
+    done, took = alarms.run(main())
     assert done
     assert took < alarms.POLL_SECONDS + 3
 
@@ -232,13 +240,14 @@ def test_a_loop_run_by_the_harness_ends_without_its_done_callback() -> None:
 
 def test_the_batch_waits_for_its_tries_without_their_callbacks() -> None:
     """The tries' done callbacks (``gather``'s) taken out by one of them: the batch's wait
-    for them all still ends, each having run."""
+    for them all still ends, each having run. (Not the callbacks of what the other tries
+    await, a sleep here: without them nothing wakes those tries; see docs/reliability.md.)"""
     ran: list[int] = []
 
     async def one(i: int) -> None:
         await asyncio.sleep(0.05 * i)
         if i == 0:
-            _strips_every_callback(threading.Event())
+            _strips_the_tasks_callbacks()
         await asyncio.sleep(0.1)
         ran.append(i)
 
@@ -249,3 +258,52 @@ def test_the_batch_waits_for_its_tries_without_their_callbacks() -> None:
     thread.start()
     thread.join(20)
     assert sorted(ran) == [0, 1, 2]
+    assert not thread.is_alive()
+
+
+def test_a_wait_in_a_loop_of_someone_s_own_class_ends() -> None:
+    """A loop class of the caller's own (a subclass: its methods settable): the wait still
+    sees its future settle, and ends at its time."""
+
+    class OwnLoop(asyncio.SelectorEventLoop):
+        pass
+
+    async def main() -> tuple[bool, bool]:
+        loop = asyncio.get_running_loop()
+        soon: asyncio.Future[None] = loop.create_future()
+        never: asyncio.Future[None] = loop.create_future()
+        loop.call_later(0.05, soon.set_result, None)
+        settled = await alarms.settled_by(soon, alarms.CLOCK() + 60)
+        timed_out = await alarms.settled_by(never, alarms.CLOCK() + 0.1)
+        return settled, timed_out
+
+    result: list[tuple[bool, bool]] = []
+    runner = asyncio.Runner(loop_factory=OwnLoop)
+    thread = threading.Thread(target=lambda: result.append(runner.run(main())), daemon=True)
+    thread.start()
+    thread.join(20)
+    runner.close()
+    assert result == [(True, False)]
+
+
+def test_a_wait_cancelled_raises_at_once() -> None:
+    """The waiting task cancelled (a batch interrupted): it raises ``CancelledError`` at
+    once, not at its time, and its ring's thread leaves."""
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        never: asyncio.Future[None] = loop.create_future()
+        waiting = asyncio.ensure_future(alarms.settled_by(never, alarms.CLOCK() + 60))
+        await asyncio.sleep(0.05)
+        started = alarms.CLOCK()
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        assert waiting.cancelled()
+        return alarms.CLOCK() - started
+
+    assert alarms.run(main()) < 5
+    deadline = alarms.CLOCK() + 5
+    while any(t.name == "groundstate-ring" for t in threading.enumerate()):
+        assert alarms.CLOCK() < deadline, "a ring's thread outlived its wait"
+        threading.Event().wait(0.05)

@@ -211,7 +211,8 @@ async def settled_by(finished: Any, until: float = math.inf) -> bool:
         while not finished.done() and CLOCK() < until:
             await ring
     finally:
-        ring.let_go()  # its thread sees the task has moved on, and leaves
+        ring._over = True
+        ring.let_go()  # its thread sees the wait is over, and leaves
     return bool(finished.done())
 
 
@@ -241,6 +242,7 @@ class _Ring:
         self._lock = _allocate_lock()
         self._lock.acquire()
         self._watching = False
+        self._over = False
 
     def let_go(self, *_: object) -> None:
         """Wake its thread now (it rings; the task looks again)."""
@@ -263,7 +265,7 @@ class _Ring:
         """Called by the awaiting task with its wakeup: the first hands both to the ring's
         thread (each later one is the same task's)."""
         task = getattr(wakeup, "__self__", None)
-        if type(task) is not _Task:
+        if not isinstance(task, _Task):
             raise TypeError("only an asyncio task awaits this")
         if self._watching:
             return
@@ -302,23 +304,18 @@ def _watch(
     every: float,
 ) -> None:
     """A :class:`_Ring`'s thread: at *until*, every *every* seconds and whenever its lock is
-    let go, wakes *task* in *loop* if it still awaits *ring*; leaves once the task awaits
-    it no more (twice, a moment apart: not a task caught between two awaits). What it acts
-    by is this frame's own: the lock's wait is the C library's, the clock and
-    ``call_soon_threadsafe`` as imported."""
-    clock, wake, pause = CLOCK, _wake, _allocate_lock()
-    pause.acquire()
-    kind = type(loop)
-    soon = loops.get(kind)
-    if soon is None and kind.__flags__ & _HEAP_TYPE:  # a loop class of someone's own
-        return
-    soon = soon or kind.call_soon_threadsafe
+    let go, wakes *task* in *loop* if it still awaits *ring*; leaves once the task is done,
+    or once its wait is over (:func:`settled_by` has returned: the ring says so, and the
+    task awaits it no more). What it acts by is this frame's own: the lock's wait is the C
+    library's, the clock and ``call_soon_threadsafe`` as imported (a loop class of
+    someone's own: its own method)."""
+    clock, wake = CLOCK, _wake
+    soon = loops.get(type(loop)) or type(loop).call_soon_threadsafe
     while True:
-        lock.acquire(timeout=max(min(until - clock(), every), 0.0))
-        if task.done() or task._fut_waiter is not ring:
-            pause.acquire(timeout=0.05)
-            if task.done() or task._fut_waiter is not ring:
-                return
+        left = until - clock()
+        lock.acquire(timeout=min(left, every) if left > 0 else every)  # never a busy loop
+        if task.done() or (ring._over and task._fut_waiter is not ring):
+            return
         try:
             soon(loop, wake, task, step, ring)
         except RuntimeError:  # the loop has closed
