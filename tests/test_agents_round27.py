@@ -307,3 +307,29 @@ def test_a_wait_cancelled_raises_at_once() -> None:
     while any(t.name == "groundstate-ring" for t in threading.enumerate()):
         assert alarms.CLOCK() < deadline, "a ring's thread outlived its wait"
         threading.Event().wait(0.05)
+
+
+def test_marking_the_watch_survives_a_thread_listing_every_object() -> None:
+    """A thread (an agent's, left running) calling ``gc.get_objects()`` over and over while
+    the harness copies the watched namespaces (``HARNESS.mark()``, as each attempt starts).
+    Before: ``SystemError: Objects/tupleobject.c:927`` about one mark in four (a tuple being
+    built, resized, while the other thread held a reference to it), and the attempt raised
+    instead of being recorded."""
+    from groundstate.bindings import HARNESS
+
+    HARNESS.refresh()
+    stop = threading.Event()
+
+    def lists() -> None:
+        while not stop.is_set():
+            gc.get_objects()
+
+    thread = threading.Thread(target=lists, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            HARNESS._row().marked = None  # every namespace copied again, as at the first
+            HARNESS.mark()
+    finally:
+        stop.set()
+        thread.join(10)

@@ -609,6 +609,14 @@ class Bindings:
         return found
 
 
+def _items(space: dict[str, object]) -> tuple[tuple[str, object], ...]:
+    """*space*'s items as a tuple, by way of a list: ``tuple(space.items())`` builds its
+    tuple in place and may resize it, which fails (``SystemError: Objects/tupleobject.c``)
+    when another thread took a reference to it meanwhile (an agent's thread calling
+    ``gc.get_objects()``): the attempt raised instead of being recorded."""
+    return tuple(list(space.items()))
+
+
 class _Flat:
     """Every watched name in one row, so that the usual case (nothing changed) is a few loops
     in C over some 3,000 names rather than Python calls per namespace (a fifth of the time:
@@ -690,12 +698,12 @@ class _Flat:
         they bring) becomes a few."""
         marked = self.marked
         if marked is None:
-            copies = tuple(tuple(space.items()) for space in self.spaces)
+            copies = tuple([_items(space) for space in self.spaces])  # see _items
         else:
             was, kept = marked
             fresh = list(kept)
             for i in compress(range(len(now)), map(ne, now, was)):
-                fresh[i] = tuple(self.spaces[i].items())
+                fresh[i] = _items(self.spaces[i])
             copies = tuple(fresh)
         self.marked = (now, copies)
         self.marks += 1
