@@ -335,7 +335,7 @@ _Task = _asyncio.Task
 _CancelledError = _asyncio.CancelledError
 _current_task = _asyncio.current_task
 _allocate_lock = threading.Lock
-_LOOPS = {kind: kind.call_soon_threadsafe for kind in _loop_classes()}
+_LOOPS = {kind: kind.call_soon_threadsafe for kind in _loop_classes()}  # type: ignore[attr-defined]
 """``asyncio``'s loop classes and their ``call_soon_threadsafe`` as imported: an agent that
 rebinds the method on the class (to one that does nothing) does not silence a ring."""
 
