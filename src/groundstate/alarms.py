@@ -32,14 +32,12 @@ import sys
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from groundstate.ourthreads import start
-
-T = TypeVar("T")
 
 CLOCK = time.monotonic
 """The monotonic clock, as imported: ``time.monotonic`` replaced later does not change it."""
@@ -214,21 +212,6 @@ async def settled_by(finished: Any, until: float = math.inf) -> bool:
         ring._over = True
         ring.let_go()  # its thread sees the wait is over, and leaves
     return bool(finished.done())
-
-
-def run(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)``, ended by *main* itself: it stops its loop as it returns, so an
-    in-process agent that took out the done callback ``run_until_complete`` ends the loop
-    with (found through ``gc``) does not leave the loop running for ever after it."""
-    import asyncio
-
-    async def ended_by_itself() -> T:
-        try:
-            return await main
-        finally:
-            asyncio.get_running_loop().stop()
-
-    return asyncio.run(ended_by_itself())
 
 
 class _Ring:

@@ -890,7 +890,7 @@ def run_batch(
     if validate:
         config = proven(suite, store, config, allow_invalid=allow_invalid)
     runner = BatchRunner(suite, system, store, make_agent=agent_factory, on_run=on_run)
-    return alarms.run(runner.start(config))
+    return asyncio.run(runner.start(config))
 
 
 def proven(

@@ -10,12 +10,12 @@ answering from a script, for the built-in model adapters (see :mod:`groundstate.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from groundstate import alarms
 from groundstate.agents.base import Agent
 from groundstate.agents.python import FunctionAgent
 from groundstate.agents.scripted import ScriptedAgent
@@ -81,7 +81,7 @@ def attempt(
     info = AttemptInfo(run_id=uuid.uuid4().hex, batch_id="adhoc", attempt=1, seed=seed)
     task = suite.tasks[task_id]
     runs = run_attempt(task, suite, system or scripted_system(), agent, info, user=user)
-    return alarms.run(runs)
+    return asyncio.run(runs)
 
 
 def run_solution(suite: Suite, task_id: str, solution: str | Solution | list[Step]) -> AgentRun:

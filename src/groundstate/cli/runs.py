@@ -554,14 +554,14 @@ def _standard_output_aside() -> TextIO | None:
 def _run_batch(
     runner: BatchRunner, config: BatchConfig, resume_id: str | None, progress: _progress
 ) -> BatchResult:
-    from groundstate import alarms
+    import asyncio
 
     with progress as on_run:
         runner.on_run = on_run
         if resume_id is None:
-            return alarms.run(runner.start(config))
+            return asyncio.run(runner.start(config))
         # tasks found invalid since the batch started leave its figures, as at a start
-        return alarms.run(
+        return asyncio.run(
             runner.resume(
                 resume_id,
                 config.concurrency,
