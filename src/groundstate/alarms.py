@@ -253,8 +253,11 @@ class _Ring:
         if self._watching:
             return
         self._watching = True
+        from groundstate.loopthreads import put_back_builtins
+
         step = wakeup if context is None else partial(context.run, wakeup)  # in its context
         args = (self._until, self._loop, task, step, self._lock, self, _LOOPS, POLL_SECONDS)
+        args += (put_back_builtins,)
         start(threading.Thread(target=_watch, args=args, name="groundstate-ring", daemon=True))
 
     def remove_done_callback(self, fn: Any) -> int:
@@ -285,6 +288,7 @@ def _watch(
     ring: _Ring,
     loops: dict[type, Callable[..., Any]],
     every: float,
+    put_back_builtins: Callable[[], None],
 ) -> None:
     """A :class:`_Ring`'s thread: at *until*, every *every* seconds and whenever its lock is
     let go, wakes *task* in *loop* if it still awaits *ring*; leaves once the task is done,
@@ -296,9 +300,10 @@ def _watch(
     soon = loops.get(type(loop)) or type(loop).call_soon_threadsafe
     while True:
         left = until - clock()
-        lock.acquire(timeout=min(left, every) if left > 0 else every)  # never a busy loop
+        lock.acquire(timeout=left if 0 < left < every else every)  # never a busy loop
         if task.done() or (ring._over and task._fut_waiter is not ring):
             return
+        put_back_builtins()  # a lying ``isinstance`` made ``call_soon_threadsafe`` refuse
         try:
             soon(loop, wake, task, step, ring)
         except RuntimeError:  # the loop has closed
