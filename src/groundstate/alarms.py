@@ -256,8 +256,8 @@ class _Ring:
         from groundstate.loopthreads import put_back_builtins
 
         step = wakeup if context is None else partial(context.run, wakeup)  # in its context
-        args = (self._until, self._loop, task, step, self._lock, self, _LOOPS, POLL_SECONDS)
-        args += (put_back_builtins,)
+        args = (self._until, self._loop, task, step, self._lock, self)
+        args += (_LOOPS, POLL_SECONDS, put_back_builtins)  # type: ignore[assignment]
         start(threading.Thread(target=_watch, args=args, name="groundstate-ring", daemon=True))
 
     def remove_done_callback(self, fn: Any) -> int:
