@@ -34,6 +34,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable
 from contextlib import suppress
+from functools import partial
 from typing import Any
 
 from groundstate.ourthreads import start
@@ -181,6 +182,150 @@ def _serving(thread: threading.Thread | None) -> bool:
 
 
 _SERVE_CODE = _serve.__code__
+
+
+POLL_SECONDS = 1.0
+"""How often the thread of a :func:`settled_by` wait looks again, whatever it was told."""
+
+
+async def settled_by(finished: Any, until: float = math.inf) -> bool:
+    """Wait until *finished* (an ``asyncio`` future or task of the running loop) is done, or
+    until :data:`CLOCK` reads *until*; return whether it is done.
+
+    Nothing the code under evaluation can reach keeps this wait asleep. It awaits a
+    :class:`_Ring`, whose thread (:func:`_watch`) holds the awaiting task, the task's own
+    wakeup, the ring and *until* in its frame's locals, and wakes the task in its loop (if
+    it still awaits that very ring, read from the task itself) at *until*, every
+    :data:`POLL_SECONDS`, and as soon as *finished* settles (a done callback lets its lock
+    go: only the prompt path). Before, the attempt's wait was ``asyncio.wait`` on *finished*
+    and an alarm's future: done callbacks, which an in-process agent found through ``gc``
+    and took out (``remove_done_callback``), then blocked, holding its attempt, and the
+    batch, for ever; and the alarm went through a queue every attempt shared, from which an
+    agent beside it could take it first. A wakeup that comes early only makes this look
+    again."""
+    ring = _Ring(finished.get_loop(), until)
+    finished.add_done_callback(ring.let_go)
+    try:
+        while not finished.done() and CLOCK() < until:
+            await ring
+    finally:
+        ring._over = True
+        ring.let_go()  # its thread sees the wait is over, and leaves
+    return bool(finished.done())
+
+
+class _Ring:
+    """What :func:`settled_by` awaits: a future to ``asyncio``'s tasks (which hand it their
+    wakeup), rung by its thread (:func:`_watch`), never by a callback."""
+
+    def __init__(self, loop: Any, until: float) -> None:
+        self._loop, self._until = loop, until
+        self._asyncio_future_blocking = False
+        self._cancelled = False
+        self._lock = _allocate_lock()
+        self._lock.acquire()
+        self._watching = False
+        self._over = False
+
+    def let_go(self, *_: object) -> None:
+        """Wake its thread now (it rings; the task looks again)."""
+        with suppress(RuntimeError):  # let go already
+            self._lock.release()
+
+    def __await__(self) -> Any:
+        self._asyncio_future_blocking = True
+        yield self
+        if self._cancelled:
+            self._cancelled = False
+            task = _current_task(self._loop)
+            if task is not None and task.cancelling():  # asked for by a cancel, not set
+                raise _CancelledError()
+
+    def get_loop(self) -> Any:
+        return self._loop
+
+    def add_done_callback(self, wakeup: Any, *, context: Any = None) -> None:
+        """Called by the awaiting task with its wakeup: the first hands both to the ring's
+        thread (each later one is the same task's)."""
+        task = getattr(wakeup, "__self__", None)
+        if not isinstance(task, _Task):
+            raise TypeError("only an asyncio task awaits this")
+        if self._watching:
+            return
+        self._watching = True
+        from groundstate.loopthreads import put_back_builtins
+
+        step = wakeup if context is None else partial(context.run, wakeup)  # in its context
+        args = (self._until, self._loop, task, step, self._lock, self)
+        args += (_LOOPS, POLL_SECONDS, put_back_builtins)  # type: ignore[assignment]
+        start(threading.Thread(target=_watch, args=args, name="groundstate-ring", daemon=True))
+
+    def remove_done_callback(self, fn: Any) -> int:
+        return 0
+
+    def result(self) -> None:
+        return None
+
+    def done(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self, msg: Any = None) -> bool:
+        """The awaiting task is cancelled (a batch interrupted): wake it now, to raise."""
+        self._cancelled = True
+        self.let_go()
+        return True
+
+
+def _watch(
+    until: float,
+    loop: Any,
+    task: Any,
+    step: Any,
+    lock: Any,
+    ring: _Ring,
+    loops: dict[type, Callable[..., Any]],
+    every: float,
+    put_back_builtins: Callable[[], None],
+) -> None:
+    """A :class:`_Ring`'s thread: at *until*, every *every* seconds and whenever its lock is
+    let go, wakes *task* in *loop* if it still awaits *ring*; leaves once the task is done,
+    or once its wait is over (:func:`settled_by` has returned: the ring says so, and the
+    task awaits it no more). What it acts by is this frame's own: the lock's wait is the C
+    library's, the clock and ``call_soon_threadsafe`` as imported (a loop class of
+    someone's own: its own method)."""
+    clock, wake = CLOCK, _wake
+    soon = loops.get(type(loop)) or type(loop).call_soon_threadsafe
+    while True:
+        left = until - clock()
+        lock.acquire(timeout=left if 0 < left < every else every)  # never a busy loop
+        if task.done() or (ring._over and task._fut_waiter is not ring):
+            return
+        put_back_builtins()  # a lying ``isinstance`` made ``call_soon_threadsafe`` refuse
+        try:
+            soon(loop, wake, task, step, ring)
+        except RuntimeError:  # the loop has closed
+            return
+
+
+def _wake(task: Any, step: Any, ring: _Ring) -> None:
+    """In the task's loop: step it, if it still awaits *ring* (``_fut_waiter`` is the C
+    task's own: never a task that has moved on to await something else)."""
+    if task._fut_waiter is ring and not task.done():
+        step(ring)
+
+
+import asyncio as _asyncio  # noqa: E402  (after the alarms: asyncio's classes as imported)
+
+_Task = _asyncio.Task
+_CancelledError = _asyncio.CancelledError
+_current_task = _asyncio.current_task
+_allocate_lock = threading.Lock
+_LOOPS = {kind: kind.call_soon_threadsafe for kind in _loop_classes()}  # type: ignore[attr-defined]
+"""``asyncio``'s loop classes and their ``call_soon_threadsafe`` as imported: an agent that
+rebinds the method on the class (to one that does nothing) does not silence a ring."""
 
 ALARMS = _Alarms()
 """This process's alarms."""
