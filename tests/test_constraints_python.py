@@ -318,6 +318,31 @@ def test_a_check_file_is_compiled_from_its_source_where_python_caches_bytecode(
     assert not list((tmp_path / "pycache").rglob("*.pyc"))  # none written for a suite's file
 
 
+@pytest.mark.parametrize("sibling", ["helpers.py", "helpers/__init__.py", "helpers/words.py"])
+def test_a_sibling_module_is_compiled_from_its_source_where_python_caches_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sibling: str
+) -> None:
+    """The same for a module the check imports from its folder (a package's too): its edit
+    is in the check's hash, so the old code run under it was a record naming other code."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
+    suite = tmp_path / "suite"
+    (suite / "helpers").mkdir(parents=True)
+    module = "helpers.words" if sibling.endswith("words.py") else "helpers"
+    imported = f"from {module} import VALUE"
+    (suite / "checks.py").write_text(f"{imported}\n\ndef f():\n    return VALUE\n")
+    helper = suite / sibling
+    if sibling != "helpers.py":
+        (suite / "helpers" / "__init__.py").touch()
+    helper.write_text("VALUE = True\n")
+    assert suite_function("checks.py:f", suite)() is True
+    stat = helper.stat()
+    helper.write_text("VALUE = 1234\n")
+    os.utime(helper, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert suite_function("checks.py:f", suite)() == 1234
+    assert not list((tmp_path / "pycache").rglob("*.pyc"))
+
+
 def test_one_grading_pass_looks_each_check_up_once(
     with_check: Any, edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,6 @@ own connection, whose permissions the environment enforces.
 from __future__ import annotations
 
 import hashlib
-import importlib.machinery
 import importlib.util
 import inspect
 import json
@@ -41,7 +40,7 @@ from groundstate.environments.base import Environment
 from groundstate.errors import SpecError, exception_text, one_line
 from groundstate.interrupts import Interrupted, from_ctrl_c
 from groundstate.paths import os_reason
-from groundstate.spec.code import hash_code, siblings_importable
+from groundstate.spec.code import SourceOnly, hash_code, siblings_importable
 from groundstate.spec.files import regular_file
 
 
@@ -191,7 +190,7 @@ def _load_module(path: Path, name_hint: str, expect: str | None = None) -> Any:
     name = _module_name(path, name_hint, digest)
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path, loader=_SourceOnly(name, str(path)))
+    spec = importlib.util.spec_from_file_location(name, path, loader=SourceOnly(name, str(path)))
     if spec is None or spec.loader is None:
         raise SpecError(path, None, "cannot import this file")
     module = importlib.util.module_from_spec(spec)
@@ -205,16 +204,6 @@ def _load_module(path: Path, name_hint: str, expect: str | None = None) -> Any:
             raise  # the user's Ctrl-C; one the file raised itself is its fault, as below
         raise _import_error(path, exc) from exc
     return module
-
-
-class _SourceOnly(importlib.machinery.SourceFileLoader):
-    """Compiles the file's source at each import, never a cached ``.pyc``: Python trusts one
-    whose source has the same size and modification time (to the second), so a file edited
-    within a second to the same size, or copied in with its time kept, ran the code before
-    (the module named by the new version's hash). Nor is one written beside the suite."""
-
-    def get_code(self, fullname: str) -> Any:
-        return self.source_to_code(self.get_data(self.path), self.path)
 
 
 def changed_since_loaded(digest: str | None, expect: str | None) -> str:

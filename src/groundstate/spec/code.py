@@ -15,11 +15,15 @@ with every sibling module it imports, directly or through another sibling.
 from __future__ import annotations
 
 import ast
+import importlib.abc
+import importlib.machinery
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from groundstate.spec.canonical import hash_file, hash_value
 
@@ -131,11 +135,45 @@ def siblings_importable(folder: Path) -> Iterator[None]:
         sys.modules.pop(name, None)
     entry = str(folder)
     sys.path.insert(0, entry)
+    finder = _FromSource(entry, frozenset(names))
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
+        if finder in sys.meta_path:
+            sys.meta_path.remove(finder)
         if entry in sys.path:
             sys.path.remove(entry)
         for name in [n for n in sys.modules.copy() if n.partition(".")[0] in names]:
             sys.modules.pop(name, None)
         sys.modules.update(hidden)
+
+
+class SourceOnly(importlib.machinery.SourceFileLoader):
+    """Compiles a file's source at each import, never a cached ``.pyc``: Python trusts one
+    whose source has the same size and modification time (to the second), so a file edited
+    within a second to the same size, or copied in with its time kept, ran the code before
+    (under the new version's hash, which :func:`hash_code` takes of the sources). Nor is a
+    ``.pyc`` written beside the suite."""
+
+    def get_code(self, fullname: str) -> Any:
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+
+class _FromSource(importlib.abc.MetaPathFinder):
+    """The sibling modules of a folder (and their submodules), found as ``sys.path`` finds
+    them and loaded by :class:`SourceOnly`, while :func:`siblings_importable` holds."""
+
+    def __init__(self, folder: str, names: frozenset[str]) -> None:
+        self.folder, self.names = folder, names
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.partition(".")[0] not in self.names:
+            return None
+        where = [self.folder] if path is None else list(path)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, where, target)
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = SourceOnly(fullname, str(spec.origin))
+        return spec
