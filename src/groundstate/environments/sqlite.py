@@ -416,11 +416,9 @@ class SqliteEnvironment(ClosesOnExit):
         if unseen:  # maybe DDL by another connection: each connection reads the schema again
             self._reread_schema(evaluator)
         # last_insert_rowid() 0 as on a new connection (an attempt that inserted nothing left
-        # it so); changes() is 0 again once the next call's WriteLog.start() has emptied the
-        # (then empty) log, before any tool's SQL.
+        # it so), and changes() 0 (see WriteLog.forget_rowid).
         if self._writes.installed and self._harness("SELECT last_insert_rowid()")[0][0] != 0:
-            self._harness(f"INSERT INTO temp.{LOG}(seq) VALUES (0)")
-            self._harness(f"DELETE FROM temp.{LOG}")
+            self._writes.forget_rowid(self._harness)
         self._total_changes.restart()
         return True
 
@@ -991,16 +989,23 @@ class SqliteEnvironment(ClosesOnExit):
         ``Baseline.compared``). A call's writes to them are their rows before and after
         compared: this costs a read of each per call (fine for the small search tables of
         fixtures)."""
+        if not self._compared:  # most fixtures: no statement, no settings swapped
+            return {}
         with self._as_harness() as agent:
             return {name: table_state(agent, name) for name in self._compared}
 
     def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run one of the harness's own statements on the agent connection, past the authorizer."""
-        with self._as_harness() as agent:
+        """Run one of the harness's own statements on the agent connection, past the
+        authorizer (as :meth:`_as_harness`, without a generator's context manager: a few of
+        these run at every call, and it cost about as much as the statement)."""
+        agent, saved = self._agent, self._harness_settings()
+        try:
             before = agent.total_changes
             rows = agent.execute(sql, params).fetchall()
             self._total_changes.harness += agent.total_changes - before
             return rows
+        finally:
+            self._agent_settings(saved)
 
     @contextmanager
     def _as_harness(self) -> Iterator[AgentConnection]:
@@ -1009,6 +1014,14 @@ class SqliteEnvironment(ClosesOnExit):
         ``row_factory = sqlite3.Row`` made reading the write log fail, its
         ``isolation_level`` made Python open a transaction before the call's own ``BEGIN``);
         the tool's settings are put back after."""
+        saved = self._harness_settings()
+        try:
+            yield self._agent
+        finally:
+            self._agent_settings(saved)
+
+    def _harness_settings(self) -> tuple[Any, Any, Any, bool]:
+        """Switch the agent connection to the harness's settings; the tool's, to put back."""
         agent = self._agent
         rows, text, transactions = agent.row_factory, agent.text_factory, agent.isolation_level
         self._trusted = True
@@ -1016,13 +1029,14 @@ class SqliteEnvironment(ClosesOnExit):
         implicit = transactions is not None and not agent.in_transaction
         if implicit:  # (setting None commits an open transaction: there is none)
             agent.isolation_level = None
-        try:
-            yield agent
-        finally:
-            self._trusted = False
-            agent.row_factory, agent.text_factory = rows, text
-            if implicit:
-                agent.isolation_level = transactions
+        return rows, text, transactions, implicit
+
+    def _agent_settings(self, saved: tuple[Any, Any, Any, bool]) -> None:
+        agent, (rows, text, transactions, implicit) = self._agent, saved
+        self._trusted = False
+        agent.row_factory, agent.text_factory = rows, text
+        if implicit:
+            agent.isolation_level = transactions
 
     def _past_deadline(self) -> int:
         """The progress handler: non-zero interrupts the agent's statement (never the harness's)."""
