@@ -39,7 +39,7 @@ from groundstate.environments.base import (
     StateDiff,
     TableState,
     quote,
-    refused_writes,
+    write_refusal,
 )
 from groundstate.environments.sqlite_live import (
     NO_FILE,
@@ -950,18 +950,18 @@ class SqliteEnvironment(ClosesOnExit):
         compared_before = self._compared_states()
         self._harness("BEGIN")
         try:
-            with refused_writes(sqlite3.Error), _text_refused():
+            with _REFUSALS:
                 yield effects
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
-            with refused_writes(sqlite3.Error), _text_refused():
+            with _REFUSALS:
                 writes, written, touched = self._writes.read(self._harness)
                 compared = state_writes(compared_before, self._compared_states())
             writes = [write for write in writes if write.table not in compared_before]
             writes += compared
             written = sorted({*written, *(write.table for write in compared)})
-            with _deferred_refused():
+            with _DEFERRED:
                 self._harness("COMMIT")
             self._tracker.add(touched)
             if touched or written or self._moved():
@@ -1658,37 +1658,59 @@ def _out_of_files(exc: OSError | sqlite3.Error) -> int | None:
     return None
 
 
-@contextmanager
-def _text_refused() -> Iterator[None]:
+class _Refusals:
+    """The agent's errors among a call's SQLite errors, each made the :class:`ToolError` it
+    is (its writes undone): a text that is not UTF-8 (:func:`_text_refusal`), a value the
+    harness's type checks refuse (``base.refused_writes``), or, at the COMMIT
+    (*deferred*), a deferred constraint broken (:func:`_deferred_refusal`). A class, not a
+    generator's context manager: it is entered twice at every call."""
+
+    def __init__(self, deferred: bool) -> None:
+        self._deferred = deferred
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
+        if not isinstance(exc, sqlite3.Error):
+            return
+        if self._deferred:
+            refusal = _deferred_refusal(exc)
+        else:
+            refusal = _text_refusal(exc) or write_refusal(exc)
+        if refusal is None:
+            return
+        raise refusal from exc
+
+
+def _text_refusal(exc: sqlite3.Error) -> ToolError | None:
     """A call that wrote a TEXT value that is not UTF-8 (``CAST(x'ff' AS TEXT)``) is the
     agent's error, undone: its writes, the state hash and every snapshot could not read it,
     and the call crashed as an environment failure (an invalid attempt the agent caused).
     Such a write fails in the write log's trigger (:data:`NOT_UTF8`: the agent's statements
     may call no Python function but the harness's), or a virtual table's rows cannot be read
     after the call."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if str(exc) != NOT_UTF8 and "decode to UTF-8" not in str(exc):
-            raise
-        raise ToolError(
-            "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "
-            "it was undone; store bytes as a BLOB"
-        ) from exc
+    if not isinstance(exc, sqlite3.OperationalError):
+        return None
+    if str(exc) != NOT_UTF8 and "decode to UTF-8" not in str(exc):
+        return None
+    return ToolError(
+        "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "
+        "it was undone; store bytes as a BLOB"
+    )
 
 
-@contextmanager
-def _deferred_refused() -> Iterator[None]:
+def _deferred_refusal(exc: sqlite3.Error) -> ToolError | None:
     """A call whose writes break a deferred constraint (a ``DEFERRABLE INITIALLY DEFERRED``
     foreign key to a row that is not there) fails at the harness's COMMIT, after the tool
     returned: no tool could catch it, and it crashed the call, an environment failure (an
     invalid attempt) the agent's arguments caused. It is the agent's error, undone."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise ToolError(
-            f"the call's writes break a deferred constraint ({exc}): they were undone"
-        ) from exc
+    if not isinstance(exc, sqlite3.IntegrityError):
+        return None
+    return ToolError(f"the call's writes break a deferred constraint ({exc}): they were undone")
+
+
+_REFUSALS, _DEFERRED = _Refusals(deferred=False), _Refusals(deferred=True)
 
 
 @contextmanager

@@ -180,10 +180,11 @@ class WriteLog:
         its table was written, as a counter bumped by an insert that was deleted again); and
         the keys of every row the log names, for the change tracking (not netted: a row written
         and written back in the call is read again all the same)."""
+        taken = self._take(run)
+        if not taken:  # most calls: nothing logged, nothing to net
+            return [], [], {}
         # Each image parsed once: its values for the netting, its exact key for the tracking.
-        entries = [
-            (tbl, op, self._cells(old), self._cells(new)) for tbl, op, old, new in self._take(run)
-        ]
+        entries = [(tbl, op, self._cells(old), self._cells(new)) for tbl, op, old, new in taken]
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _values(old), _values(new))
