@@ -88,11 +88,14 @@ class Oversized:
     sha256: str
 
     @classmethod
-    def of(cls, args: Any, tool: Tool | None) -> Oversized | None:
-        try:
-            text = json.dumps(args, ensure_ascii=False)
-        except RecursionError:  # refused as nested too deeply to check
-            return None
+    def of(cls, args: Any, tool: Tool | None, text: str | None = None) -> Oversized | None:
+        """None unless JSON *args* are oversized; *text*: their JSON (:func:`_json_text`),
+        when the caller has it already."""
+        if text is None:
+            try:
+                text = json.dumps(args, ensure_ascii=False)
+            except RecursionError:  # refused as nested too deeply to check
+                return None
         if len(text) <= MAX_ARGUMENT_CHARS:
             return None
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -179,12 +182,14 @@ class ToolGateway:
         started = CLOCK()
         effects = CallEffects()
         crash: BaseException | None = None
+        text = None
         if not isinstance(args, NotJson):  # what a session passes is checked already
-            args = NotJson.of(args) if _json_problem(args) is not None else args
+            text = _json_text(args)  # once: the JSON check and the size check's text
+            args = NotJson.of(args) if text is None else args
         not_json = args.problem if isinstance(args, NotJson) else None
         shown = args.shown if isinstance(args, NotJson) else args  # bounded: storable
         tool = self._tools.get(name)
-        oversized = None if not_json is not None else Oversized.of(args, tool)
+        oversized = None if not_json is not None else Oversized.of(args, tool, text)
         try:
             result = self._lookup_and_validate(name, args, not_json, oversized) or self._execute(
                 name, args, effects
@@ -459,6 +464,15 @@ def _first(items: list[tuple[str, Any]]) -> str | None:
 
 def _is_json(value: Any) -> bool:
     return _json_problem(value) is None
+
+
+def _json_text(value: Any) -> str | None:
+    """*value* as JSON text (as the size check counts it: ``ensure_ascii=False``), or None
+    when it is not JSON (what :func:`_json_problem` says, then): one encoding for both."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _json_problem(value: Any, root: str = "arguments") -> str | None:

@@ -407,10 +407,19 @@ def refused_writes(kind: type[Exception]) -> Iterator[None]:
     try:
         yield
     except kind as exc:
-        text = str(exc)
-        if WHOLE_ONLY not in text and ONE_TYPE not in text:
+        refusal = write_refusal(exc)
+        if refusal is None:
             raise
-        raise ToolError(f"the call's write was refused and undone: {text.strip()}") from exc
+        raise refusal from exc
+
+
+def write_refusal(exc: Exception) -> ToolError | None:
+    """The :class:`ToolError` :func:`refused_writes` makes of *exc*, if it is one of the
+    harness's type checks'."""
+    text = str(exc)
+    if WHOLE_ONLY not in text and ONE_TYPE not in text:
+        return None
+    return ToolError(f"the call's write was refused and undone: {text.strip()}")
 
 
 def sqlite_affinity(declared: str) -> str:

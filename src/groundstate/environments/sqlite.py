@@ -39,7 +39,7 @@ from groundstate.environments.base import (
     StateDiff,
     TableState,
     quote,
-    refused_writes,
+    write_refusal,
 )
 from groundstate.environments.sqlite_live import (
     NO_FILE,
@@ -416,11 +416,9 @@ class SqliteEnvironment(ClosesOnExit):
         if unseen:  # maybe DDL by another connection: each connection reads the schema again
             self._reread_schema(evaluator)
         # last_insert_rowid() 0 as on a new connection (an attempt that inserted nothing left
-        # it so); changes() is 0 again once the next call's WriteLog.start() has emptied the
-        # (then empty) log, before any tool's SQL.
+        # it so), and changes() 0 (see WriteLog.forget_rowid).
         if self._writes.installed and self._harness("SELECT last_insert_rowid()")[0][0] != 0:
-            self._harness(f"INSERT INTO temp.{LOG}(seq) VALUES (0)")
-            self._harness(f"DELETE FROM temp.{LOG}")
+            self._writes.forget_rowid(self._harness)
         self._total_changes.restart()
         return True
 
@@ -952,18 +950,18 @@ class SqliteEnvironment(ClosesOnExit):
         compared_before = self._compared_states()
         self._harness("BEGIN")
         try:
-            with refused_writes(sqlite3.Error), _text_refused():
+            with _REFUSALS:
                 yield effects
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
-            with refused_writes(sqlite3.Error), _text_refused():
+            with _REFUSALS:
                 writes, written, touched = self._writes.read(self._harness)
                 compared = state_writes(compared_before, self._compared_states())
             writes = [write for write in writes if write.table not in compared_before]
             writes += compared
             written = sorted({*written, *(write.table for write in compared)})
-            with _deferred_refused():
+            with _DEFERRED:
                 self._harness("COMMIT")
             self._tracker.add(touched)
             if touched or written or self._moved():
@@ -991,16 +989,23 @@ class SqliteEnvironment(ClosesOnExit):
         ``Baseline.compared``). A call's writes to them are their rows before and after
         compared: this costs a read of each per call (fine for the small search tables of
         fixtures)."""
+        if not self._compared:  # most fixtures: no statement, no settings swapped
+            return {}
         with self._as_harness() as agent:
             return {name: table_state(agent, name) for name in self._compared}
 
     def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run one of the harness's own statements on the agent connection, past the authorizer."""
-        with self._as_harness() as agent:
+        """Run one of the harness's own statements on the agent connection, past the
+        authorizer (as :meth:`_as_harness`, without a generator's context manager: a few of
+        these run at every call, and it cost about as much as the statement)."""
+        agent, saved = self._agent, self._harness_settings()
+        try:
             before = agent.total_changes
             rows = agent.execute(sql, params).fetchall()
             self._total_changes.harness += agent.total_changes - before
             return rows
+        finally:
+            self._agent_settings(saved)
 
     @contextmanager
     def _as_harness(self) -> Iterator[AgentConnection]:
@@ -1009,6 +1014,14 @@ class SqliteEnvironment(ClosesOnExit):
         ``row_factory = sqlite3.Row`` made reading the write log fail, its
         ``isolation_level`` made Python open a transaction before the call's own ``BEGIN``);
         the tool's settings are put back after."""
+        saved = self._harness_settings()
+        try:
+            yield self._agent
+        finally:
+            self._agent_settings(saved)
+
+    def _harness_settings(self) -> tuple[Any, Any, Any, bool]:
+        """Switch the agent connection to the harness's settings; the tool's, to put back."""
         agent = self._agent
         rows, text, transactions = agent.row_factory, agent.text_factory, agent.isolation_level
         self._trusted = True
@@ -1016,13 +1029,14 @@ class SqliteEnvironment(ClosesOnExit):
         implicit = transactions is not None and not agent.in_transaction
         if implicit:  # (setting None commits an open transaction: there is none)
             agent.isolation_level = None
-        try:
-            yield agent
-        finally:
-            self._trusted = False
-            agent.row_factory, agent.text_factory = rows, text
-            if implicit:
-                agent.isolation_level = transactions
+        return rows, text, transactions, implicit
+
+    def _agent_settings(self, saved: tuple[Any, Any, Any, bool]) -> None:
+        agent, (rows, text, transactions, implicit) = self._agent, saved
+        self._trusted = False
+        agent.row_factory, agent.text_factory = rows, text
+        if implicit:
+            agent.isolation_level = transactions
 
     def _past_deadline(self) -> int:
         """The progress handler: non-zero interrupts the agent's statement (never the harness's)."""
@@ -1644,37 +1658,59 @@ def _out_of_files(exc: OSError | sqlite3.Error) -> int | None:
     return None
 
 
-@contextmanager
-def _text_refused() -> Iterator[None]:
+class _Refusals:
+    """The agent's errors among a call's SQLite errors, each made the :class:`ToolError` it
+    is (its writes undone): a text that is not UTF-8 (:func:`_text_refusal`), a value the
+    harness's type checks refuse (``base.refused_writes``), or, at the COMMIT
+    (*deferred*), a deferred constraint broken (:func:`_deferred_refusal`). A class, not a
+    generator's context manager: it is entered twice at every call."""
+
+    def __init__(self, deferred: bool) -> None:
+        self._deferred = deferred
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> None:
+        if not isinstance(exc, sqlite3.Error):
+            return
+        if self._deferred:
+            refusal = _deferred_refusal(exc)
+        else:
+            refusal = _text_refusal(exc) or write_refusal(exc)
+        if refusal is None:
+            return
+        raise refusal from exc
+
+
+def _text_refusal(exc: sqlite3.Error) -> ToolError | None:
     """A call that wrote a TEXT value that is not UTF-8 (``CAST(x'ff' AS TEXT)``) is the
     agent's error, undone: its writes, the state hash and every snapshot could not read it,
     and the call crashed as an environment failure (an invalid attempt the agent caused).
     Such a write fails in the write log's trigger (:data:`NOT_UTF8`: the agent's statements
     may call no Python function but the harness's), or a virtual table's rows cannot be read
     after the call."""
-    try:
-        yield
-    except sqlite3.OperationalError as exc:
-        if str(exc) != NOT_UTF8 and "decode to UTF-8" not in str(exc):
-            raise
-        raise ToolError(
-            "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "
-            "it was undone; store bytes as a BLOB"
-        ) from exc
+    if not isinstance(exc, sqlite3.OperationalError):
+        return None
+    if str(exc) != NOT_UTF8 and "decode to UTF-8" not in str(exc):
+        return None
+    return ToolError(
+        "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "
+        "it was undone; store bytes as a BLOB"
+    )
 
 
-@contextmanager
-def _deferred_refused() -> Iterator[None]:
+def _deferred_refusal(exc: sqlite3.Error) -> ToolError | None:
     """A call whose writes break a deferred constraint (a ``DEFERRABLE INITIALLY DEFERRED``
     foreign key to a row that is not there) fails at the harness's COMMIT, after the tool
     returned: no tool could catch it, and it crashed the call, an environment failure (an
     invalid attempt) the agent's arguments caused. It is the agent's error, undone."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise ToolError(
-            f"the call's writes break a deferred constraint ({exc}): they were undone"
-        ) from exc
+    if not isinstance(exc, sqlite3.IntegrityError):
+        return None
+    return ToolError(f"the call's writes break a deferred constraint ({exc}): they were undone")
+
+
+_REFUSALS, _DEFERRED = _Refusals(deferred=False), _Refusals(deferred=True)
 
 
 @contextmanager

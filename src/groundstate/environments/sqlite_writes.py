@@ -142,6 +142,16 @@ class WriteLog:
             self._note_cleared(self._changes())
         self._empty_at = self._changes()
 
+    def forget_rowid(self, run: Run) -> None:
+        """Make ``last_insert_rowid()`` 0 and leave ``changes()`` 0, as on a new connection
+        (a reused one, between attempts): the log written and emptied, then emptied again
+        deleting nothing, so the next :meth:`start` has nothing to clear."""
+        run(f"INSERT INTO temp.{LOG}(seq) VALUES (0)", ())
+        run(f"DELETE FROM temp.{LOG}", ())
+        before = self._changes()
+        run(f"DELETE FROM temp.{LOG}", ())
+        self._note_cleared(before)
+
     def _note_cleared(self, before: int) -> None:
         """After the harness emptied the log: whether its statement deleted nothing (the
         count did not move since *before*), which left ``changes()`` 0."""
@@ -170,10 +180,11 @@ class WriteLog:
         its table was written, as a counter bumped by an insert that was deleted again); and
         the keys of every row the log names, for the change tracking (not netted: a row written
         and written back in the call is read again all the same)."""
+        taken = self._take(run)
+        if not taken:  # most calls: nothing logged, nothing to net
+            return [], [], {}
         # Each image parsed once: its values for the netting, its exact key for the tracking.
-        entries = [
-            (tbl, op, self._cells(old), self._cells(new)) for tbl, op, old, new in self._take(run)
-        ]
+        entries = [(tbl, op, self._cells(old), self._cells(new)) for tbl, op, old, new in taken]
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _values(old), _values(new))
@@ -181,7 +192,9 @@ class WriteLog:
         return net.writes(lambda table, row: _exists(run, table, row)), written, self._keys(entries)
 
     def _take(self, run: Run) -> list[tuple[Any, ...]]:
-        """The log's entries in the order they were written, the log emptied."""
+        """The log's entries in the order they were written, the log emptied and
+        ``changes()`` left 0 (inside the call's transaction: the next :meth:`start` then has
+        nothing to clear)."""
         before = self._changes()
         if before == self._empty_at:  # most calls only read: no statement, no GIL release
             return []
@@ -190,6 +203,11 @@ class WriteLog:
             entries = [row[1:] for row in rows]
         else:
             entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
+            run(f"DELETE FROM temp.{LOG}", ())
+        if self._changes() != before:  # it deleted rows: changes() is their count
+            # Empty it again, deleting nothing, so changes() is 0: here, in the call's own
+            # transaction, rather than as the next call begins (a transaction of its own).
+            before = self._changes()
             run(f"DELETE FROM temp.{LOG}", ())
         self._note_cleared(before)
         self._empty_at = self._changes()
