@@ -18,10 +18,12 @@ the race, which an agent's thread meets now and then, met hundreds of times a se
 from __future__ import annotations
 
 import ast
+import asyncio
 import gc
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,8 +33,12 @@ import pytest
 from groundstate import capture, loopthreads
 from groundstate.agents.base import Session
 from groundstate.bindings import HARNESS, Held
+from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.spec.system import load_system
+from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt
 
+from .conftest import BANK_SYSTEM
 from .test_inprocess_adversarial import _do_the_task
 
 pytestmark = pytest.mark.timeout(300)
@@ -202,3 +208,64 @@ def test_no_tuple_on_an_attempt_s_path_is_built_from_an_iterator() -> None:
     assert not found, found
     assert _built_in_place(ast.parse("tuple(x for x in y); f(*map(g, y)); tuple(list(y))"))
     assert not _built_in_place(ast.parse("tuple([x for x in y]); f(*[g(x) for x in y])"))
+
+
+# --- the batch's slots: no future an agent can stall -------------------------------------
+
+
+def _strips_the_slot_waiters() -> int:
+    """Takes the done callbacks out of every pending future held in a deque (an ``asyncio``
+    semaphore's waiters: the semaphore itself, made before the batch's ``gc.freeze``, is
+    not listed), found through ``gc``: the tries waiting for a slot never wake. Returns how
+    many it took out."""
+    stripped = 0
+    for one in gc.get_objects():
+        if type(one) is deque:
+            for waiter in list(one):
+                if isinstance(waiter, asyncio.Future) and not waiter.done():
+                    for callback, _ in list(waiter._callbacks or ()):  # type: ignore[attr-defined]
+                        waiter.remove_done_callback(callback)
+                        stripped += 1
+    return stripped
+
+
+def test_the_batch_finishes_when_an_agent_strips_the_tries_waiting_for_a_slot(
+    bank: Any, tmp_path: Path
+) -> None:
+    """Concurrency 1, 4 attempts: the first try's agent, once the others wait for the slot,
+    takes out their wakeups. Before: they never started, and the batch never ended. Now no
+    try waits on a future for its slot (as many workers as slots take the tries in turn)."""
+    found: list[int] = []
+
+    async def strips(session: Session) -> str:
+        if len(found) < 2:  # the preflight's smoke run, then the batch's first try
+            end = time.monotonic() + 2  # the others queue as the batch starts; bounded
+            stripped = 0
+            while not stripped and time.monotonic() < end:
+                stripped = _strips_the_slot_waiters()
+                time.sleep(0.01)
+            found.append(stripped)
+        return await _do_the_task(session)
+
+    result: list[Any] = []
+    config = BatchConfig(attempts=4, concurrency=1, tasks=("transfer",))
+
+    def go() -> None:  # the store is opened in the batch's thread (sqlite's rule)
+        try:
+            with RunStore(tmp_path / "runs.db") as store:
+                runner = BatchRunner(
+                    bank, load_system(BANK_SYSTEM), store, make_agent=lambda: FunctionAgent(strips)
+                )
+                batch = asyncio.run(runner.start(config)).batch
+                result.append(store.runs(batch.batch_id))
+        except BaseException as exc:  # said by the assertions below
+            result.append(exc)
+
+    thread = threading.Thread(target=go, name="round28-batch", daemon=True)
+    thread.start()
+    thread.join(120)
+    assert result, f"the batch never ended (wakeups taken out: {found})"
+    stored = result[0]
+    assert not isinstance(stored, BaseException), stored
+    assert sorted(r.attempt for r in stored) == [1, 2, 3, 4]
+    assert {r.terminal_reason for r in stored} == {"success"}
