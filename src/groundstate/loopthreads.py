@@ -292,9 +292,8 @@ def _shared_hooks() -> _SharedHooks:
         _uncaught_hooks(),
         sys.getrecursionlimit(),
         sys.getswitchinterval(),
-        # Tuples by way of lists (see groundstate.bindings._items).
-        tuple([(kind, resource.getrlimit(kind)) for kind in _LIMITS]),
-        tuple([(which, signal.getitimer(which) != (0.0, 0.0)) for which in _TIMERS]),
+        tuple((kind, resource.getrlimit(kind)) for kind in _LIMITS),
+        tuple((which, signal.getitimer(which) != (0.0, 0.0)) for which in _TIMERS),
         tuple(_ENVIRON.items()),
         umask(),
         locale.setlocale(locale.LC_ALL),
@@ -490,10 +489,8 @@ _MISSING = object()
 
 
 _THREADING = tuple(
-    [
-        (cls, tuple(vars(cls).items()))
-        for cls in (threading.Thread, threading.Event, threading.Condition, threading.Semaphore)
-    ]
+    (cls, tuple(vars(cls).items()))
+    for cls in (threading.Thread, threading.Event, threading.Condition, threading.Semaphore)
 )
 """``threading``'s classes the harness waits and starts threads with, as groundstate found
 them."""

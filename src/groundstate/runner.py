@@ -28,7 +28,6 @@ import os
 import socket
 import threading
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -464,33 +463,21 @@ class BatchRunner:
 
         When a slot fails (an executor error: a worker lost, a Ray task failed; the store
         refusing a write), no further try starts, the tries already running finish and are
-        stored, and then the first failure is raised: a resume reruns only what never ran.
-
-        *concurrency* workers take the tries from one queue in turn (a retry joins its end),
-        as a semaphore let them through, without one: the tries that waited for a slot
-        waited on a future each, whose done callback an in-process agent could take out
-        (found through ``gc``), and that try never started, holding the batch for ever."""
+        stored, and then the first failure is raised: a resume reruns only what never ran."""
         max_retries = batch.max_retries
-        queued = deque([(s, last.get(s)) for s in slots])
+        limit = asyncio.Semaphore(concurrency)
         writer = _GroupWriter(self.store, batch.batch_id)
         failed: list[Exception] = []
 
-        async def worker() -> None:
-            while queued:
-                s, previous = queued.popleft()
-                if not _unfinished(previous, max_retries):
-                    continue
-                try:
-                    stored = await self._try(batch, s, previous, writer, failed)
-                except Exception as exc:
-                    failed.append(exc)
-                    continue
-                if stored is not None:
-                    queued.append((s, stored))  # rerun while invalid and retries remain
+        async def slot(s: tuple[str, int]) -> None:
+            try:
+                await self._slot(batch, s, last.get(s), max_retries, limit, writer, failed)
+            except Exception as exc:
+                failed.append(exc)
 
         try:
             with _settled_heap(), self._watching_exits():
-                await _all_of([worker() for _ in range(min(concurrency, len(slots)))])
+                await _all_of(map(slot, slots))
         finally:
             writer.close()  # tries that finished before an interruption are kept
         if failed:
@@ -500,45 +487,53 @@ class BatchRunner:
         runs = sorted(before + writer.stored(), key=lambda r: (r.task_id, r.attempt, r.retry))
         return BatchResult(batch=self.store.batch(batch.batch_id), runs=runs)  # its sessions
 
-    async def _try(
+    async def _slot(
         self,
         batch: BatchInfo,
         slot: tuple[str, int],
         previous: AgentRun | None,
+        max_retries: int,
+        limit: asyncio.Semaphore,
         writer: _GroupWriter,
         failed: list[Exception],
-    ) -> AgentRun | None:
-        """One try of *slot* after *previous*, stored and returned; none started (None) once
+    ) -> None:
+        """One attempt: tried, and rerun while invalid and retries remain; none started once
         a slot has *failed*."""
         task_id, attempt = slot
-        info = AttemptInfo(
-            run_id=uuid.uuid4().hex,
-            batch_id=batch.batch_id,
-            attempt=attempt,
-            seed=derive_seed(batch.seed, task_id, attempt),
-            retry=0 if previous is None else previous.retry + 1,
-            retry_of=None if previous is None else previous.run_id,
-        )
-        marked, stored = False, None
-        try:
-            self.interrupt.check()
-            if failed:
-                return None
-            marked = self._mark_started(batch, task_id, info)
+        while _unfinished(previous, max_retries):
+            info = AttemptInfo(
+                run_id=uuid.uuid4().hex,
+                batch_id=batch.batch_id,
+                attempt=attempt,
+                seed=derive_seed(batch.seed, task_id, attempt),
+                retry=0 if previous is None else previous.retry + 1,
+                retry_of=None if previous is None else previous.run_id,
+            )
+            marked, stored = False, None
             try:
-                output = await self._executor.run(self._job(task_id, info))
+                async with limit:
+                    self.interrupt.check()
+                    if failed:
+                        return
+                    marked = self._mark_started(batch, task_id, info)
+                    try:
+                        output = await self._executor.run(self._job(task_id, info))
+                    finally:
+                        if self._exits is not None:
+                            self._exits.ended(info.run_id)
+                    if marked:  # stored (its mark removed) before another try takes its place
+                        self.interrupt.check()
+                        stored = await writer.store(output)
+                if stored is None:
+                    self.interrupt.check()  # a try the signal cut short is not stored
+                    stored = await writer.store(output)
             finally:
-                if self._exits is not None:
-                    self._exits.ended(info.run_id)
-            self.interrupt.check()  # a try the signal cut short is not stored
-            stored = await writer.store(output)
-        finally:
-            if marked and stored is None:  # unstored with the process alive: not cut short
-                with suppress(StoreError):
-                    self.store.forget_started([info.run_id])
-        if self.on_run is not None:
-            self.on_run(stored)
-        return stored
+                if marked and stored is None:  # unstored with the process alive: not cut short
+                    with suppress(StoreError):
+                        self.store.forget_started([info.run_id])
+            previous = stored
+            if self.on_run is not None:
+                self.on_run(previous)
 
     @contextmanager
     def _watching_exits(self) -> Iterator[None]:
