@@ -156,7 +156,6 @@ def _blocks_the_ringing_thread(released: threading.Event) -> None:
         inbox.put((0.0, -1, future))
         inbox.put((float("inf"), -2, future))
     time.sleep(0.5)  # the ringing thread is stuck now, if it rings what it was given
-    loop.close()  # left in the queue (no attempt's alarm rings it now): collected closed
 
 
 SILENCERS: dict[str, Callable[[threading.Event], None]] = {

@@ -54,13 +54,6 @@ that set ``numpy.expm1`` to a lie of its own passed a gate with every attempt fa
 0). Not their submodules: numpy's are a hundred namespaces, and the statistics reach none
 of them."""
 
-WATCHED_CLASSES = frozenset({"asyncio"})
-"""Modules whose classes' methods are watched with their names (the classes the module names,
-and those they inherit from): ``asyncio``'s, which the harness waits and schedules with.
-Named by the harness, its namespace was watched, not its classes: an agent that set
-``asyncio.BaseEventLoop.call_at`` to do nothing went unnamed, and every timer of the
-harness's loop set after it was silently dropped."""
-
 NAMED_NOT_WATCHED = frozenset(
     {"builtins", "sys", "time", "warnings", "threading", "_thread", "atexit", "gc"}
     | {"typing", "inspect", "logging"}
@@ -257,7 +250,6 @@ class Bindings:
         home = name if data or name.startswith(SUITE_CODE) else None
         watched = _Watched(vars(module), module=True, data=data, free=free, home=home)
         self._watched[module] = (name, watched)
-        self._take_classes_of(name, module)
         for entry, value in zip(watched.names, watched.values, strict=True):
             if not data:
                 continue
@@ -303,16 +295,6 @@ class Bindings:
             self._modules.add(found)
             self._entries[found] = module
             self._watched[module] = (found, _Watched(vars(module), module=True))
-            self._take_classes_of(found, module)
-
-    def _take_classes_of(self, name: str, module: ModuleType) -> None:
-        """With :data:`WATCHED_CLASSES`: the classes *module* names and their bases."""
-        if name not in WATCHED_CLASSES:
-            return
-        for value in list(vars(module).values()):
-            if isinstance(value, type):
-                for cls in value.__mro__[:-1]:  # not ``object``
-                    self._take_class(cls)
 
     def _take_class(self, cls: type, *, data: bool = False, home: str | None = None) -> None:
         """Watch *cls*'s own dict (``vars`` gives a read-only proxy, slower to read), unless a
@@ -609,14 +591,6 @@ class Bindings:
         return found
 
 
-def _items(space: dict[str, object]) -> tuple[tuple[str, object], ...]:
-    """*space*'s items as a tuple, by way of a list: ``tuple(space.items())`` builds its
-    tuple in place and may resize it, which fails (``SystemError: Objects/tupleobject.c``)
-    when another thread took a reference to it meanwhile (an agent's thread calling
-    ``gc.get_objects()``): the attempt raised instead of being recorded."""
-    return tuple(list(space.items()))
-
-
 class _Flat:
     """Every watched name in one row, so that the usual case (nothing changed) is a few loops
     in C over some 3,000 names rather than Python calls per namespace (a fifth of the time:
@@ -698,12 +672,12 @@ class _Flat:
         they bring) becomes a few."""
         marked = self.marked
         if marked is None:
-            copies = tuple([_items(space) for space in self.spaces])  # see _items
+            copies = tuple(tuple(space.items()) for space in self.spaces)
         else:
             was, kept = marked
             fresh = list(kept)
             for i in compress(range(len(now)), map(ne, now, was)):
-                fresh[i] = _items(self.spaces[i])
+                fresh[i] = tuple(self.spaces[i].items())
             copies = tuple(fresh)
         self.marked = (now, copies)
         self.marks += 1

@@ -31,7 +31,7 @@ from groundstate.account import (
     untraced_entry,
 )
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
-from groundstate.alarms import CLOCK, settled_by
+from groundstate.alarms import ALARMS, CLOCK
 from groundstate.bindings import HARNESS, Held, Mark, Seal, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
@@ -1742,12 +1742,14 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     """
     facade = AgentSession(session)
     limit, started = session.time_limit, CLOCK()
+    rang: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    ALARMS.set(limit, rang)  # before the agent runs; never cancelled (see groundstate.alarms)
     work = lambda: _run_to_end(agent, facade)  # noqa: E731
     kept: list[Any] = []  # the process-wide state as the agent finds it: this frame's own
     finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept)
     (shared,) = kept
     try:
-        in_time = await settled_by(finished, started + limit)  # see groundstate.alarms
+        in_time = await _settled_in_time(finished, rang)
     except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
         abandon(finished, shared)
         raise
@@ -1763,6 +1765,17 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     if isinstance(outcome, AgentRaised):
         raise outcome
     return outcome
+
+
+async def _settled_in_time(finished: asyncio.Future[Any], rang: asyncio.Future[None]) -> bool:
+    """Whether *finished* settles before *rang*, the alarm of the time limit (see
+    :mod:`groundstate.alarms`: not this loop's clock, which the agent can stop by replacing
+    ``time.monotonic``, nor anything else it can reach and write)."""
+    try:
+        await asyncio.wait((finished, rang), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        rang.cancel()
+    return finished.done()
 
 
 async def _run_to_end(agent: Agent, session: AgentSession) -> tuple[float, Final | AgentRaised]:

@@ -488,26 +488,10 @@ code run here cannot edit as it could a dict."""
 _MISSING = object()
 
 
-_THREADING = tuple(
-    (cls, tuple(vars(cls).items()))
-    for cls in (threading.Thread, threading.Event, threading.Condition, threading.Semaphore)
-)
-"""``threading``'s classes the harness waits and starts threads with, as groundstate found
-them."""
-
-
 def put_back_builtins() -> None:
     """Put back every builtin that code run here replaced or deleted (``builtins.isinstance
-    = lambda *a: True`` would make the harness's own checks, and ``asyncio``'s, lie), and
-    each method of ``threading``'s classes it rebound (``threading.Event.wait`` made to
-    block: the harness's next thread started, which waits for its start with it, held the
-    attempt, and the batch, for ever)."""
+    = lambda *a: True`` would make the harness's own checks, and ``asyncio``'s, lie)."""
     _put_back(vars(builtins), _BUILTINS)
-    for cls, first in _THREADING:
-        space = vars(cls)
-        for name, value in first:
-            if space.get(name, _MISSING) is not value:
-                setattr(cls, name, value)
 
 
 def _put_back(current: dict[str, Any], first: tuple[tuple[str, Any], ...]) -> None:

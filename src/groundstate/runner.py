@@ -28,7 +28,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +36,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from groundstate import alarms
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.analysis import final_runs, planned_runs
@@ -477,7 +476,7 @@ class BatchRunner:
 
         try:
             with _settled_heap(), self._watching_exits():
-                await _all_of(map(slot, slots))
+                await asyncio.gather(*map(slot, slots))
         finally:
             writer.close()  # tries that finished before an interruption are kept
         if failed:
@@ -719,27 +718,6 @@ def _running_here(store: RunStore, batch_id: str) -> Iterator[None]:
     finally:
         with _RUNNING_LOCK:
             _RUNNING.discard(key)
-
-
-async def _all_of(work: Iterable[Coroutine[Any, Any, None]]) -> None:
-    """Run *work* side by side until all of it has ended (``asyncio.gather``'s, without its
-    done callbacks: an in-process agent that took out those of the batch's tries, found
-    through ``gc``, held the batch for ever once they ended). Each is waited for by
-    :func:`groundstate.alarms.settled_by`, which looks again every second whatever it was
-    told; a cancellation cancels them all, and is waited for."""
-    tasks = [asyncio.ensure_future(one) for one in work]
-    try:
-        for task in tasks:
-            await alarms.settled_by(task)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with suppress(BaseException):
-                await alarms.settled_by(task)
-        raise
-    for task in tasks:
-        task.result()
 
 
 @contextmanager
