@@ -299,48 +299,35 @@ def test_a_check_file_just_written_is_read_again_even_with_the_same_stat(tmp_pat
         suite_function("checks.py:f", tmp_path)
 
 
-def test_a_check_file_is_compiled_from_its_source_where_python_caches_bytecode(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "edited", ["checks.py", "helpers.py", "helpers/__init__.py", "helpers/words.py"]
+)
+def test_a_suite_file_is_compiled_from_its_source_where_python_caches_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edited: str
 ) -> None:
     """Where Python writes and trusts ``.pyc`` files (as it does by default), an edit of the
-    same size within the same second ran the cached code of the version before."""
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    checks = suite / "checks.py"
-    checks.write_text("def f():\n    return True\n")
-    assert suite_function("checks.py:f", suite)() is True
-    stat = checks.stat()
-    checks.write_text("def f():\n    return 1234\n")
-    os.utime(checks, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert suite_function("checks.py:f", suite)() == 1234
-    assert not list((tmp_path / "pycache").rglob("*.pyc"))  # none written for a suite's file
-
-
-@pytest.mark.parametrize("sibling", ["helpers.py", "helpers/__init__.py", "helpers/words.py"])
-def test_a_sibling_module_is_compiled_from_its_source_where_python_caches_bytecode(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sibling: str
-) -> None:
-    """The same for a module the check imports from its folder (a package's too): its edit
+    same size within the same second ran the cached code of the version before: of the
+    check's own file, or of a module it imports from its folder (a package's too), whose edit
     is in the check's hash, so the old code run under it was a record naming other code."""
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
     suite = tmp_path / "suite"
     (suite / "helpers").mkdir(parents=True)
-    module = "helpers.words" if sibling.endswith("words.py") else "helpers"
-    imported = f"from {module} import VALUE"
-    (suite / "checks.py").write_text(f"{imported}\n\ndef f():\n    return VALUE\n")
-    helper = suite / sibling
-    if sibling != "helpers.py":
+    check = "def f():\n    return VALUE\n"
+    if edited != "checks.py":
+        module = "helpers.words" if edited.endswith("words.py") else "helpers"
+        (suite / "checks.py").write_text(f"from {module} import VALUE\n\n{check}")
+        check = ""
+    if edited.startswith("helpers/"):
         (suite / "helpers" / "__init__.py").touch()
-    helper.write_text("VALUE = True\n")
+    file = suite / edited
+    file.write_text(f"VALUE = True\n{check}")
     assert suite_function("checks.py:f", suite)() is True
-    stat = helper.stat()
-    helper.write_text("VALUE = 1234\n")
-    os.utime(helper, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    stat = file.stat()
+    file.write_text(f"VALUE = 1234\n{check}")  # the same size
+    os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same time
     assert suite_function("checks.py:f", suite)() == 1234
-    assert not list((tmp_path / "pycache").rglob("*.pyc"))
+    assert not list((tmp_path / "pycache").rglob("*.pyc"))  # none written for a suite's file
 
 
 def test_one_grading_pass_looks_each_check_up_once(
