@@ -212,7 +212,8 @@ class TraceCopies(Copies[list[E]]):
 
     def __init__(self, events: Sequence[E]) -> None:
         super().__init__(list(events))
-        self._spare: Guard[list[E]] | None = None
+        self._spare: tuple[Guard[list[E]], list[int]] | None = None
+        """The copy given back, and its parts' reference counts when it was given back."""
         self._lending = True
         self._lock = threading.Lock()
 
@@ -227,22 +228,29 @@ class TraceCopies(Copies[list[E]]):
         abandoned at its time limit keeps its copy while it runs, and the checks after it
         get fresh ones) and left no reference to any part of it behind (a global, a thread
         still running, an iterator, a weak reference): nothing can edit it while the next
-        check reads it. Once a check has edited its copy, every check after it gets a fresh
-        one, as without lending."""
+        check reads it. The counts a check must leave are those the copy had when it was
+        made or last given back, not when the check began: a reference taken meanwhile
+        (by a thread still running) keeps the copy from being lent again, and the counts are
+        not read twice per check. Once a check has edited its copy, every check after it
+        gets a fresh one, as without lending."""
         with self._lock:
             spare, self._spare = self._spare, None
-        if spare is not None and not spare.untouched():
+        if spare is not None and not spare[0].untouched():
             spare, self._lending = None, False  # a check edits its copy: a fresh one each
         if spare is None:
             copy = self.fresh()
-            spare = _guarded(copy) if self._lending else None
-            if spare is None:
+            guard = _guarded(copy) if self._lending else None
+            if guard is None:
                 return check(copy)
-        referenced = spare.references()
-        result = check(spare.value)
-        if spare.references() == referenced:
+            del copy  # the counts are the guard's alone, as when the copy is given back
+            referenced = guard.references()
+        else:
+            guard, referenced = spare
+        result = check(guard.value)
+        left = guard.references()
+        if left == referenced:
             with self._lock:
-                self._spare = spare
+                self._spare = (guard, left)
         return result
 
 
