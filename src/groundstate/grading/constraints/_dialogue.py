@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import json
 import marshal
@@ -69,6 +70,12 @@ class _Confirmation:
     def unnamed(self, values: list[str]) -> list[str]:
         return [value for value in values if not mentions(self.answered, value, chosen=True)]
 
+    def names_all(self, values: list[str]) -> bool:
+        """Whether the question names every one of *values* (see :func:`_naming`)."""
+        # Only a question that names something can be taken back by a no to it: with nothing
+        # to name, any direct yes confirms (a no to "Anything else?" is no refusal of it).
+        return not self.unnamed(values) and (bool(values) or self.yes)
+
     def asks(self, pattern: re.Pattern[str] | None) -> bool:
         """Whether the question asks about this kind of change (``confirmed.asks``): in its
         words, or in English (:func:`in_english_words`), where it does not turn it down
@@ -78,6 +85,56 @@ class _Confirmation:
             for text in (self.answered, in_english_words(self.answered))
             for found in pattern.finditer(text)
         )
+
+
+class _Answers(list[_Confirmation]):
+    """The answers :func:`_changes` grows over a trace (appended, or one set anew as the
+    user's next message goes on with it), remembering which of them name each list of values
+    a change asks for (:func:`_naming`): each answer tested once per list of values, not once
+    per change (every change tested every answer before it: quadratic in a long trace)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._set_anew: list[int] = []
+        """The index of each answer set anew, in order."""
+        self._named: dict[tuple[str, ...], tuple[list[bool], list[int], list[int]]] = {}
+        """By values: for each answer tested, whether it names them; the indexes of those
+        that do, in order; and how many of :attr:`_set_anew` were tested again."""
+        self.ordered = True
+        """Whether each answer came after the one before it (:func:`_changes` appends them in
+        trace order and sets one anew at its own step): then those after a step are found by
+        bisection (:func:`_later`)."""
+
+    def append(self, value: _Confirmation) -> None:
+        self.ordered = self.ordered and (not self or self[-1].at < value.at)
+        super().append(value)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        was = self[index]
+        super().__setitem__(index, value)
+        if isinstance(index, slice):
+            self._named.clear()
+            self.ordered = False
+        else:
+            self._set_anew.append(range(len(self))[index])
+            self.ordered = self.ordered and was.at == value.at
+
+    def naming(self, values: list[str]) -> list[_Confirmation]:
+        """:func:`_naming` of these answers."""
+        tested, named, seen = self._named.setdefault(tuple(values), ([], [], [0]))
+        for at in self._set_anew[seen[0] :]:
+            if at < len(tested) and tested[at] != self[at].names_all(values):
+                tested[at] = not tested[at]
+                if tested[at]:
+                    bisect.insort(named, at)
+                else:
+                    named.remove(at)
+        seen[0] = len(self._set_anew)
+        for at in range(len(tested), len(self)):
+            tested.append(self[at].names_all(values))
+            if tested[-1]:
+                named.append(at)
+        return [self[at] for at in named]
 
 
 # Where a sentence ends in normalised text: after ".", "!" or "?" and a space ("$22.00" and
@@ -254,7 +311,7 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         return
     yes, no = _replies(rule, index)
     both = no & index.hit_set(rule.yes)
-    answers: list[_Confirmation] = []
+    answers = _Answers()
     question: MessageEvent | None = None
     asked: MessageEvent | None = None  # the agent's last message, answered or not
     going_on: int | None = None  # in answers: the answer the user's next message goes on with
@@ -692,7 +749,8 @@ def _check_change(
     other = [a for a in naming if a.yes]
     if other and rule.asks is not None:
         return _asked_otherwise(constraint, change, rule.asks, other)
-    not_named = [v for v in values if all(v in c.unnamed(values) for c in confirmations)]
+    unnamed = [set(c.unnamed(values)) for c in confirmations]  # each question read once
+    not_named = [v for v in values if all(v in left for left in unnamed)]
     problem = (
         f"{label(change)} was not confirmed: no user yes answers a question naming all of "
         f"{', '.join(values)}" + (f"; never named: {', '.join(not_named)}" if not_named else "")
@@ -724,7 +782,7 @@ def _agreed_otherwise(
     the gift card or the Visa?" "The gift card."). A yes about another record ("Shall I also
     refund the hoodie, $45?"), about something else ("Would you like a receipt?") or restating
     the change ("That's $22.00 to your Visa, right?") changes nothing."""
-    later = [a for a in answers if a.yes and a.at > yes.at]
+    later = [a for a in _later(answers, yes.at) if a.yes]
     if not later:
         return None
     asks = _asks(rule)
@@ -795,7 +853,7 @@ def _resumed(answers: list[_Confirmation], covering: list[_Confirmation]) -> _Co
     again. None when the last of *covering* is no such no, or no such yes came after it."""
     if not covering or covering[-1].yes or not any(a.yes for a in covering):
         return None
-    later = (a for a in answers if a.at > covering[-1].at)
+    later = _later(answers, covering[-1].at)
     return next((a for a in later if a.yes and _asks_to_go_on(a.question)), None)
 
 
@@ -803,10 +861,19 @@ def _values(named: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(text for found in named.values() for text in rendered(found)))
 
 
+def _later(answers: list[_Confirmation], at: int) -> list[_Confirmation]:
+    """The answers given after step *at*, in order (looked up in :class:`_Answers` in order)."""
+    if isinstance(answers, _Answers) and answers.ordered:
+        return answers[bisect.bisect_right(answers, at, key=lambda a: a.at) :]
+    return [a for a in answers if a.at > at]
+
+
 def _naming(answers: list[_Confirmation], values: list[str]) -> list[_Confirmation]:
-    # Only a question that names something can be taken back by a no to it: with nothing to
-    # name, any direct yes confirms (a no to "Anything else?" is no refusal of the change).
-    return [a for a in answers if not a.unnamed(values) and (values or a.yes)]
+    """The answers to questions naming all of *values* (see :meth:`_Confirmation.names_all`),
+    in order; worked out once per answer and list of values with :class:`_Answers`."""
+    if isinstance(answers, _Answers):
+        return answers.naming(values)
+    return [a for a in answers if a.names_all(values)]
 
 
 def _covering(rule: ConfirmedRule, naming: list[_Confirmation]) -> list[_Confirmation]:
@@ -1887,6 +1954,8 @@ def _siblings(known: set[str], earlier: Sequence[AgentEvent], *, records: bool =
     """The strings successful tool outputs of *earlier* show where they show one of the
     *known* values (normalised): at the same key, in any element of the same lists. *records*:
     only at keys naming a record (an id, a name, a label), not a detail (a colour, a size)."""
+    if isinstance(earlier, Before):
+        return _first_shown(earlier).siblings(earlier, known, records)
     found = _shown(earlier, records=True if records else None)
     return {leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf}
 
@@ -1905,11 +1974,15 @@ def _shown(earlier: Sequence[AgentEvent], *, records: bool | None) -> _Shown:
     key = ("shown", upto, records)
     if key in memo:
         return memo[key]  # type: ignore[no-any-return]
-    firsts = memo.get("shown firsts")
-    if firsts is None:
-        firsts = memo["shown firsts"] = _FirstShown()
-    found = memo[key] = firsts.upto(earlier, upto, records)
+    found = memo[key] = _first_shown(earlier).upto(earlier, upto, records)
     return found
+
+
+def _first_shown(earlier: Before) -> _FirstShown:
+    firsts = earlier.worked_out.get("shown firsts")
+    if firsts is None:
+        firsts = earlier.worked_out["shown firsts"] = _FirstShown()
+    return firsts
 
 
 def _shown_walked(earlier: Sequence[AgentEvent], records: bool | None) -> _Shown:
@@ -1933,28 +2006,81 @@ class _FirstShown:
     def __init__(self) -> None:
         self.walked = 0
         """How many steps from the start are read into :attr:`paths`."""
-        self.paths: dict[tuple[str, ...], tuple[bool, dict[str, int]]] = {}
-        """Each path, in the order it first shows: whether its key names a record, and its
-        strings, each with the first step showing it, in that order."""
+        self.paths: dict[tuple[str, ...], tuple[bool, dict[str, int], int]] = {}
+        """Each path, in the order it first shows: whether its key names a record, its
+        strings, each with the first step showing it, in that order, and its place in
+        :attr:`order`."""
+        self.order: list[tuple[str, ...]] = []
+        """The paths of :attr:`paths` in their order."""
+        self.where: dict[str, dict[int, int]] = {}
+        """Each string: the paths showing it (their places in :attr:`order`), each with the
+        first step showing it there."""
 
-    def upto(self, earlier: Before, upto: int, records: bool | None) -> _Shown:
+    def walk(self, earlier: Before, upto: int) -> None:
+        """Read the outputs of the steps before *upto* not yet read."""
         for at in range(self.walked, upto):
             for path, leaf, of_record in _output_leaves(at, earlier[at], earlier.worked_out):
                 entry = self.paths.get(path)
                 if entry is None:
-                    entry = self.paths[path] = (of_record, {})
-                entry[1].setdefault(leaf, at)
+                    entry = self.paths[path] = (of_record, {}, len(self.order))
+                    self.order.append(path)
+                if leaf not in entry[1]:
+                    entry[1][leaf] = at
+                    self.where.setdefault(leaf, {})[entry[2]] = at
         self.walked = max(self.walked, upto)
+
+    def upto(self, earlier: Before, upto: int, records: bool | None) -> _Shown:
+        self.walk(earlier, upto)
         # Each set is built adding its strings in the order they first show, as a walk of the
         # prefix adds them (the same set, down to the order it iterates in).
         found: _Shown = {}
-        for path, (of_record, leaves) in self.paths.items():
+        for path, (of_record, leaves, _) in self.paths.items():
             if records is not None and records != of_record:
                 continue
-            shown = {leaf for leaf, at in leaves.items() if at < upto}
+            shown = _shown_before(leaves, upto)
             if shown:
                 found[path] = shown
         return found
+
+    def siblings(self, earlier: Before, known: set[str], records: bool) -> set[str]:
+        """:func:`_siblings` of the steps before ``len(earlier)``, reading only the paths
+        that show one of *known* (looked up, not every path tested), in the same order."""
+        upto = len(earlier)
+        key = ("siblings", upto, records, frozenset(known))
+        memo = earlier.worked_out
+        if key in memo:
+            return memo[key]  # type: ignore[no-any-return]
+        self.walk(earlier, upto)
+        places = {p for leaf in known for p, at in self.where.get(leaf, {}).items() if at < upto}
+        entries = (self.paths[self.order[place]] for place in sorted(places))
+        matching = (
+            self.shown(earlier, place, leaves, upto)
+            for of_record, leaves, place in entries
+            if of_record or not records
+        )
+        found = memo[key] = {leaf for leaves in matching for leaf in leaves - known if leaf}
+        return found
+
+    @staticmethod
+    def shown(earlier: Before, place: int, leaves: dict[str, int], upto: int) -> set[str]:
+        """The strings of the path at *place* shown before *upto* (kept for each prefix: a
+        path every change's values show at is read once per prefix, not once per check)."""
+        key = ("shown at", place, upto)
+        found = earlier.worked_out.get(key)
+        if found is None:
+            found = earlier.worked_out[key] = _shown_before(leaves, upto)
+        return found
+
+
+def _shown_before(leaves: dict[str, int], upto: int) -> set[str]:
+    """The strings of *leaves* first shown before step *upto*, added in the order they first
+    show (the dict's own: each added as its step was read), as a walk of the steps adds them."""
+    shown = set()
+    for leaf, at in leaves.items():
+        if at >= upto:
+            break
+        shown.add(leaf)
+    return shown
 
 
 def _output_leaves(
@@ -2145,8 +2271,12 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
     an objection to what the agent is about to do, which takes the yes back. A no to another
     question ("Anything else?" "No") or to another request for confirmation ("Cancel the
     beanie too. Please confirm." "No, keep it") answers that one."""
-    at = next(i for i, a in enumerate(answers) if a is yes)
-    later = [a for a in answers[at + 1 :] if not a.yes]
+    if isinstance(answers, _Answers) and answers.ordered:
+        after = _later(answers, yes.at)  # answers is yes's own list: those after it
+    else:
+        at = next(i for i, a in enumerate(answers) if a is yes)
+        after = answers[at + 1 :]
+    later = [a for a in after if not a.yes]
     return next((a for a in later if _objects(a)), None)
 
 
