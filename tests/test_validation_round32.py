@@ -52,6 +52,10 @@ PAST_THE_SKEW = {
         "from locale import getencoding",
         f"ok = getencoding() == {locale.getencoding()!r}",
     ),
+    "path-read-text": (
+        "from pathlib import Path",
+        "ok = 'caf\u00e9 cr\u00e8me' in Path(__file__).read_text()  # caf\u00e9 cr\u00e8me",
+    ),
     "weekday-name": (
         "import datetime",
         "ok = datetime.date(2001, 2, 3).strftime('%A') == 'Saturday'",
@@ -90,6 +94,7 @@ PAST_THE_SKEW = {
 READ = {
     "getpreferredencoding": "locale.getpreferredencoding",
     "getencoding-bound": "locale.getencoding",
+    "path-read-text": "the encoding a file is read by when given none (io.text_encoding)",
     "weekday-name": "strftime's names of days, months or %p ('%A')",
     "month-abbreviation-format": "strftime's names of days, months or %p",
     "calendar-month-name": "strftime's names of days, months or %p ('%B')",
@@ -126,9 +131,11 @@ def test_a_check_reading_them_harmlessly_passes(tmp_path: Path) -> None:
         "ok = ok and run.stdout.strip() == b'42'\n"
         "mine = subprocess.run(['sh', '-c', 'echo $GS_MINE'], env={{'GS_MINE': 'x'}}, "
         "capture_output=True, text=True)\n"
-        "ok = ok and mine.stdout.strip() == 'x'"
+        "ok = ok and mine.stdout.strip() == 'x'\n"
+        "ok = ok and 'def probe' in Path(__file__).read_text()\n"
+        "ok = ok and 'caf\u00e9' in Path(__file__).read_text(encoding='utf-8')  # caf\u00e9"
     )
-    imports = "import calendar, datetime, locale, os, subprocess, sys"
+    imports = "import calendar, datetime, locale, os, subprocess, sys\nfrom pathlib import Path"
     check = _determinism(_probing(tmp_path, imports, body.format()))
     assert check.passed, check.detail
 

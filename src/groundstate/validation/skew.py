@@ -29,6 +29,7 @@ import copy
 import datetime as _datetime
 import getpass
 import importlib.util
+import io
 import itertools
 import locale
 import os
@@ -474,6 +475,7 @@ def _machine(high: bool, temp: str, asked: dict[str, None]) -> dict[str, Callabl
         "getlocale": lambda category=locale.LC_CTYPE: LOCALES[high],
         "getpreferredencoding": lambda do_setlocale=True: LOCALES[high][1],
         "getencoding": lambda: LOCALES[high][1],
+        "text_encoding": lambda encoding, stacklevel=2: encoding or LOCALES[high][1],
         "localeconv": lambda: dict(numbers),
     }
     return {
@@ -502,6 +504,7 @@ _LABELS = {
     "getlocale": "locale.getlocale",
     "getpreferredencoding": "locale.getpreferredencoding",
     "getencoding": "locale.getencoding",
+    "text_encoding": "the encoding a file is read by when given none (io.text_encoding)",
     "localeconv": "locale.localeconv",
 }
 """How a disagreement names each function :func:`_machine` skews (``os.<name>`` otherwise)."""
@@ -744,6 +747,7 @@ def _machine_names() -> list[tuple[ModuleType, str]]:
     named |= {os.path: ("expanduser", "expandvars"), tempfile: ("gettempdir", "gettempdirb")}
     named |= {locale: ("getlocale", "getpreferredencoding", "localeconv"), _time: ("strftime",)}
     named |= {locale: (*named[locale], "getencoding")} if hasattr(locale, "getencoding") else {}
+    named |= {io: ("text_encoding",)}  # Path.read_text, write_text and open given no encoding
     names = [(os, name) for name in _MACHINE_OS if hasattr(os, name)]
     return names + [(module, name) for module, more in named.items() for name in more]
 
