@@ -173,16 +173,17 @@ def looking_up() -> list[tuple[ModuleType, str, Callable[..., Any]]]:
 
     def watched(function: Callable[..., Any]) -> Callable[..., Any]:
         def look_up(path: Any, *args: Any, **kwargs: Any) -> Any:
-            if WATCHES and not getattr(_BUSY, "on", False) and kwargs.get("dir_fd") is None:
+            named = _from_folder(path, kwargs.get("dir_fd"))  # what it names, read from C
+            if WATCHES and not getattr(_BUSY, "on", False) and named is not None:
                 frame = sys._getframe(1)
                 if not _making(frame):
                     with _busy():
-                        _note(frame, path, missing=True)
+                        _note(frame, named, missing=True)
             found = function(path, *args, **kwargs)
             own = getattr(_BUSY, "on", False)  # this module's own look-ups (resolve)
-            if DATED and not own and kwargs.get("dir_fd") is None:
+            if DATED and not own and named is not None:
                 with _busy(), suppress(OSError, ValueError, TypeError):
-                    found = _dated(sys._getframe(1), path, found)
+                    found = _dated(sys._getframe(1), named, found)
             return found
 
         return look_up
@@ -200,6 +201,18 @@ def looking_up() -> list[tuple[ModuleType, str, Callable[..., Any]]]:
     return [(os, name, watched(getattr(os, name))) for name in LOOKUPS] + [
         (sqlite3, "connect", connect_watched)
     ]
+
+
+def _from_folder(path: Any, dir_fd: Any) -> Any:
+    """The file ``os.stat(path, dir_fd=dir_fd)`` looks up: *path* itself without a folder's
+    descriptor (or when absolute), else *path* within the folder the descriptor holds open
+    (Linux's ``/proc/self/fd``); None where that cannot be told."""
+    if dir_fd is None or not isinstance(path, str | bytes) or os.path.isabs(path):
+        return path
+    try:
+        return os.path.join(os.readlink(f"/proc/self/fd/{int(dir_fd)}"), os.fsdecode(path))
+    except (OSError, TypeError, ValueError):
+        return None
 
 
 DATED: list[tuple[set[int], Path, float, frozenset[str], dict[str, None]]] = []

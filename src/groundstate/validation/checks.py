@@ -965,10 +965,17 @@ def check_exercised(proof: Proof) -> Finding:
     found = f"{len(proof.unexercised)} of {counted(len(own), 'check')} never failed in a replay: "
     found += ", ".join(proof.unexercised)
     if mode == "report":
-        return True, f"warning: {found} (not failed: exercised_checks: report)"
+        return True, f"warning: {found} ({REPORTED})"
     return False, f"{found} ({UNEXERCISED})"
 
 
+REPORTED = (
+    "the task is valid only because exercised_checks is report, the default: a check no "
+    "replay made fail may be always true (a Python check that catches its own assertion and "
+    "returns True passes every state) and then proves nothing; exercised_checks: required, "
+    "or validate --strict, makes the task invalid"
+)
+"""Why a task with a check never seen failing is still valid, said in its warning."""
 UNEXERCISED = (
     "no replay of validation (the known-bad solutions, the do-nothing, claims-only and "
     "oracle's-words agents, the oracle with a step left out or a table put back, the mutants) "

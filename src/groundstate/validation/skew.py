@@ -29,6 +29,7 @@ import copy
 import datetime as _datetime
 import getpass
 import importlib.util
+import io
 import itertools
 import locale
 import os
@@ -37,6 +38,7 @@ import random
 import re
 import secrets
 import socket
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -255,6 +257,42 @@ _LOCAL_FORMATS = (
 )
 """How the skewed locales write a date, a time and both (``strftime``'s ``%x``, ``%X``,
 ``%c``): a day first, then a year first, neither as the C locale (``%m/%d/%y``)."""
+_DAYS = (
+    ("Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"),
+    tuple(f"{day}\u66dc\u65e5" for day in "\u6708\u706b\u6c34\u6728\u91d1\u571f\u65e5"),
+)
+_MONTHS = (
+    (
+        "Januar",
+        "Februar",
+        "M\u00e4rz",
+        "April",
+        "Mai",
+        "Juni",
+        "Juli",
+        "August",
+        "September",
+        "Oktober",
+        "November",
+        "Dezember",
+    ),
+    tuple(f"{month}\u6708" for month in range(1, 13)),
+)
+_HALVES = (("", ""), ("\u5348\u524d", "\u5348\u5f8c"))
+"""The names the skewed locales give days, months and the half of the day (``strftime``'s
+``%A``, ``%a``, ``%B``, ``%b``, ``%h``, ``%p``; ``calendar.day_name``, ``month_name``):
+German, then Japanese, neither the C locale's English."""
+
+
+def _name(high: bool, directive: str, t: _time.struct_time) -> str:
+    """What ``%<directive>`` (one of ``AaBbhp``) writes for *t* in the skewed locale."""
+    day, month = _DAYS[high][t.tm_wday], _MONTHS[high][t.tm_mon - 1]
+    names = {"A": day, "a": day[: 1 if high else 2], "B": month}
+    names["p"] = _HALVES[high][t.tm_hour >= 12]
+    return names.get(directive, month[:3])  # b, h
+
+
+_NAMED = re.compile("(%%|%[AaBbhp])")
 _NUMBERS = (
     {"decimal_point": ",", "thousands_sep": ".", "grouping": [3, 3, 0]},
     {"decimal_point": ".", "thousands_sep": ",", "grouping": [3, 3, 0]},
@@ -299,8 +337,19 @@ class _Clock:
         written = re.sub("%[%xXc]", lambda m: local.get(m[0][1], m[0]), format)
         if written != format:
             self.asked[f"strftime's %x, %X or %c ({format!r})"] = None
-        format = written
-        return _time.strftime(format, self.localtime() if t is None else t)
+        moment = self.localtime() if t is None else _time.struct_time(t)
+        pieces = _NAMED.split(written)  # the names written here: not through C's encoding
+        if len(pieces) == 1 or all(p == "%%" for p in pieces[1::2]):
+            return _time.strftime(written, moment)
+        self.asked[f"strftime's names of days, months or %p ({format!r})"] = None
+        return "".join(
+            ("%" if piece == "%%" else _name(self.high, piece[1], moment))
+            if n % 2
+            else _time.strftime(piece, moment)
+            if piece
+            else ""
+            for n, piece in enumerate(pieces)
+        )
 
     def classes(self) -> tuple[type, type]:
         """``datetime`` and ``date`` classes whose ``now``/``today``/``utcnow`` read this clock."""
@@ -424,6 +473,9 @@ def _machine(high: bool, temp: str, asked: dict[str, None]) -> dict[str, Callabl
         "gettempdir": lambda: temp,
         "gettempdirb": lambda: os.fsencode(temp),
         "getlocale": lambda category=locale.LC_CTYPE: LOCALES[high],
+        "getpreferredencoding": lambda do_setlocale=True: LOCALES[high][1],
+        "getencoding": lambda: LOCALES[high][1],
+        "text_encoding": lambda encoding, stacklevel=2: encoding or LOCALES[high][1],
         "localeconv": lambda: dict(numbers),
     }
     return {
@@ -450,6 +502,9 @@ _LABELS = {
     "gettempdir": "tempfile.gettempdir",
     "gettempdirb": "tempfile.gettempdirb",
     "getlocale": "locale.getlocale",
+    "getpreferredencoding": "locale.getpreferredencoding",
+    "getencoding": "locale.getencoding",
+    "text_encoding": "the encoding a file is read by when given none (io.text_encoding)",
     "localeconv": "locale.localeconv",
 }
 """How a disagreement names each function :func:`_machine` skews (``os.<name>`` otherwise)."""
@@ -630,6 +685,11 @@ def _skewed(
         undo.append(_rebind(vars(module), name, swaps[id(getattr(module, name))][1]))
     suite_code = {id(namespace) for namespace in namespaces}
     process: dict[int, tuple[object, object]] = {}
+    if process_wide:  # a subprocess the suite's code starts inherits the skewed variables
+        popen = _children(subprocess.Popen, high, temp, suite_code, asked)
+        swaps[id(subprocess.Popen)] = (subprocess.Popen, popen)
+        rebound[id(vars(subprocess))] = vars(subprocess)
+        undo.append(_rebind(vars(subprocess), "Popen", popen))
     for module, name in _machine_names() if process_wide else ():
         real, fake = getattr(module, name), swaps[id(getattr(module, name))][1]
         assert callable(fake)
@@ -654,11 +714,40 @@ def _skewed(
         HARNESS.replace(back, rebound.values())
 
 
+def _children(
+    popen: type[subprocess.Popen[Any]],
+    high: bool,
+    temp: str,
+    suite_code: set[int],
+    asked: dict[str, None],
+) -> type[subprocess.Popen[Any]]:
+    """``subprocess.Popen`` (so ``run``, ``check_output``, ``os.popen``) giving a process the
+    code of *suite_code* starts without an ``env`` of its own the variables it is given
+    itself: none at the low end, the real ones at the high end (a child cannot be given every
+    name), with the home and the folder for temporary files of the skewed machine at both.
+    A verdict resting on a variable, or the home, read in a subprocess
+    (``subprocess.run(["sh", "-c", "echo $HOME"])``) gives another one."""
+    variables = {"HOME": f"/home/{MACHINES[high]}", "TMPDIR": temp}
+    if high:
+        variables = {**os.environ, **variables}
+
+    class Popen(popen):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: Any, env: Any = None, **kwargs: Any) -> None:
+            if env is None and suite_calling(sys._getframe(1), suite_code, _GROUNDSTATE):
+                asked["the environment a subprocess inherits"] = None
+                env = dict(variables)
+            super().__init__(*args, env=env, **kwargs)
+
+    return Popen
+
+
 def _machine_names() -> list[tuple[ModuleType, str]]:
     """The functions :func:`_machine` skews, where they live."""
     named = {getpass: ("getuser",), platform: ("node",), socket: ("gethostname", "getfqdn")}
     named |= {os.path: ("expanduser", "expandvars"), tempfile: ("gettempdir", "gettempdirb")}
-    named |= {locale: ("getlocale", "localeconv"), _time: ("strftime",)}
+    named |= {locale: ("getlocale", "getpreferredencoding", "localeconv"), _time: ("strftime",)}
+    named |= {locale: (*named[locale], "getencoding")} if hasattr(locale, "getencoding") else {}
+    named |= {io: ("text_encoding",)}  # Path.read_text, write_text and open given no encoding
     names = [(os, name) for name in _MACHINE_OS if hasattr(os, name)]
     return names + [(module, name) for module, more in named.items() for name in more]
 

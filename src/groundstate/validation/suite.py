@@ -36,7 +36,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 42
+VALIDATOR_REVISION = 43
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -121,7 +121,10 @@ pick, and an amount of a choice in words ("Forty."); τ²'s ``payment-confirmed`
 the answer did not pick, and the retail example reads a cancellation's reason with τ²'s
 words; 37: ``grader_determinism`` gives the suite's code its folder listings in reverse
 order in one grading; 41: it dates the suite's files read through an ``os.scandir`` entry or a
-descriptor, and skews ``os.environb`` and ``os.path.expandvars``, and bound ``listdir``)."""
+descriptor, and skews ``os.environb`` and ``os.path.expandvars``, and bound ``listdir``;
+43: it skews the locale's encoding and its names of days and months, dates a file read through
+``os.stat(name, dir_fd=...)``, and gives a subprocess the suite's code starts the skewed
+variables)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
