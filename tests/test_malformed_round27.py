@@ -22,15 +22,6 @@ from tests.test_stats_round24 import Row, cli, imported
 BOOM = "\nraise ValueError('boom')\n"
 
 
-@pytest.fixture
-def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A starter suite ``demo`` in the working folder, named relatively."""
-    monkeypatch.chdir(tmp_path)
-    code, _, err = cli("init", "demo")
-    assert code == 0, err
-    return tmp_path
-
-
 def _check(suite: str) -> list[str]:
     _, out, err = cli("check", suite)
     return [line for line in (out + err).splitlines() if ": " in line]
