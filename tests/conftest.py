@@ -131,6 +131,18 @@ EditTask = Callable[[Callable[[dict[str, Any]], None]], Suite]
 
 
 @pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A starter suite ``demo`` (``groundstate init demo``) in the working folder, named
+    relatively: the working folder is *tmp_path*, which is returned."""
+    from groundstate.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["init", "demo"])
+    assert result.exit_code == 0, result.stderr
+    return tmp_path
+
+
+@pytest.fixture
 def rooms(tmp_path: Path) -> Path:
     """A copy of the rooms suite to edit (the loading audits' hostile files)."""
     root = tmp_path / "rooms"

@@ -22,15 +22,6 @@ from tests.test_stats_round24 import Row, cli, imported
 BOOM = "\nraise ValueError('boom')\n"
 
 
-@pytest.fixture
-def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A starter suite ``demo`` in the working folder, named relatively."""
-    monkeypatch.chdir(tmp_path)
-    code, _, err = cli("init", "demo")
-    assert code == 0, err
-    return tmp_path
-
-
 def _check(suite: str) -> list[str]:
     _, out, err = cli("check", suite)
     return [line for line in (out + err).splitlines() if ": " in line]
@@ -147,7 +138,7 @@ def test_a_batch_under_max_invalid_rate_1_with_no_valid_attempt_exits_3() -> Non
     missing = no_estimate(batch, broken)
     assert missing == "every attempt is invalid (2 attempts)"
     with pytest.raises(SystemExit) as stopped:
-        _exit_on_verdict({"invalid_rate_flagged": False}, [], missing)
+        _exit_on_verdict({"invalid_rate_flagged": False, "no_estimate": missing}, [])
     assert stopped.value.code == 3
     # unfinished (a resume may give it valid attempts): reported as such, no exit here
     assert no_estimate(_batch(attempts=2), broken) is None  # attempts not stored
@@ -157,4 +148,4 @@ def test_a_batch_under_max_invalid_rate_1_with_no_valid_attempt_exits_3() -> Non
     # the control: a valid attempt, no exit
     mixed = OutcomeTable.from_rows([row("t", "environment_failure/x"), row("u", "success")])
     assert no_estimate(batch, mixed) is None
-    _exit_on_verdict({"invalid_rate_flagged": False}, [], None)
+    _exit_on_verdict({"invalid_rate_flagged": False, "no_estimate": None}, [])

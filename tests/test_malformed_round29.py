@@ -28,14 +28,6 @@ from tests.test_stats_round24 import cli
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-@pytest.fixture
-def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    code, _, err = cli("init", "demo")
-    assert code == 0, err
-    return tmp_path
-
-
 def _run(store: str) -> tuple[int, str]:
     code, _, err = cli("run", "demo", "--system", "demo/system.yaml", "--store", store)
     return code, err

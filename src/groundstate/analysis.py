@@ -553,7 +553,9 @@ def batch_report(
     k_over_supporting: bool = False,
 ) -> dict[str, Any]:
     """The machine-readable report of a batch: headline numbers of both views with their
-    denominators and intervals, the k limits, and the per-task table it was computed from."""
+    denominators and intervals, the k limits, and the per-task table it was computed from.
+    ``no_estimate`` says why a finished batch has no estimate at all (:func:`no_estimate`),
+    null when it has one: no figure of it is then an estimate (``run`` and ``report`` exit 3)."""
     whole, outside = planned(batch, runs)
     table, apart = whole.split(batch.invalid_tasks)
     counted = count_batch(batch, table, seed=seed, k_over_supporting=k_over_supporting)
@@ -591,6 +593,7 @@ def batch_report(
         "invalid_tasks_run": batch.invalid_tasks,
         "invalid_tasks_results": invalid_task_results(batch, apart),
         "missing_attempts": missing_attempts(batch, whole.final()),
+        "no_estimate": _no_estimate(batch, whole),
         "outside_plan": len(outside),
         "judge_errors": judge_errors(counted.final),
         "provenance": provenance(batch),
@@ -700,9 +703,13 @@ def no_estimate(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> st
     0 invalid attempts). A batch still running, or stopped with attempts to run or rerun, is
     reported as such (None): a resume may give it valid attempts. ``run``, ``report`` and
     ``compare`` (each side) exit 3 on it."""
+    return _no_estimate(batch, planned(batch, runs)[0])
+
+
+def _no_estimate(batch: BatchInfo, whole: OutcomeTable) -> str | None:
+    """:func:`no_estimate` of the batch's planned tries *whole* (:func:`planned`)."""
     from groundstate.rounding import counted  # a local name elsewhere in this module
 
-    whole = planned(batch, runs)[0]
     if batch.running or missing_attempts(batch, whole.final()) is not None:
         return None
     final = whole.split(batch.invalid_tasks)[0].final()

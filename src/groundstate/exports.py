@@ -30,7 +30,7 @@ from groundstate.paths import make_folder
 from groundstate.records import AgentRun
 from groundstate.report.numbers import incomplete_text
 from groundstate.rounding import counted
-from groundstate.store import BatchInfo, RunStore, known_usage, refuse_store_files
+from groundstate.store import BatchInfo, RunStore, known_usage, refuse_output
 from groundstate.trace import MessageEvent, ToolCallEvent
 
 ExportFormat = Literal["jsonl", "csv", "inspect"]
@@ -60,7 +60,7 @@ def export_batch(
     store: RunStore, batch_id: str | None, format: ExportFormat, out: Path
 ) -> ExportReport:
     """Write the batch *batch_id* (default: the latest) to *out* in *format*."""
-    refuse_store_files(store.path, out, "--out")
+    refuse_output(store.path, out, "--out")
     batch = store.batch(batch_id)
     runs = store.runs(batch.batch_id)
     if not runs:

@@ -31,21 +31,60 @@ def in_the_way(folder: Path) -> str | None:
     there and is no folder ("notes.txt is a file, not a folder"), or ``None``."""
     for above in reversed((folder, *folder.parents)):
         if os.path.lexists(above) and not above.is_dir():
-            what = "a file" if above.is_file() else "a link to no folder"
+            what = (
+                "a file" if above.is_file()
+                else "a link to no folder" if above.is_symlink()
+                else _kind(above)  # a named pipe is not "a link to no folder"
+            )  # fmt: skip
             return f"{above} is {what}, not a folder"
     return None
+
+
+def _kind(path: Path) -> str:
+    """What *path*, there and no folder, file nor link, is: "a named pipe", "a socket"..."""
+    try:
+        return _special(path.stat().st_mode) or "no folder"
+    except (OSError, ValueError):
+        return "no folder"
+
+
+def output_refusal(path: Path, *, folder: bool = False) -> str | None:
+    """Why *path*, where a command is to write its output (a file, or with *folder* a folder
+    of files), is refused before anything is written, or ``None``: something there that is no
+    regular file (nor, with *folder*, a folder): a named pipe waits for a reader for ever, a
+    device never fills, a folder or socket fails after all the work; or a link whose target
+    does not exist (the write would make a file wherever the link points, or fail with "No
+    such file or directory")."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return dangling_link(path)
+    except (OSError, ValueError):
+        return None  # a loop of links, a NUL byte: the write names it
+    if stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder, not a file"
+    if stat.S_ISREG(mode):
+        return "a file, not a folder"
+    return not_regular(mode)
 
 
 def not_regular(mode: int) -> str:
     """What a name that is no regular file nor folder is, from its ``st_mode``: "not a regular
     file" and, where known, which kind (opening a named pipe waits for a writer for ever)."""
-    kind = (
-        " (a named pipe)" if stat.S_ISFIFO(mode)
-        else " (a socket)" if stat.S_ISSOCK(mode)
-        else " (a device)" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+    kind = _special(mode)
+    return f"not a regular file ({kind})" if kind else "not a regular file"
+
+
+def _special(mode: int) -> str:
+    """Which kind of file that is no regular file nor folder *mode* is, or ``""``."""
+    return (
+        "a named pipe" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
         else ""
     )  # fmt: skip
-    return f"not a regular file{kind}"
 
 
 def dangling_link(path: Path) -> str | None:

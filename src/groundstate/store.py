@@ -43,6 +43,7 @@ from groundstate.paths import (
     in_the_way,
     make_folder,
     not_regular,
+    output_refusal,
 )
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
 from groundstate.rounding import counted
@@ -351,12 +352,18 @@ def _page_cache(db: sqlite3.Connection, kib: int) -> Iterator[None]:
         db.execute(f"PRAGMA cache_size = {int(before)}")
 
 
-def refuse_store_files(store: Path, out: Path, option: str) -> None:
+def refuse_output(store: Path, out: Path, option: str, *, folder: bool = False) -> None:
     """Refuse *out*, the path an output *option* (``--out``, ``--html``) names, when it is the
     run store *store* itself, one of its SQLite files or under its artifacts: writing there
-    truncates the evidence (``report --html s.db`` wrote its HTML over the store). Every
-    command that writes a file beside a store checks here, before any work."""
+    truncates the evidence (``report --html s.db`` wrote its HTML over the store); and when
+    it is no file to write (a folder with *folder*): a named pipe (``report --html`` waited
+    for a reader for ever), a device, a link to nowhere (:func:`~groundstate.paths.
+    output_refusal`). Every command that writes a file beside a store checks here, before
+    any work."""
     from groundstate.environments.sqlite_live import side_files
+
+    if (why := output_refusal(out, folder=folder)) is not None:
+        raise GroundstateError(f"{option} {out} is {why}: give another path")
 
     target = Path(os.path.realpath(out))  # a link loop is refused by the open, not here
     database = Path(os.path.realpath(store))

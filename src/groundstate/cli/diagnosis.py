@@ -218,20 +218,29 @@ def agreement_command(
     the one that graded the batch).
 
     Prints Cohen's kappa, Krippendorff's alpha, the confusion table and each attempt the
-    two disagree on.
+    two disagree on. A finished batch with no valid attempt (every attempt invalid, or
+    every task failed validation) gives nothing to agree on: exit 3, as ``report``.
     """
     from rich.table import Table
 
-    from groundstate.analysis import counted_runs
+    from groundstate.analysis import counted_runs, no_estimate
+    from groundstate.cli.runs import exit_without_estimate
     from groundstate.diagnosis import regrade, verdict_agreement
     from groundstate.report.terminal import quoted
     from groundstate.spec.suite import load_suite
 
     if (batch_b is None) == (regrade_suite is None):
         raise click.UsageError("give BATCH_B or --regrade SUITE (one of them)")
-    # each side's counted tries, as its report counts them (its plan, valid tasks, last tries)
     ids = (batch_a,) if batch_b is None else (batch_a, batch_b)
-    read = [(b, counted_runs(b, runs)) for b, runs in _read_batches(store, ids)]
+    stored = _read_batches(store, ids)
+    # before any pairing: the verdicts of invalid attempts only ("invalid" against "invalid")
+    # made "share agreeing 1.000", exit 0
+    sides = zip(("A", "B"), stored, strict=False)  # one side under --regrade
+    exit_without_estimate(
+        [(f"side {side} (batch {b.batch_id})", no_estimate(b, runs)) for side, (b, runs) in sides]
+    )
+    # each side's counted tries, as its report counts them (its plan, valid tasks, last tries)
+    read = [(b, counted_runs(b, runs)) for b, runs in stored]
     (batch, a_runs), b_runs = read[0], read[-1][1]
     if batch_b is None:
         b_runs = regrade(a_runs, load_suite(regrade_suite or Path()), _system_of(batch))
@@ -338,9 +347,9 @@ def sample_failures_command(
     The taxonomy is --taxonomy, else the suite's taxonomy.yaml, else the shipped default; a
     copy is written beside the sheet."""
     from groundstate.diagnosis import failed_runs, sample_failures, write_sheet
-    from groundstate.store import refuse_store_files
+    from groundstate.store import refuse_output
 
-    refuse_store_files(store, out, "--out")  # its artifacts: the sheet is no evidence
+    refuse_output(store, out, "--out", folder=True)  # its artifacts: the sheet is no evidence
     ((batch, runs),) = _read_batches(store, (batch_id,))
     taxonomy = _taxonomy(batch, taxonomy_file)
     sample = sample_failures(batch, runs, n, seed)

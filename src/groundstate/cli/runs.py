@@ -180,7 +180,7 @@ def run(
         with interruptible(flag):
             # The library is imported under the handlers: a Ctrl-C while it loads (seconds on
             # a busy machine) is an interruption that stored nothing, exit 130, not "Aborted!".
-            from groundstate.analysis import batch_report, no_estimate
+            from groundstate.analysis import batch_report
             from groundstate.executors import make_executor
             from groundstate.gates import check_attempts, gate_results, parse_gate
             from groundstate.report.terminal import batch_table
@@ -195,7 +195,7 @@ def run(
 
             if html is not None:  # before any agent runs: it could patch a module first seen
                 import groundstate.report.html  # noqa: F401  after it (groundstate.bindings)
-            _refuse_store_files(html, store)  # before the batch, not once it is stored
+            _refuse_output(html, store)  # before the batch, not once it is stored
             sweep_stale()  # work folders of runs killed outright
             gates = [parse_gate(text) for text in fail_under]
             if resume_id is None:
@@ -276,7 +276,7 @@ def run(
         out.print(f"stored in {store} · batch {batch_id} · run ids: groundstate runs {batch_id}")
         if html is not None:
             out.print(f"HTML report: {html}")
-    _exit_on_verdict(data, verdicts, no_estimate(result.batch, result.runs))
+    _exit_on_verdict(data, verdicts)
 
 
 def _refuse_new_plan(batch: BatchInfo, **given: int) -> None:
@@ -293,12 +293,10 @@ def _refuse_new_plan(batch: BatchInfo, **given: int) -> None:
             )
 
 
-def _exit_on_verdict(
-    data: dict[str, Any], verdicts: list[dict[str, Any]], missing: str | None
-) -> None:
-    """Exit 3 when the invalid-run flag trips or the batch has no estimate (*missing*: why,
-    from :func:`~groundstate.analysis.no_estimate`), else 4 when a gate fails (one line
-    each)."""
+def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> None:
+    """Exit 3 when the invalid-run flag trips or the batch has no estimate (its report's
+    ``no_estimate``: :func:`~groundstate.analysis.no_estimate`), else 4 when a gate fails (one
+    line each)."""
     from groundstate.gates import EXIT_BELOW_GATE, failure_line
 
     if data["invalid_rate_flagged"]:
@@ -308,7 +306,7 @@ def _exit_on_verdict(
             err=True,
         )
         sys.exit(EXIT_TOO_MANY_INVALID)
-    _exit_without_estimate([("the batch", missing)])
+    exit_without_estimate([("the batch", data["no_estimate"])])
     failed = [v for v in verdicts if not v["passed"]]
     for verdict in failed:
         click.echo(f"error: --fail-under: {failure_line(verdict)}", err=True)
@@ -316,11 +314,11 @@ def _exit_on_verdict(
         sys.exit(EXIT_BELOW_GATE)
 
 
-def _exit_without_estimate(batches: list[tuple[str, str | None]]) -> None:
+def exit_without_estimate(batches: list[tuple[str, str | None]]) -> None:
     """Exit 3 when a finished batch has no valid attempt it counts (each named with why:
     :func:`~groundstate.analysis.no_estimate`): no figure of it is an estimate (``run``
-    under ``max_invalid_rate: 1``, which flags nothing, ``report`` without a gate and
-    ``compare`` exited 0, as for a batch whose numbers stand)."""
+    under ``max_invalid_rate: 1``, which flags nothing, ``report`` without a gate,
+    ``compare`` and ``agreement`` exited 0, as for a batch whose numbers stand)."""
     missing = [(name, why) for name, why in batches if why is not None]
     for name, why in missing:
         click.echo(f"error: {why}: {name} has no estimate (exit {EXIT_TOO_MANY_INVALID})", err=True)
@@ -365,12 +363,12 @@ def report(
     below its threshold.
     """
     _one_blas_thread()
-    from groundstate.analysis import batch_report, no_estimate
+    from groundstate.analysis import batch_report
     from groundstate.gates import gate_results, parse_gate
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
-    _refuse_store_files(html, store)
+    _refuse_output(html, store)
     gates = [parse_gate(text) for text in fail_under]
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
@@ -404,11 +402,10 @@ def report(
             out.print(_altered_mark(batch.batch_id))
     if altered:
         sys.exit(EXIT_ALTERED)
-    missing = no_estimate(batch, table)
     if gates:
-        _exit_on_verdict(data, verdicts, missing)
+        _exit_on_verdict(data, verdicts)
     else:
-        _exit_without_estimate([("the batch", missing)])
+        exit_without_estimate([("the batch", data["no_estimate"])])
 
 
 def _one_blas_thread() -> None:
@@ -584,13 +581,13 @@ def _write_batch_html(
     _write(path, render_batch(batch, runs, summary, tries(batch, runs), check))
 
 
-def _refuse_store_files(html: Path | None, store: Path) -> None:
+def _refuse_output(html: Path | None, store: Path) -> None:
     """``--html`` naming the run store (or its SQLite files, its artifacts) is refused before
     any work: it wrote the report over the store it read."""
-    from groundstate.store import refuse_store_files
+    from groundstate.store import refuse_output
 
     if html is not None:
-        refuse_store_files(store, html, "--html")
+        refuse_output(store, html, "--html")
 
 
 def _write(path: Path, text: str) -> None:
@@ -672,6 +669,7 @@ def _batch_json(
         "invalid_attempts": data["invalid_attempts"],
         "k_limits": data["k_limits"],
         "missing_attempts": data["missing_attempts"],
+        "no_estimate": data["no_estimate"],
         "invalid_tasks_run": data["invalid_tasks_run"],
         "invalid_tasks_results": data["invalid_tasks_results"],
         "success_rate": data["success_rate"],
@@ -748,7 +746,7 @@ def compare_command(
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
-    _refuse_store_files(html, store)
+    _refuse_output(html, store)
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         (check_a, a_table), (check_b, b_table) = (
@@ -765,6 +763,10 @@ def compare_command(
             f"WARNING: not the same evaluation: {one_line(mismatch)}", err=True, fg="red", bold=True
         )
     data = comparison_report(a, b, comparison)
+    # each side's reason it has no estimate, or null (as report --json's no_estimate)
+    sides = (("a", a), ("b", b))
+    for (side, x), table in zip(sides, (a_runs, b_runs), strict=True):
+        data[f"no_estimate_{side}"] = no_estimate(x, table)
     if html is not None:
         from groundstate.report.html import render_comparison  # jinja2: only for HTML
 
@@ -781,9 +783,6 @@ def compare_command(
     if any(altered):
         click.echo("error: records of a compared batch are altered (see the warnings)", err=True)
         sys.exit(EXIT_ALTERED)
-    _exit_without_estimate(
-        [
-            (f"side {side} (batch {x.batch_id})", no_estimate(x, table))
-            for side, x, table in (("a", a, a_runs), ("b", b, b_runs))
-        ]
+    exit_without_estimate(
+        [(f"side {side} (batch {x.batch_id})", data[f"no_estimate_{side}"]) for side, x in sides]
     )
