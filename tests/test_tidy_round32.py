@@ -211,14 +211,25 @@ def test_an_output_path_that_is_a_link_to_nowhere_names_its_target(tmp_path: Pat
             assert not target.exists() and not target.parent.joinpath("gone").exists()
 
 
-def test_an_output_path_that_is_a_device_or_a_socket_is_refused(tmp_path: Path) -> None:
+def test_an_output_path_that_is_a_socket_is_refused(tmp_path: Path) -> None:
     batch = imported(tmp_path, GOOD, "good")
     sock = tmp_path / "s.sock"
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(sock))
-        for path, kind in ((Path("/dev/null"), "a device"), (sock, "a socket")):
-            code, _, err = cli("report", batch, "--html", str(path), *_store(tmp_path))
-            assert code == 2 and f"is not a regular file ({kind}): give another path" in err
+        code, _, err = cli("report", batch, "--html", str(sock), *_store(tmp_path))
+        assert code == 2 and "is not a regular file (a socket): give another path" in err
+
+
+def test_a_character_device_takes_the_output(tmp_path: Path) -> None:
+    """``--html /dev/null`` throws the report away, as a user writing it means (a character
+    device neither waits for a reader nor is overwritten); sample-failures' folder is still
+    refused there."""
+    batch = imported(tmp_path, GOOD, "good")
+    code, _, err = cli("report", batch, "--html", "/dev/null", *_store(tmp_path))
+    assert code == 0, err
+    args = ["sample-failures", batch, "--n", "1", "--out", "/dev/null"]
+    code, _, err = cli(*args, *_store(tmp_path))
+    assert code == 2 and "/dev/null" in err
 
 
 def test_the_sheet_folder_must_be_a_folder_or_nothing(tmp_path: Path) -> None:

@@ -52,16 +52,17 @@ def output_refusal(path: Path, *, folder: bool = False) -> str | None:
     """Why *path*, where a command is to write its output (a file, or with *folder* a folder
     of files), is refused before anything is written, or ``None``: something there that is no
     regular file (nor, with *folder*, a folder): a named pipe waits for a reader for ever, a
-    device never fills, a folder or socket fails after all the work; or a link whose target
-    does not exist (the write would make a file wherever the link points, or fail with "No
-    such file or directory")."""
+    block device would be overwritten, a folder or socket fails after all the work; or a link
+    whose target does not exist (the write would make a file wherever the link points, or
+    fail with "No such file or directory"). A character device (``/dev/null``, a terminal)
+    takes the output as written."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
         return dangling_link(path)
     except (OSError, ValueError):
         return None  # a loop of links, a NUL byte: the write names it
-    if stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode):
+    if stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode) or stat.S_ISCHR(mode):
         return None
     if stat.S_ISDIR(mode):
         return "a folder, not a file"
