@@ -199,8 +199,10 @@ _TERMS = (
     # yes", "I think so")
     r"|\bbut (please )?(tomorrow|later|next (week|month)|another (day|time))\b"
     # ... with no "but": a time after the yes or the go-ahead, ending its clause ("Yes,
-    # tomorrow.", "Sure, later please", "Go ahead next week", "OK, on Monday"); not "Yes, now"
-    rf"|^[\W_]*(({_YES_WORDS}|{_OPENING_YES})\b[\W_]*)+((please|then|maybe|but)\b[\W_]*)*{_LATER}"
+    # tomorrow.", "Sure, later please", "Go ahead next week", "OK, on Monday", "Yes, so do it
+    # tomorrow"); not "Yes, now"
+    rf"|^[\W_]*(({_YES_WORDS}|{_OPENING_YES})\b[\W_]*)+((please|then|maybe|but|so|and|just)\b[\W_]*)*"
+    rf"((do|process|send|make|submit) it\b[\W_]*)?{_LATER}"
     r"(\W+(please|then|thanks|thank you|though|ok|okay|maybe))*\W*($|[.!?;,)])"
     r"|\b(probably|perhaps|maybe|possibly) (yes|yeah|so|ok|okay|sure)\b"
     r"|^[\W_]*(i guess|i suppose|i think) (yes|yeah|so|ok|okay|sure)\b"

@@ -344,7 +344,13 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         before = len(answers)
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
-        if going_on is not None and len(answers) == before and _users(event):
+        # ("Anything else?" "Not right now." answers that question, and says no more of the yes)
+        if (
+            going_on is not None
+            and len(answers) == before
+            and _users(event)
+            and (asked is None or not _nothing_more_now(asked, event))
+        ):
             answers[going_on] = _went_on(rule, answers[going_on], event, at_once)
         waiting = question
         question = _track(reply, said, question, answers, i)
@@ -398,6 +404,54 @@ _REFUSED_FILLER = frozenset(
 )
 
 
+# A no about a side matter, not the change (what a reply says beside its yes, or a message sent
+# after it): an extra turned down ("no refund receipt needed", "no more emails please", "don't
+# send the receipt", "don't email me"), mail stopped ("stop the emails", "stop sending me
+# texts"), haste ("I don't want the refund to take long", "I don't want to wait weeks") or a
+# wait for word of it ("I'll wait for the email", "I'll wait for the refund"). Each reads to
+# the end of its clause only when nothing but a courtesy follows: "don't send the refund",
+# "stop the refund" or "I'll wait for my wife" are no side matter.
+_EXTRA = (
+    r"(receipt|confirmation|email|e-mail|mail|copy|paperwork|call|phone call|text|text message"
+    r"|sms|message|bag|box|printout|survey|update|notification|reminder|newsletter|marketing"
+    r"|promotion|promo|ad|advert|spam|follow-up|followup)s?"
+)
+# ... with a word saying which ("no refund receipt", "the marketing emails"), not whose ("I'll
+# wait for my wife's email" waits for a person)
+_EXTRA_OF = (
+    r"((refund|return|exchange|order|shipping|tracking|confirmation|email|e-mail|paper|printed"
+    r"|marketing|promotional|final|extra|follow-up|text|sms) )?"
+)
+# ... ending its sentence, or its clause when no "and" or "or" carries the clause on ("Stop
+# the emails and the refund" stops the refund too)
+_CLAUSE_ENDS = (
+    r"(?=[\W_]*$|[.!?;)]|,? (please|thanks|thank you|though|either)\b"
+    r"|, (?!(and|or|nor|plus|as well|too)\b))"
+)
+_SIDE_MATTER = re.compile(
+    rf"\bno (more |further |other |extra )?{_EXTRA_OF}{_EXTRA}( (needed|necessary|required"
+    rf"|please|thanks|thank you))*{_CLAUSE_ENDS}"
+    r"|\b(stop|unsubscribe me from|no more) (sending (me |us )?)?(the |those |these |all |any "
+    rf"|your )?{_EXTRA_OF}{_EXTRA}( please)?{_CLAUSE_ENDS}"
+    r"|\b((i|we|please) )?(do not|don't|dont|no need to|never) (send|email|e-mail|mail|text"
+    r"|call|ring|notify|contact|print|spam|bother)( (me|us))?( (a|an|the|any|my|your|those|these) "
+    rf"{_EXTRA_OF}{_EXTRA})?{_CLAUSE_ENDS}"
+    r"|\b((i|we|please) )?(do not|don't|dont) (want|need|like) (it|this|that|the (refund|return"
+    r"|exchange|process|processing|cancellation)) to (take( so| too| very)? (long|forever|ages"
+    rf"|weeks|days|a while|months)|drag on|be (slow|delayed)){_CLAUSE_ENDS}"
+    r"|\b((i|we|please) )?(do not|don't|dont) (want|like) to wait( so| too| very)? (long|forever"
+    rf"|ages|weeks|days|a while|months|around){_CLAUSE_ENDS}"
+    r"|\b(i'll|i will|i can|we'll|we will|i'm happy to|happy to)( just| happily)? wait for"
+    rf" (the|a|an|your|my) {_EXTRA_OF}({_EXTRA}|refund|money|credit){_CLAUSE_ENDS}"
+)
+
+
+def _without_side_matters(text: str) -> str:
+    """Normalised *text* without the clauses turning down or awaiting a side matter
+    (:data:`_SIDE_MATTER`): what is left says whether the change is still wanted."""
+    return _SIDE_MATTER.sub(" ", text)
+
+
 def _read_without_refused(rule: ConfirmedRule, reply: MessageEvent, question: str) -> bool | None:
     """How the user's *reply*, read as a no, reads without the parts turning down something
     its normalised *question* proposes (:data:`_REFUSED_PART`): "Yes, but not the
@@ -415,10 +469,11 @@ def _read_without_refused(rule: ConfirmedRule, reply: MessageEvent, question: st
     rule that names no item). A thing waved away ("Yes, never mind the receipt", "Yes, forget
     the receipt") is left out as one turned down; a change waved away ("Yes, never mind the
     refunds") or a part asked back ("Yes, never mind the receipt?") keeps the reply a no."""
-    text = message_text(reply)
+    full = message_text(reply)
+    text = _without_side_matters(full)
     parts = list(_REFUSED_PART.finditer(text))
     if not parts:
-        return False
+        return False if text == full else _reads(rule, reply, text)
     asked = set(_TOKEN.findall(question))
     choosing = bool(_offers_choice(question))
     for part in parts:
@@ -476,15 +531,14 @@ def _left_out_unknown(
     order the tools showed with the thing among its items, whose items another rule checks).
     Then the rule cannot tell the change from the thing turned down (a refund named by its
     amount alone), so the yes confirms it not; a change naming another thing ("Canopy Water
-    Bottle") is kept. A kind of
+    Bottle") is kept. A thing the question names, left out in other words ("Yes, except the
+    shirt", "Yes, skip the shirt", "Yes, the shirt stays"), is read the same way. A kind of
     change turned down ("not the cancellation") or a time ("not now") is read elsewhere."""
     answer = message_text(yes.answer)
-    if "not " not in answer:
-        return False
     known = [normalise(value) for value in values]
     words = {word for value in known for word in _WORD.findall(value)}
     things = [v for v in known if not _payments(v) and set(_WORD.findall(v)) - _KINDS_OF_RECORD]
-    for part in _REFUSED_PART.finditer(answer):
+    for part in _REFUSED_PART.finditer(answer) if "not " in answer else ():
         if not _leaves_out_thing(answer, part) or _TIME_WORDS.search(part.group()):
             continue
         phrase = part.group()[len(part.group(1)) :]
@@ -494,6 +548,22 @@ def _left_out_unknown(
         if any(word.endswith(out) for word in words for out in said):
             continue  # the change left out: _narrowed_away
         if not things and not _names_part(phrase, values, earlier):
+            return True
+    if things:
+        return False
+    # ... or in other words ("Yes, except the shirt", "Yes, skip the shirt", "Yes, but keep
+    # the shirt", "Yes, the shirt stays"), of a thing the question names ("Yes, without a
+    # receipt" leaves out nothing asked)
+    asked = set(_WORD.findall(yes.answered))
+    excluded = [m.group("rest") for m in _EXCLUDING.finditer(answer) if not m.group("verb_refused")]
+    kept = [m.group("wanted") or m.group("staying") for m in _KEPT.finditer(answer)]
+    for phrase in [*excluded, *kept]:
+        said = set(_WORD.findall(phrase)) - _KINDS_OF_RECORD - _REPLY_WORDS
+        if not said or _TIME_WORDS.search(phrase) or _kind_named(phrase, asks) is not None:
+            continue
+        if any(word.endswith(out) for word in words for out in said):
+            continue  # the change left out: _narrowed_away
+        if said <= asked and not _names_part(phrase, values, earlier):
             return True
     return False
 
@@ -900,6 +970,15 @@ _NARROWING = re.compile(
     r"|\b[^\W\d_]{3,}( [^\W\d_]{3,})? only\b(?=\W*($|[.,;!)]|(please|thanks|thank you)\b))"
 )
 _WORD = re.compile(r"[^\W\d_]{4,}")
+# The words that keep a yes to part of what was asked: in a "but" clause ("Yes, but only the
+# socks") they put no term on the change (:func:`_narrowed_away` reads what they keep to).
+_NARROWING_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "just only solely solo sólo solamente únicamente seulement uniquement juste nur lediglich"
+        " bloß só somente apenas",
+    )
+)
 # A yes kept to part of an amount ("Yes, but only half", "Yes, just part of it", "Sí, pero
 # solo la mitad"): it confirms no change of the whole.
 _IN_PART = re.compile(
@@ -1063,12 +1142,16 @@ def parts_left_out(answer: str) -> tuple[str, str]:
 
 
 def _picks_some(yes: _Confirmation, named: dict[str, Any]) -> bool:
-    """Whether *yes* names some of the things of a list the change covers, in any word of
-    them, and not the others ("Yes, the bottle", "Yes, headlamp stays" to cancelling an order
-    of a water bottle and a headlamp): it keeps to those, or leaves them out."""
+    """Whether *yes* names some of the things of a list the change covers (a list value, or
+    the values a wildcard path finds), in any word of them, and not the others ("Yes, the
+    bottle", "Yes, headlamp stays" to cancelling an order of a water bottle and a headlamp):
+    it keeps to those, or leaves them out."""
     said = set(_WORD.findall(message_text(yes.answer)))
     for found in named.values():
-        for things in (value for value in found if isinstance(value, list) and len(value) > 1):
+        lists = [value for value in found if isinstance(value, list) and len(value) > 1]
+        if len(found) > 1 and not any(isinstance(value, list | dict) for value in found):
+            lists.append(found)  # a path with a wildcard ("args.items.*.name"): its leaves
+        for things in lists:
             picked = [
                 any(word.endswith(s) for word in _WORD.findall(normalise(str(thing))) for s in said)
                 for thing in things
@@ -1241,7 +1324,8 @@ def _but_term(answer: str, question: str, recorded: frozenset[str] = frozenset()
     found = _BUT_CLAUSE.match(answer)
     if found is None:
         return False
-    clause = re.split(r"[,;]", found.group("clause"), maxsplit=1)[0].strip()
+    clause = re.split(r"[,;]", found.group("clause"), maxsplit=1)[0]
+    clause = _without_side_matters(clause).strip()
     if not clause or _ASKS_MORE.search(clause) or _EXCLUDING.search(clause):
         return False  # nothing, more, or leaving a change out (see _narrowed_away)
     if found.group("clause").rstrip().endswith("?") and _ASKS_INFORMATION.match(clause):
@@ -1250,7 +1334,7 @@ def _but_term(answer: str, question: str, recorded: frozenset[str] = frozenset()
     if _REMARK_SUBJECT.match(clause) and not _WANTING.search(clause) and not stated:
         return False
     said = set(_TOKEN.findall(question)) | _REPLY_WORDS | _PLAIN_WORDS | _KINDS_OF_RECORD
-    said |= _REMARK_WORDS | _ATTRIBUTES | recorded
+    said |= _REMARK_WORDS | _ATTRIBUTES | _NARROWING_WORDS | recorded
     return any(not _said(word, said) for word in _TOKEN.findall(clause))
 
 
@@ -2281,11 +2365,44 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
 
 
 def _objects(no: _Confirmation) -> bool:
+    """Whether the user's *no*, after a yes, objects to the change rather than answering the
+    agent message it answers. The rule for a bare no ("No.", "Nope.", "I'm not sure.", "Not
+    right now."): sent at once after the yes, with no agent message between, it is the
+    user's last word on the change (see :func:`_went_on`); answering an agent message that
+    asks nothing or only whether to go on ("Great, processing it now."), it objects; while
+    the agent's last message asks whether there is anything else ("Anything else?", "Anything
+    else before I process it?"), it answers that: nothing else, or nothing else right now.
+    Words that take a yes back ("Not yet.", "I'm not sure any more.", "Oops, I meant no.",
+    "Hold that.") or put terms on it object whatever the agent asked."""
     to_go_on = _asks_nothing(no.question) or _asks_to_go_on(no.question)
+    if _nothing_more_now(no.question, no.answer):
+        return False
+    return (to_go_on and not no.also_yes) or _takes_back(no.answer, no.question) or _puts_terms(no)
+
+
+# Nothing more for now, alone as a reply ("Not right now.", "Not today, thanks.", "No, not at
+# the moment."): to "Anything else?" no more is wanted; "Not yet." waits for something.
+_NOT_NOW = re.compile(
+    r"[\W_]*((no|nope|nah|hmm+|um+|oh|well|ok|okay|thanks|thank you)[\W_]+)*not (right )?(now|today"
+    r"|at the moment|at this time|for now)([\W_]+(thanks|thank you|that's (it|all)|i think))*[\W_]*"
+)
+
+
+_ACTING = re.compile(r"\b(process|proceed|go ahead|submit|finali[sz]e|complete|do it|before)\b")
+
+
+def _nothing_more_now(asked: MessageEvent, reply: AgentEvent) -> bool:
+    """Whether the user's *reply* says no more is wanted for now ("Not right now.") to the
+    agent's message *asked*, which asks whether the user wants anything else and says nothing
+    of going on ("Anything else before I process it?" "Not now." may put the change off): it
+    answers that, and neither goes on with an earlier yes nor puts it off."""
+    text = message_text(asked)
     return (
-        (to_go_on and not no.also_yes)
-        or _takes_back(no.answer, no.question)
-        or _puts_terms(no)
+        _users(reply)
+        and _ANYTHING_ELSE.search(text) is not None
+        and _ACTING.search(text) is None
+        and not _asks_to_go_on(asked)
+        and _NOT_NOW.fullmatch(message_text(reply)) is not None
     )
 
 
@@ -2402,9 +2519,9 @@ def _takes_back(message: MessageEvent, asked: MessageEvent) -> bool:
     """Whether the user's *message* takes back a yes, answering the agent's message *asked*.
     Read as written too: the reply reading keeps a correction's last words only ("Oops, I
     meant no." reads "no."), and "I meant no" is itself the retraction."""
-    raw = normalise(within_bound(message.text or ""))
+    raw = _without_side_matters(normalise(within_bound(message.text or "")))
     return (
-        _TAKING_BACK.search(message_text(message)) is not None
+        _TAKING_BACK.search(_without_side_matters(message_text(message))) is not None
         or _retracts(message, asked)
         or _WITHDRAWING.search(raw) is not None
     )
@@ -2422,7 +2539,7 @@ def _retracts(event: AgentEvent, asked: MessageEvent) -> bool:
     "¡Cancelar!" (not to a cancellation: that orders it), "Deshazlo"."""
     if not isinstance(event, MessageEvent) or event.role != "user" or event.text is None:
         return False
-    text = message_text(event)
+    text = _without_side_matters(message_text(event))
     return (
         _UNDOING.search(text) is not None
         or _WITHDRAWING.search(text) is not None
