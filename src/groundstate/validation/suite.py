@@ -124,7 +124,8 @@ order in one grading; 41: it dates the suite's files read through an ``os.scandi
 descriptor, and skews ``os.environb`` and ``os.path.expandvars``, and bound ``listdir``;
 43: it skews the locale's encoding and its names of days and months, dates a file read through
 ``os.stat(name, dir_fd=...)``, and gives a subprocess the suite's code starts the skewed
-variables)."""
+variables; ``confirmed`` confirms only the part of a wildcard list a yes keeps to, and a no
+about a side matter takes no yes back)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
