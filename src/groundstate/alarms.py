@@ -83,13 +83,13 @@ class _Alarms:
         (or cancelled) is left as it is."""
         import asyncio
 
-        from groundstate.loopthreads import put_back_builtins
+        from groundstate.loopthreads import put_back_wake_path
 
         if type(future) is not asyncio.Future:
             raise TypeError(f"an alarm settles an asyncio.Future, not {type(future).__name__}")
         self._inbox.put((CLOCK() + float(seconds), next(self._order), future))
         if not _serving(self._thread):
-            args = (self._inbox, asyncio.Future, _loop_classes(), put_back_builtins, self)
+            args = (self._inbox, asyncio.Future, _loop_classes(), put_back_wake_path, self)
             thread = threading.Thread(
                 target=_serve, args=args, name="groundstate-alarms", daemon=True
             )
@@ -108,7 +108,7 @@ def _serve(
     inbox: queue.SimpleQueue[Any],
     future_class: type,
     loops: frozenset[type],
-    put_back_builtins: Callable[[], None],
+    put_back: Callable[[Any], None],
     alarms: _Alarms,
     builtin: tuple[Any, ...] = (type, len, min, max),
 ) -> None:
@@ -141,7 +141,7 @@ def _serve(
         for _at, _order, future in ringing:
             if not future.done():
                 with suppress(Exception):  # one bad alarm must not silence the others
-                    _ring(future, loops, put_back_builtins, kind)
+                    _ring(future, loops, put_back, kind)
 
 
 def _well_formed(item: Any, future_class: type, kind: Any, size: Any) -> bool:
@@ -160,17 +160,17 @@ def _when(item: tuple[float, int, Any]) -> tuple[float, int]:
     return item[0], item[1]
 
 
-def _ring(
-    future: Any, loops: frozenset[type], put_back_builtins: Callable[[], None], kind: Any
-) -> None:
+def _ring(future: Any, loops: frozenset[type], put_back: Callable[[Any], None], kind: Any) -> None:
     """Settle *future* in its loop. The agent given up on may have replaced builtins that
     ``asyncio`` calls here and in the episode's loop (a lying ``isinstance`` made
-    ``call_soon_threadsafe`` refuse the callback): they are put back first."""
+    ``call_soon_threadsafe`` refuse the callback), or the loop's own methods that take the
+    callback (``call_soon_threadsafe`` set to drop it): they are put back first
+    (:func:`groundstate.loopthreads.put_back_wake_path`)."""
     loop = future.get_loop()
     made = kind(loop)
     if made not in loops and made.__flags__ & _HEAP_TYPE:  # a loop class of someone's own
         return
-    put_back_builtins()
+    put_back(loop)
     with suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
         loop.call_soon_threadsafe(_settle, future)
 

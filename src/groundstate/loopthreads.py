@@ -495,6 +495,68 @@ def put_back_builtins() -> None:
     _put_back(vars(builtins), _BUILTINS)
 
 
+_WAKE_NAMES = (
+    "call_soon_threadsafe",
+    "_call_soon",
+    "_check_closed",
+    "_write_to_self",
+    "_run_once",
+    "_process_events",
+    "_read_from_self",
+    "_process_self_data",
+    "_run",
+)
+"""The methods a loop of ``asyncio``'s runs to take a callback from another thread and run
+it: how the time limit's alarm wakes the episode (:mod:`groundstate.alarms`)."""
+
+_class_dict = type.__dict__["__dict__"].__get__
+_set_on_class, _del_on_class = type.__setattr__, type.__delattr__
+
+
+def _wake_path() -> tuple[tuple[type, tuple[tuple[str, Any], ...]], ...]:
+    """Each class of ``asyncio``'s loops (with what they inherit) and handles, with what it
+    binds each name of :data:`_WAKE_NAMES` to (:data:`_MISSING`: nothing, it inherits)."""
+    from groundstate.alarms import _loop_classes
+
+    classes = {asyncio.events.Handle: None, asyncio.events.TimerHandle: None}
+    for loop_class in sorted(_loop_classes(), key=lambda c: c.__qualname__):
+        classes.update(dict.fromkeys(loop_class.__mro__))
+    return tuple(
+        [
+            (cls, tuple([(name, _class_dict(cls).get(name, _MISSING)) for name in _WAKE_NAMES]))
+            for cls in classes
+            if cls.__flags__ & (1 << 9)  # a heap type: one whose methods can be set
+        ]
+    )
+
+
+_WAKE_PATH = _wake_path()
+
+
+def put_back_wake_path(loop: Any) -> None:
+    """Put back the builtins and the methods by which *loop* takes a callback from another
+    thread (:data:`_WAKE_NAMES`), on its class and those of ``asyncio``'s loops and handles,
+    and take out those set on *loop* itself. Called by the alarms' thread before it rings:
+    an agent that set ``BaseEventLoop.call_soon_threadsafe`` (or ``_write_to_self``, or
+    ``Handle._run``) to drop its call and then blocked held its attempt, and the batch,
+    for ever (the outcome of its thread is delivered the same way). Each write moves the
+    class's dict version: the attempt's look still names it (``written and put back``)."""
+    put_back_builtins()
+    for cls, first in _WAKE_PATH:
+        now = _class_dict(cls)
+        for name, value in first:
+            if now.get(name, _MISSING) is not value:
+                with suppress(Exception):
+                    if value is _MISSING:
+                        _del_on_class(cls, name)
+                    else:
+                        _set_on_class(cls, name, value)
+    own = getattr(loop, "__dict__", None)  # an instance of asyncio's loop classes has one
+    if type(own) is dict:
+        for name in _WAKE_NAMES:
+            own.pop(name, None)
+
+
 def _put_back(current: dict[str, Any], first: tuple[tuple[str, Any], ...]) -> None:
     """Bind each name of *first* in *current* as in *first* (names added since left alone).
     Nothing rebound, the usual case, is found in one pass in C (three times per attempt over
