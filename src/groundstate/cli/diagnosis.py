@@ -251,8 +251,8 @@ def agreement_command(
     result = verdict_agreement(a_runs, b_runs, on)
     share = result.share
     if share is None:  # every paired attempt invalid on one side or both: no pair was judged
-        ids = [b.batch_id for b, _ in stored]
-        named = "" if batch_b is None else f" (batch {ids[0]} and batch {ids[-1]})"
+        found = [b.batch_id for b, _ in stored]
+        named = "" if batch_b is None else f" (batch {found[0]} and batch {found[-1]})"
         exit_without_estimate(
             [(f"the agreement of A and B{named}",
               f"no paired attempt was judged by both sides ({_unjudged(result)})")]
