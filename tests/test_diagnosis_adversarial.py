@@ -452,11 +452,13 @@ def test_an_invalid_attempt_has_no_verdict_to_agree_with(
     a = [r for r in runs if r.task_id.startswith("common")][:4]
     b = [a[0].model_copy(update={"terminal_reason": "environment_failure/setup"}), *a[1:]]
     result = verdict_agreement(a, b, "success")
-    assert result.confusion == {"false": {"false": 3, "invalid": 1}}
-    assert result.disagreements[0]["b"] == "invalid"
+    # nor a verdict to disagree with (round 33: judged pairs only, invalid ones counted apart)
+    assert result.confusion == {"false": {"false": 3}} and result.disagreements == []
+    assert (result.judged, result.invalid_a_only, result.invalid_b_only) == (3, 0, 1)
+    assert result.one_sided[0]["b"] == "invalid"
     same = verdict_agreement(b, b, "success")
-    assert same.agreement.percent_agreement == 1.0
-    assert same.confusion == {"false": {"false": 3}, "invalid": {"invalid": 1}}
+    assert same.agreement.percent_agreement == 1.0 and same.agreement.units == 3
+    assert same.confusion == {"false": {"false": 3}} and same.invalid_both == 1
 
 
 # --- agreement on degenerate input, recomputed ----------------------------------------------

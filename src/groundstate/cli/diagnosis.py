@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
 
     from groundstate.agreement import Agreement
     from groundstate.diagnosis import FailureTaxonomy
-    from groundstate.diagnosis.verdicts import Field
+    from groundstate.diagnosis.verdicts import Field, VerdictAgreement
     from groundstate.planning import Plan
     from groundstate.records import AgentRun
     from groundstate.spec.system import SystemSpec
+    from groundstate.stats.intervals import Estimate
     from groundstate.store import BatchInfo, RunLabels, RunStore
 
 VERDICT_FIELDS = ("success", "terminal_reason", "reason_class")
@@ -217,9 +218,12 @@ def agreement_command(
     trajectories under the current grader of --regrade SUITE (a grader revision against
     the one that graded the batch).
 
-    Prints Cohen's kappa, Krippendorff's alpha, the confusion table and each attempt the
-    two disagree on. A finished batch with no valid attempt (every attempt invalid, or
-    every task failed validation) gives nothing to agree on: exit 3, as ``report``.
+    Every figure is over the judged pairs: attempts valid on both sides (an invalid attempt
+    was graded by no one); pairs invalid on one side or both are counted and listed apart.
+    Prints the share agreeing with its 95% interval (tasks as clusters), Cohen's kappa,
+    Krippendorff's alpha, the confusion table and each attempt the two disagree on. A
+    finished batch with no valid attempt (every attempt invalid, or every task failed
+    validation), or no pair judged by both, gives nothing to agree on: exit 3, as ``report``.
     """
     from rich.table import Table
 
@@ -245,16 +249,27 @@ def agreement_command(
     if batch_b is None:
         b_runs = regrade(a_runs, load_suite(regrade_suite or Path()), _system_of(batch))
     result = verdict_agreement(a_runs, b_runs, on)
+    share = result.share
+    if share is None:  # every paired attempt invalid on one side or both: no pair was judged
+        found = [b.batch_id for b, _ in stored]
+        named = "" if batch_b is None else f" (batch {found[0]} and batch {found[-1]})"
+        exit_without_estimate(
+            [(f"the agreement of A and B{named}",
+              f"no paired attempt was judged by both sides ({_unjudged(result)})")]
+        )  # fmt: skip
+        return
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     out = console()
     out.print(
         f"{counted(result.paired, 'attempt')} paired on {on} ({result.only_in_a} only in A, "
-        f"{result.only_in_b} only in B)"
+        f"{result.only_in_b} only in B): {result.judged} judged by both; {_unjudged(result)}"
     )
-    out.print(_agreement_table("A against B", [(on, None, result.agreement)], "compared on"))
-    confusion = Table(title="confusion (rows: A, columns: B)")
+    out.print(_share_line(share, result.judged))
+    title = f"A against B, over the {counted(result.judged, 'judged pair')}"
+    out.print(_agreement_table(title, [(on, None, result.agreement)], "compared on"))
+    confusion = Table(title="confusion of the judged pairs (rows: A, columns: B)")
     values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
     confusion.add_column("A \\ B", overflow="fold")
     for value in values:
@@ -263,11 +278,36 @@ def agreement_command(
         row = result.confusion.get(x, {})
         confusion.add_row(quoted(x), *(str(row.get(y, 0)) for y in values))
     out.print(confusion)
-    for d in result.disagreements:
-        out.print(
-            quoted(f"disagree: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
-                   f"B {d['b']} ({d['b_run']})")
-        )  # fmt: skip
+    for what, listed in (("disagree", result.disagreements), ("not judged", result.one_sided)):
+        for d in listed:
+            out.print(
+                quoted(f"{what}: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
+                       f"B {d['b']} ({d['b_run']})")
+            )  # fmt: skip
+
+
+def _unjudged(result: VerdictAgreement) -> str:
+    """The paired attempts left out of the agreement, and why: ``9 invalid on both sides, 1
+    on one side (A 0, B 1)``."""
+    one = result.invalid_a_only + result.invalid_b_only
+    return (
+        f"{result.invalid_both} invalid on both sides, {one} on one side "
+        f"(A {result.invalid_a_only}, B {result.invalid_b_only})"
+    )
+
+
+def _share_line(share: Estimate, judged: int) -> str:
+    """``share agreeing 0.900 over 10 judged pairs (2 tasks), 95% interval n/a: ...``."""
+    from groundstate.report.numbers import interval
+
+    if share.ci_low is None or share.ci_high is None:
+        where = share.note or "n/a"
+    else:
+        where = interval(share.ci_low, share.ci_high) + (f" ({share.note})" if share.note else "")
+    return (
+        f"share agreeing {_number(share.estimate)} over {counted(judged, 'judged pair')} "
+        f"({counted(share.n_tasks, 'task')}), 95% interval {where}"
+    )
 
 
 def _agreement_table(
@@ -345,12 +385,21 @@ def sample_failures_command(
     labelling sheet (CSV, JSONL, and an HTML page with each trajectory and its evidence).
 
     The taxonomy is --taxonomy, else the suite's taxonomy.yaml, else the shipped default; a
-    copy is written beside the sheet."""
+    copy is written beside the sheet. A finished batch with no valid attempt has nothing to
+    sample and no estimate: exit 3, as ``report``; one whose valid attempts all succeeded,
+    exit 2 ("nothing to sample"), and no sheet is written."""
+    from groundstate.analysis import no_estimate
+    from groundstate.cli.runs import exit_without_estimate
     from groundstate.diagnosis import failed_runs, sample_failures, write_sheet
     from groundstate.store import refuse_output
 
     refuse_output(store, out, "--out", folder=True)  # its artifacts: the sheet is no evidence
     ((batch, runs),) = _read_batches(store, (batch_id,))
+    # a batch with no valid attempt has no failure to sample, as it has no estimate: exit 3
+    # as report (it exited 2, "no valid failed runs", as for a batch whose attempts all passed)
+    exit_without_estimate(
+        [(f"batch {batch.batch_id} (nothing to sample)", no_estimate(batch, runs))]
+    )
     taxonomy = _taxonomy(batch, taxonomy_file)
     sample = sample_failures(batch, runs, n, seed)
     paths = write_sheet(out, batch, sample, taxonomy)

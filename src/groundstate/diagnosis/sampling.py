@@ -30,6 +30,7 @@ from groundstate.errors import GroundstateError
 from groundstate.paths import make_folder
 from groundstate.records import AgentRun
 from groundstate.report.html_text import environment
+from groundstate.rounding import counted, inflected
 from groundstate.spec.files import YamlDumper
 from groundstate.store import BatchInfo
 
@@ -123,7 +124,13 @@ def sample_failures(
     for run in failed_runs(batch, runs):
         groups.setdefault(stratum_of(batch, run), []).append(run)
     if not groups:
-        raise GroundstateError(f"batch {batch.batch_id} has no valid failed runs to sample")
+        tries = counted_runs(batch, runs)
+        passed = sum(r.valid for r in tries)  # none valid failed: each valid one succeeded
+        raise GroundstateError(
+            f"nothing to sample: batch {batch.batch_id} has no valid failed runs to sample (of "
+            f"its {counted(len(tries), 'counted attempt')}, {passed} succeeded and "
+            f"{len(tries) - passed} {inflected(len(tries) - passed, 'is', 'are')} invalid)"
+        )
     rng = np.random.default_rng(seed)
     keys = sorted(groups)
     order = [keys[i] for i in rng.permutation(len(keys))]

@@ -4,8 +4,17 @@ Two batches are paired attempt by attempt, (task, attempt number), over the coun
 each: for a grader revision checked against the previous one, :func:`regrade` replays a
 batch's recorded trajectories under the suite's current grader, or run the same system with
 the same seed under each revision, or import both graders' verdicts on one set of runs. The
-comparison is on the verdict (``success``: ``true``, ``false``, or ``invalid`` for an attempt
-without one), the terminal reason, or its class (before ``/``).
+comparison is on the verdict (``success``: ``true`` or ``false``), the terminal reason, or its
+class (before ``/``).
+
+Only attempts both sides judged count: an invalid attempt (an environment or harness failure)
+was graded by no one, so "invalid" against "invalid" is no agreement of two graders, and
+"invalid" against a verdict no disagreement of theirs. Such pairs are counted apart (invalid
+on both sides, on A's side only, on B's) and listed, as every other figure leaves invalid
+attempts out of its denominator (pass@k, the success rate). The share agreeing carries the
+interval rule of :mod:`groundstate.stats.intervals`, tasks as clusters: two graders' verdicts
+on the attempts of one task stand or fall together (a grader bug is one task's, all of its
+attempts).
 """
 
 from __future__ import annotations
@@ -13,7 +22,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any, Literal
+
+import numpy as np
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.agreement import Agreement, agreement
@@ -22,6 +34,7 @@ from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
+from groundstate.stats.intervals import Estimate, make_estimate, printed_exactly
 from groundstate.testing import attempt, scripted_system
 from groundstate.trace import MessageEvent
 from groundstate.users import RecordedUser
@@ -33,17 +46,30 @@ FIELDS: tuple[Field, ...] = ("success", "terminal_reason", "reason_class")
 
 @dataclass(frozen=True)
 class VerdictAgreement:
-    """How often two graders agree on the same attempts, chance-corrected."""
+    """How often two graders agree on the attempts both judged, chance-corrected."""
 
     on: str
     paired: int
+    """(task, attempt) pairs in both batches: ``judged`` + ``invalid_both`` +
+    ``invalid_a_only`` + ``invalid_b_only``."""
+    judged: int
+    """Paired attempts valid on both sides: every figure below is over these."""
+    invalid_both: int
+    invalid_a_only: int
+    invalid_b_only: int
     only_in_a: int
     only_in_b: int
+    share: Estimate | None
+    """The share of judged pairs agreeing (``agreement.percent_agreement``) with its interval
+    (tasks as clusters, each task weighted by its judged pairs); None with no judged pair."""
     agreement: Agreement
     confusion: dict[str, dict[str, int]]
-    """A's value -> B's value -> attempts."""
+    """A's value -> B's value -> judged attempts."""
     disagreements: list[dict[str, Any]]
-    """Each attempt the two graders disagree on: task, attempt, both values, both run ids."""
+    """Each judged attempt the two graders disagree on: task, attempt, both values, both run
+    ids."""
+    one_sided: list[dict[str, Any]]
+    """Each paired attempt invalid on one side only (as ``disagreements``): not judged."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,7 +77,8 @@ class VerdictAgreement:
 
 def verdict(run: AgentRun, on: Field) -> str:
     """*run*'s value on *on*. An invalid attempt has no verdict: on ``success`` it is
-    ``invalid``, never ``false`` (a harness failure is no grader's call to agree with)."""
+    ``invalid``, never ``false`` (a harness failure is no grader's call to agree with, nor
+    to disagree with: :func:`verdict_agreement` leaves it out of every figure)."""
     if on == "success":
         return str(run.success).lower() if run.valid else "invalid"
     if on == "terminal_reason":
@@ -62,36 +89,58 @@ def verdict(run: AgentRun, on: Field) -> str:
 def verdict_agreement(
     a_runs: Sequence[AgentRun], b_runs: Sequence[AgentRun], on: Field = "success"
 ) -> VerdictAgreement:
-    """Pair *a_runs* and *b_runs* by (task, attempt) and measure agreement on *on*."""
+    """Pair *a_runs* and *b_runs* by (task, attempt) and measure agreement on *on* over the
+    pairs both sides judged (valid on both: module docstring)."""
     a = {(r.task_id, r.attempt): r for r in final_runs(list(a_runs))}
     b = {(r.task_id, r.attempt): r for r in final_runs(list(b_runs))}
     shared = sorted(a.keys() & b.keys())
     if not shared:
         raise GroundstateError("the two batches share no (task, attempt): nothing to pair")
-    pairs = [(verdict(a[k], on), verdict(b[k], on)) for k in shared]
+    judged = [k for k in shared if a[k].valid and b[k].valid]
+    pairs = [(verdict(a[k], on), verdict(b[k], on)) for k in judged]
     confusion: dict[str, dict[str, int]] = {}
     for (x, y), count in sorted(Counter(pairs).items()):
         confusion.setdefault(x, {})[y] = count
+
+    def listed(keys: Sequence[tuple[str, int]], keep: Any) -> list[dict[str, Any]]:
+        return [
+            {"task_id": k[0], "attempt": k[1], "a": verdict(a[k], on), "b": verdict(b[k], on),
+             "a_run": a[k].run_id, "b_run": b[k].run_id}
+            for k in keys
+            if keep(k)
+        ]  # fmt: skip
+
     return VerdictAgreement(
         on=on,
         paired=len(shared),
+        judged=len(judged),
+        invalid_both=sum(not a[k].valid and not b[k].valid for k in shared),
+        invalid_a_only=sum(not a[k].valid and b[k].valid for k in shared),
+        invalid_b_only=sum(a[k].valid and not b[k].valid for k in shared),
         only_in_a=len(a.keys() - b.keys()),
         only_in_b=len(b.keys() - a.keys()),
+        share=_share(judged, pairs),
         agreement=agreement([list(p) for p in pairs]),
         confusion=confusion,
-        disagreements=[
-            {
-                "task_id": k[0],
-                "attempt": k[1],
-                "a": x,
-                "b": y,
-                "a_run": a[k].run_id,
-                "b_run": b[k].run_id,
-            }
-            for k, (x, y) in zip(shared, pairs, strict=True)
-            if x != y
-        ],
+        disagreements=listed(judged, lambda k: verdict(a[k], on) != verdict(b[k], on)),
+        one_sided=listed(shared, lambda k: a[k].valid != b[k].valid),
     )
+
+
+def _share(judged: Sequence[tuple[str, int]], pairs: Sequence[tuple[str, str]]) -> Estimate | None:
+    """The share of the *judged* pairs whose two values agree, with the interval rule's
+    interval over tasks (each task's share weighted by its judged pairs: the weighted mean is
+    the pooled share and its clustered SE the ratio estimator's), or None without a pair."""
+    if not judged:
+        return None
+    tasks: dict[str, list[int]] = {}
+    for (task, _), (x, y) in zip(judged, pairs, strict=True):
+        tasks.setdefault(task, []).append(x == y)
+    sizes = [len(v) for v in tasks.values()]
+    shares = [sum(v) / len(v) for v in tasks.values()]
+    found = make_estimate(np.asarray(shares), np.asarray(sizes, dtype=float), sizes)
+    agreeing = sum(x == y for x, y in pairs)
+    return printed_exactly(found, lambda: Fraction(agreeing, len(pairs)))
 
 
 def regrade(
