@@ -92,15 +92,23 @@ def dangling_link(path: Path) -> str | None:
     """``a link to TARGET, which does not exist`` when *path* is a link whose target is
     missing, else ``None``: ``ls`` shows such a file, so "not found" alone sends the user
     looking for a typo."""
-    try:
-        target = os.readlink(path)
-    except (OSError, ValueError):
-        return None
-    if os.path.exists(path):
-        return None
     from groundstate.errors import one_line  # errors imports this module
 
-    return f"a link to {one_line(target)}, which does not exist"
+    try:
+        if os.path.exists(path):
+            return None
+        target = os.readlink(path)
+    except (OSError, ValueError):  # no link: a folder above it may be one to nowhere
+        above = next((p for p in Path(path).parents if p.is_symlink() and not p.exists()), None)
+        inner = None if above is None else dangling_link(above)
+        return None if inner is None else f"{one_line(str(above))} is {inner}"
+    chain: list[str] = []
+    hop = Path(path).parent / target  # a link to a link: each named, to the last
+    while hop.is_symlink() and len(chain) < 8 and not hop.exists():
+        chain.append(os.readlink(hop))
+        hop = hop.parent / chain[-1]
+    via = "".join(f" (a link to {one_line(t)}" for t in chain) + ")" * len(chain)
+    return f"a link to {one_line(target)}{via}, which does not exist"
 
 
 def os_reason(path: Path, exc: OSError) -> str:

@@ -82,14 +82,9 @@ def import_results_command(
     stderr, one line each.
     """
     from groundstate.importers import ImportOptions, import_file
-    from groundstate.spec.files import regular_file
-    from groundstate.store import RunStore
 
     options = ImportOptions.model_validate({"format": fmt, "errors": errors, "scorer": scorer})
-    if not file.is_dir():  # a named pipe, a link to nowhere: said before a store is made
-        regular_file(file)
-    with RunStore(store) as run_store:
-        report = import_file(file, name, run_store, options)
+    report = import_file(file, name, store, options)  # the store made once the file is read
     for line in report.warnings:
         click.echo(f"warning: {one_line(line)}", err=True)  # it quotes the file
     if as_json:

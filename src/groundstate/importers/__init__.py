@@ -83,10 +83,14 @@ class ImportOptions(BaseModel):
 
 
 def open_source(path: Path, options: ImportOptions | None = None) -> ResultSource:
-    """The reader for *path* in its given or detected format."""
+    """The reader for *path* in its given or detected format. *path* is checked first, before
+    any byte of it is read: a file that is not a regular one (a named pipe, waited on for ever
+    in any format; a socket; a link to nowhere, named with its target), or an empty one, is
+    refused here, the one place every import passes."""
     options = options or ImportOptions()
-    if not path.is_dir():  # a named pipe would be waited on for ever, in any format
+    if not path.is_dir():
         regular_file(path)
+    _refuse_empty(path)
     kind = options.format or detect_format(path)
     _options_read(path, kind, options)
     if kind in ("csv", "jsonl"):
@@ -395,15 +399,18 @@ def _first_element(path: Path) -> Any:
 
 
 def import_file(
-    path: Path, name: str, store: RunStore, options: ImportOptions | None = None
+    path: Path, name: str, store: RunStore | Path, options: ImportOptions | None = None
 ) -> ImportReport:
-    """Store every attempt of *path* as one batch named *name* (all or nothing)."""
+    """Store every attempt of *path* as one batch named *name* (all or nothing). *store* may
+    be a store's folder: it is opened (made, if need be) only once *path* is found to be a
+    file to read, so a refused file leaves no store behind."""
     options = options or ImportOptions()
-    if not path.is_dir():  # before any look at its bytes (a named pipe waits for ever)
-        regular_file(path)
-    _refuse_empty(path)
     try:
-        return store_import(open_source(path, options), name, store)
+        source = open_source(path, options)  # checks path before a byte of it is read
+        if isinstance(store, RunStore):
+            return store_import(source, name, store)
+        with RunStore(store) as opened:
+            return store_import(source, name, opened)
     except SpecError as exc:
         named = None if options.format else _named_format(path)
         looks = _looks_like(path, options.format or named)
@@ -453,7 +460,7 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
     """When *path* was refused under the *given* format and its content says it is another
     format, what it looks like (the reader's own error alone, "no result rows" from a JSON
     list read as CSV, would not say that the format was wrong). Content only: a suffix may lie."""
-    if given is None or not path.exists():
+    if given is None or not (path.is_file() or path.is_dir()):  # a named pipe: not read
         return None
     try:
         found: Format | None

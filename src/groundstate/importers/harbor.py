@@ -44,6 +44,7 @@ from groundstate.importers.rows import (
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
 from groundstate.rounding import counted
+from groundstate.spec.files import regular_file
 
 CANCELLED = "environment_failure/cancelled"
 HARBOR_EXCEPTIONS: dict[str, str | None] = {
@@ -182,7 +183,7 @@ class HarborSource:
         for key in ("n_total_trials", "stats"):
             if key not in data:
                 raise SpecError(file, key, "required: a Harbor job result has it")
-        files = sorted(file.parent.glob("*/result.json"))
+        files = _trial_files(file)
         found = [_Trial.of(str(f), mapping(str(f), "trial", read_result(f)), self) for f in files]
         if not found:
             inline = data.get("trial_results")
@@ -329,7 +330,7 @@ class HarborSource:
         """The content the batch comes from: the job's result and each trial's, by name."""
         file, _ = self._top
         digest = hashlib.sha256()
-        files = [file] + ([] if self._job is None else sorted(file.parent.glob("*/result.json")))
+        files = [file] + ([] if self._job is None else _trial_files(file))
         for each in files:
             digest.update(str(each.relative_to(file.parent)).encode() + b"\0")
             with each.open("rb") as handle:  # in chunks: a trial's file runs to hundreds of MB
@@ -346,7 +347,7 @@ class HarborSource:
             return self._versions()
         file, _ = self._top
         _within_plan(file, job, self._trials)
-        warnings = self._per_task(file, job)
+        warnings = self._per_task(file, job) + self._taskless(file)
         total = _number(job.get("n_total_trials"))
         held = len(self._trials)
         if total is not None and held < total:
@@ -422,6 +423,41 @@ class HarborSource:
             "fewer attempts"
         ]
 
+    def _taskless(self, file: Path) -> list[str]:
+        """The tasks the job's ``config.json`` lists (``tasks``: each a local task's ``path``,
+        whose folder name is the task's name) with no trial in the folder: no score counts
+        them, though the job was to run them (``n_total_trials`` alone gave their number, not
+        their names). Tasks of its ``datasets`` are named by Harbor's registry or a dataset
+        folder, which this reader does not read: said so, when trials are missing."""
+        config = file.parent / "config.json"
+        if not config.is_file():
+            return []
+        data = read_json_object(config, "a Harbor job config.json")
+        listed = data["tasks"] if isinstance(data.get("tasks"), list) else []
+        names = [
+            Path(task["path"]).name for task in listed
+            if isinstance(task, dict) and isinstance(task.get("path"), str) and task["path"]
+        ]  # fmt: skip
+        ran = {trial.task for trial in self._trials}
+        missing = [name for name in dict.fromkeys(names) if name not in ran]
+        warnings = []
+        if missing:
+            shown = ", ".join(map(repr, missing[:5]))
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            warnings.append(
+                f"{config}: tasks lists {counted(len(missing), 'task')} with no trial in the "
+                f"job's folder ({shown}{more}): they are not in the batch, so no score counts them"
+            )
+        datasets = data.get("datasets")
+        total = _number(self._top[1].get("n_total_trials"))
+        if isinstance(datasets, list) and datasets and total and len(self._trials) < total:
+            warnings.append(
+                f"{config}: the job ran {counted(len(datasets), 'dataset')}, whose tasks a "
+                "registry or a dataset folder lists, not this file: which of their tasks have "
+                "no trial cannot be told here"
+            )
+        return warnings
+
     def _task_of(self, trial: _Trial) -> str:
         """The trial's task as its rows name it (qualified by its dataset when there are
         several)."""
@@ -471,6 +507,16 @@ class HarborSource:
             "model": model if isinstance(model, dict) else None,
             "dataset": None if first is None else first.source,
         }
+
+
+def _trial_files(file: Path) -> list[Path]:
+    """The trials' ``result.json`` files beside the job's *file*, each a regular file: a named
+    pipe among them was waited on for ever, a link to nowhere said "cannot read" without its
+    target."""
+    files = sorted(file.parent.glob("*/result.json"))
+    for each in files:
+        regular_file(each)
+    return files
 
 
 def _within_plan(file: Path, job: dict[str, Any], trials: list[_Trial]) -> None:

@@ -118,6 +118,8 @@ class InspectSource:
     """Samples read (each epoch of a sample is one)."""
     _unscored: int = 0
     """Samples that reached scoring (no error, no limit) without any score."""
+    _nan: int = 0
+    """Samples whose deciding score is NaN (``Score.unscored()``: no verdict)."""
     _invalidated: int = 0
     """Samples marked invalid after the run (named in a warning)."""
     _superseded: int = 0
@@ -194,6 +196,13 @@ class InspectSource:
             )
         if (unplanned := self._unplanned()) is not None:
             warnings.append(unplanned)
+        if self._nan:
+            warnings.append(
+                f"{self.path}: {counted(self._nan, 'sample')} scored NaN (Inspect's "
+                "Score.unscored(): the scorer gave no verdict, and Inspect's metrics leave "
+                "such samples out): imported as grader_failure, invalid attempts, out of the "
+                "valid attempts' rates as out of Inspect's, and failures in the strict view"
+            )
         if self._edited:
             warnings.append(
                 f"{self.path}: {counted(self._edited, 'sample')} "
@@ -626,10 +635,16 @@ class InspectSource:
                 mapped="no score -> grader_failure",
             )  # fmt: skip
         if isinstance(value, float) and math.isnan(value):
-            # JSON's NaN, legal in Inspect logs: the scorer gave no verdict (indeterminate)
+            # Inspect's Score.unscored(): the scorer could render no verdict (a grader model's
+            # unreadable reply, say); its metrics leave the sample out, as ours leave out an
+            # invalid attempt. Its reason is kept, and the count named in a warning.
+            self._nan += 1
+            why = score.get("explanation")
             return ImportedRow(
                 **common, success=False, terminal_reason="grader_failure",
-                origin={**origin, "score": {name: "NaN"}}, mapped="score NaN -> grader_failure",
+                origin={**origin, "score": {name: "NaN"},
+                        **({"explanation": why} if isinstance(why, str) else {})},
+                mapped="score NaN (unscored: no verdict) -> grader_failure",
             )  # fmt: skip
         reward = _reward(where, name, value)
         verdict = reward_verdict(reward, "agent_failure/incorrect")

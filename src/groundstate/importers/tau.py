@@ -49,6 +49,7 @@ from groundstate.importers.rows import (
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
 from groundstate.rounding import counted
+from groundstate.spec.files import regular_file
 
 TAU2_ENDS: dict[str, str | None] = {
     "user_stop": None,
@@ -494,6 +495,7 @@ def _dir_simulations(path: Path, index: list[Any]) -> Iterator[tuple[str, Any]]:
         raise SpecError(path, "simulation_index", "names a simulation twice")
     for entry, simulation in zip(index, ids, strict=True):
         where = folder / f"{simulation}.json"
+        regular_file(where)  # a named pipe would be waited on for ever
         with json_stream(where, RECORD_LIMIT) as stream:
             item = _simulation(stream, "")
             stream.end()

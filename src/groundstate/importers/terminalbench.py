@@ -187,6 +187,7 @@ class TerminalBenchSource:
             once.check(self.place(index), "id", trial.get("id"), trial.get("trial_name"))
             name = str(trial["trial_name"])  # text: _row checked it
             attempt = _attempt(self.place(index), name)
+            _of_task(self.place(index), name, trial.get("task_id"))
             if plan is not None:
                 plan.check(self.place(index), name, attempt)
                 plan.within(self.place(index), trial.get("task_id"), tried)
@@ -340,6 +341,21 @@ def _attempt(where: str, name: str) -> tuple[int, int] | None:
             "n_attempts, so this trial is none it wrote",
         )  # fmt: skip
     return number, planned
+
+
+def _of_task(where: str, name: str, task: Any) -> None:
+    """A trial named ``<task>.<k>-of-<n>...`` is of that task: one whose ``task_id`` is another
+    is none ``tb run`` wrote (its results copied or edited across tasks), and read as given
+    its verdict would count for a task that may never have run it."""
+    found = ATTEMPT.search(name)
+    if found is None or not isinstance(task, str | int) or isinstance(task, bool):
+        return
+    named = name[: found.start()]
+    if named != str(task):
+        raise SpecError(
+            where, "task_id", f"{task!r}, but its trial_name {name!r} is of task {named!r}: "
+            "tb run names each trial after its task, so this trial's task is unclear",
+        )  # fmt: skip
 
 
 METADATA = "run_metadata.json"
