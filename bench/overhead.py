@@ -56,7 +56,7 @@ from groundstate.runner import _settled_heap as settled_heap
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import SystemSpec, load_system
-from groundstate.store import RunStore
+from groundstate.store import RunStore, prepare_run
 from groundstate.testing import scripted_system
 from groundstate.trace import TraceCopies
 
@@ -121,7 +121,8 @@ def overhead(suite: Suite, repeats: int) -> None:
                 initial.append(sum(initial_cpu))
                 calls.append(sum(e.kind == "tool_call" for e in output.run.observation_action_log))
                 t0 = time.perf_counter()
-                store.add_run(output.run, output.artifacts)
+                # as the executors store it: with the trace lines the episode checked
+                store.add_prepared([prepare_run(output.run, output.artifacts, output.trace_lines)])
                 storing.append(time.perf_counter() - t0)
     print(
         f"overhead per attempt, {len(suite.tasks)} example tasks x {repeats}, "

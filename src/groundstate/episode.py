@@ -83,9 +83,11 @@ from groundstate.trace import (
     ModelCallEvent,
     ToolCallEvent,
     TraceEvent,
-    dump_jsonl,
+    event_json,
+    genuine,
     load_jsonl,
     recordable,
+    trace_lines,
 )
 from groundstate.turns import Turn
 from groundstate.users import User, make_user
@@ -202,6 +204,11 @@ class AttemptOutput:
     prepared: PreparedRun | None = None
     """The record as the store writes it, when the executor prepared it where the attempt
     ran (see :func:`groundstate.store.prepare_run`); then :attr:`run` is the record as stored."""
+    trace_lines: list[str] | None = None
+    """Each event of :attr:`run`'s trace as its JSON line, the lines of the ``trace.jsonl``
+    artifact, which :func:`_untrue` compares with the attempt's account (each line as it was
+    logged when its event happened): the store writes them into the record's text rather
+    than serialising the events a third time (:func:`groundstate.store.prepare_run`)."""
 
 
 @dataclass(frozen=True)
@@ -747,7 +754,7 @@ class EpisodeSession:
         """Append *event* to the trace, and its JSON line as it is now to the account."""
         self.events.append(event)
         with contextlib.suppress(AccountClosed):
-            self._account.keep_line(event.model_dump_json())
+            self._account.keep_line(event_json(event))
 
     def _elapsed(self) -> float:
         return CLOCK() - self._started  # the clock as imported: the agent may replace time's
@@ -1522,7 +1529,9 @@ def _untrue(
     """Whether the record built must be built again: it differs from the attempt's account
     (:mod:`groundstate.account`). Code of the agent's (a thread left running, say) that
     reached the episode's objects through the session, the garbage collector or a frame and
-    replaced the session's account, closed it or changed the trace latches a prohibited
+    replaced the session's account, closed it or changed the trace (or put an event of
+    another class than the trace's own in it: see :func:`~groundstate.trace.genuine`)
+    latches a prohibited
     action (stage ``harness_code``; the record's trace is then the account's, as it
     happened); one that cleared what the episode established (``progress.interruption``)
     gets the latched stop's reason back. *counts*: what the account took in, counted apart
@@ -1542,7 +1551,9 @@ def _untrue(
     else:
         if found:  # the events kept meanwhile went to the agent's account: keep the session's
             pass
-        elif output.artifacts.get("trace.jsonl") != text:
+        elif output.artifacts.get("trace.jsonl") != text or not genuine(
+            output.run.observation_action_log
+        ):
             session.events = load_jsonl(text)
             found.append("changed the trace after it was recorded")
         found.extend(_unissued_steps(session.events, account.read().steps))
@@ -1952,7 +1963,9 @@ def _record(
         infrastructure_status=progress.evidence,
         artifact_locations={},
     )
-    artifacts = {**(session.artifacts if session else {}), "trace.jsonl": dump_jsonl(events)}
+    lines = trace_lines(run.observation_action_log)
+    trace = "".join(line + "\n" for line in lines)
+    artifacts = {**(session.artifacts if session else {}), "trace.jsonl": trace}
     if progress.diff is not None:
         artifacts["state_diff.json"] = progress.diff.model_dump_json(indent=1)
-    return AttemptOutput(run=run, artifacts=artifacts)
+    return AttemptOutput(run=run, artifacts=artifacts, trace_lines=lines)

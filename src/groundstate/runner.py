@@ -653,7 +653,7 @@ class _GroupWriter:
         """Queue *output* for the next group and wait until it is stored."""
         if self._closed:  # the batch is unwinding: a try finished late is not stored
             raise asyncio.CancelledError
-        row = output.prepared or prepare_run(output.run, output.artifacts)
+        row = output.prepared or prepare_run(output.run, output.artifacts, output.trace_lines)
         loop = asyncio.get_running_loop()
         stored: asyncio.Future[AgentRun] = loop.create_future()
         self._pending.append((row, stored))

@@ -501,17 +501,40 @@ def _as_stored(text: str) -> AgentRun:
     return parse_stored([text])[0]
 
 
-def prepare_run(run: AgentRun, artifacts: dict[str, str]) -> PreparedRun:
-    """*run* and its *artifacts* (name -> text) ready for :meth:`RunStore.add_prepared`."""
+def prepare_run(
+    run: AgentRun, artifacts: dict[str, str], trace_lines: list[str] | None = None
+) -> PreparedRun:
+    """*run* and its *artifacts* (name -> text) ready for :meth:`RunStore.add_prepared`.
+    *trace_lines*: each event of *run*'s trace as its JSON line, when the caller has them
+    (the episode's, :attr:`~groundstate.episode.AttemptOutput.trace_lines`), written into
+    the record's text rather than serialised again."""
     encoded = {name: text.encode("utf-8") for name, text in artifacts.items()}
     files = tuple([(name, sha256_bytes(data), data) for name, data in encoded.items()])
     run = run.model_copy(
         update={"artifact_locations": {name: f"sha256:{digest}" for name, digest, _ in files}}
     )
-    text = run.model_dump_json()
+    text = _record_text(run, trace_lines)
     hashes = json.dumps({name: digest for name, digest, _ in sorted(files)})
     data = json.loads(text)  # once, for the hash and the columns (each parsed it: 0.2 ms)
     return PreparedRun(run, text, _canonical_hash(data), hashes, files, _Columns.read(data))
+
+
+_NO_TRACE = '"observation_action_log":[]'
+
+
+def _record_text(run: AgentRun, lines: list[str] | None) -> str:
+    """``run.model_dump_json()``, with the trace written from *lines* when given (one per
+    event: they are what the record's serializer writes of each). The fields before the
+    trace are scalars, so the first ``"observation_action_log":[]`` in the text of the
+    record without its events is the field itself (a string holds no unescaped quote)."""
+    if lines is None or len(lines) != len(run.observation_action_log):
+        return run.model_dump_json()
+    text = run.model_copy(update={"observation_action_log": []}).model_dump_json()
+    at = text.find(_NO_TRACE)
+    if at < 0:
+        return run.model_dump_json()
+    trace = '"observation_action_log":[' + ",".join(lines) + "]"
+    return text[:at] + trace + text[at + len(_NO_TRACE) :]
 
 
 class RunSession(BaseModel):

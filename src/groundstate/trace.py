@@ -264,8 +264,38 @@ def _guarded(copy: list[E]) -> Guard[list[E]] | None:
 _EVENTS: TypeAdapter[list[TraceEvent]] = TypeAdapter(list[TraceEvent])
 
 
-def dump_jsonl(events: list[TraceEvent]) -> str:
-    return "".join(event.model_dump_json() + "\n" for event in events)
+_OWN_JSON = {
+    kind: kind.__pydantic_serializer__.to_json
+    for kind in (MessageEvent, ToolCallEvent, ModelCallEvent)
+}
+"""Each trace event class's own serializer, taken at import: what a record's trace holds."""
+_AS_EVENT = TypeAdapter(TraceEvent).serializer.to_json
+
+
+def event_json(event: Any) -> str:
+    """*event*'s JSON line, as a record's trace holds it (the record's own serializer, not a
+    method of the event's: an object of another class, a subclass of an event class whose
+    ``model_dump_json`` wrote the line logged while its fields said otherwise, is written
+    from its fields as the record writes them)."""
+    own = _OWN_JSON.get(type(event))
+    return (own(event) if own is not None else _AS_EVENT(event)).decode()
+
+
+def genuine(events: Iterable[Any]) -> bool:
+    """Whether every event is of a trace event class itself (no subclass, nothing else): an
+    object of another class can read otherwise than its JSON says (a subclass overriding a
+    field with a property, ``__getattr__``...), so its JSON vouches for nothing."""
+    return all(type(event) in _OWN_JSON for event in events)
+
+
+def trace_lines(events: Iterable[Any]) -> list[str]:
+    """Each event's JSON line (:func:`event_json`), oldest first."""
+    return [event_json(event) for event in events]
+
+
+def dump_jsonl(events: Iterable[Any]) -> str:
+    """The ``trace.jsonl`` artifact: one :func:`event_json` line per event."""
+    return "".join(line + "\n" for line in trace_lines(events))
 
 
 def load_jsonl(text: str) -> list[TraceEvent]:

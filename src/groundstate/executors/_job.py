@@ -75,7 +75,7 @@ async def run_job(
     output = await run_attempt(task, suite, job.system, agent, job.info, make_env)
     if program:  # and must not have changed while it ran, or the record names other code
         refuse_changed_program(job.system)
-    row = prepare_run(output.run, output.artifacts)
+    row = prepare_run(output.run, output.artifacts, output.trace_lines)
     return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
 
 
@@ -445,7 +445,7 @@ def lost(
     output = lost_attempt(
         task, job.system, job.info, error, stage, evidence, started_at, latency, reason
     )
-    row = prepare_run(output.run, output.artifacts)
+    row = prepare_run(output.run, output.artifacts, output.trace_lines)
     return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
 
 
