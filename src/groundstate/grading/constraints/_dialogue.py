@@ -1175,10 +1175,7 @@ class _FirstParts:
                     self.parts.setdefault(name, {}).setdefault(words, at)
         self.walked = max(self.walked, upto)
         return [
-            words
-            for name in known
-            for words, at in self.parts.get(name, {}).items()
-            if at < upto
+            words for name in known for words, at in self.parts.get(name, {}).items() if at < upto
         ]
 
 
