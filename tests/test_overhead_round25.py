@@ -189,6 +189,7 @@ def test_confirmed_results_as_before(retail: Suite, monkeypatch: pytest.MonkeyPa
 
     with monkeypatch.context() as patched:
         patched.setattr(_dialogue, "_recorded_words", old_walk)
+        patched.setattr(_dialogue, "_recorded", old_walk)  # round 33's look-up, walked
         from groundstate.bindings import HARNESS
 
         HARNESS.rebase()  # a test's patch, not an agent's

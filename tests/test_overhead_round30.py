@@ -83,6 +83,7 @@ def _old_route(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(_dialogue, "_shown", _shown_as_before)
     patch.setattr(_dialogue, "_content", _content_as_before)
     patch.setattr(_dialogue, "_recorded_words", _recorded_words_as_before)
+    patch.setattr(_dialogue, "_recorded", _recorded_words_as_before)  # round 33's look-up
     patch.setattr(_text, "_reply_words", _text._read_reply)  # every reply read anew
     patch.setattr(_dialogue, "_offers_kept", _dialogue._choices_offered)  # every question too
 

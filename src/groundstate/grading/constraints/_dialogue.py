@@ -7,7 +7,7 @@ import calendar
 import json
 import marshal
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache
@@ -97,9 +97,13 @@ class _Answers(list[_Confirmation]):
         super().__init__()
         self._set_anew: list[int] = []
         """The index of each answer set anew, in order."""
-        self._named: dict[tuple[str, ...], tuple[list[bool], list[int], list[int]]] = {}
-        """By values: for each answer tested, whether it names them; the indexes of those
-        that do, in order; and how many of :attr:`_set_anew` were tested again."""
+        self._named: dict[tuple[str, ...], _Naming] = {}
+        """By values: the answers naming them (see :class:`_Naming`)."""
+        self._holding: dict[int, tuple[list[int], dict[str, list[int]]]] = {}
+        """By a number of digits: how many answers are read, and the indexes of the answers
+        holding each run of that many digits in the part of the question they answer, in
+        order (those set anew kept under their old digits too): the answers that may name
+        an id (:func:`_id_digits`)."""
         self.ordered = True
         """Whether each answer came after the one before it (:func:`_changes` appends them in
         trace order and sets one anew at its own step): then those after a step are found by
@@ -114,27 +118,73 @@ class _Answers(list[_Confirmation]):
         super().__setitem__(index, value)
         if isinstance(index, slice):
             self._named.clear()
+            self._holding.clear()
             self.ordered = False
         else:
-            self._set_anew.append(range(len(self))[index])
+            at = range(len(self))[index]
+            self._set_anew.append(at)
             self.ordered = self.ordered and was.at == value.at
+            for size, (read, holding) in self._holding.items():
+                if at < read[0]:
+                    self._hold(holding, size, at)
 
     def naming(self, values: list[str]) -> list[_Confirmation]:
-        """:func:`_naming` of these answers."""
-        tested, named, seen = self._named.setdefault(tuple(values), ([], [], [0]))
-        for at in self._set_anew[seen[0] :]:
-            if at < len(tested) and tested[at] != self[at].names_all(values):
-                tested[at] = not tested[at]
-                if tested[at]:
-                    bisect.insort(named, at)
-                else:
-                    named.remove(at)
-        seen[0] = len(self._set_anew)
-        for at in range(len(tested), len(self)):
-            tested.append(self[at].names_all(values))
-            if tested[-1]:
-                named.append(at)
+        """:func:`_naming` of these answers: those not tested yet for *values* tested (only
+        those holding the digits of an id among them, which no other names), and those set
+        anew since tested again."""
+        found = self._named.get(tuple(values))
+        if found is None:  # none tested yet: none to test again
+            found = self._named[tuple(values)] = _Naming(len(self._set_anew))
+        named = found.named
+        for at in self._set_anew[found.seen :]:
+            if at < found.tested:
+                where = bisect.bisect_left(named, at)
+                was = where < len(named) and named[where] == at
+                if was != self[at].names_all(values):
+                    if was:
+                        del named[where]
+                    else:
+                        named.insert(where, at)
+        found.seen = len(self._set_anew)
+        digits = next((d for d in map(_id_digits, values) if d is not None), None)
+        new: Sequence[int] = range(found.tested, len(self))
+        if digits is not None:
+            new = self.holding(digits, found.tested)
+        named.extend(at for at in new if self[at].names_all(values))
+        found.tested = len(self)
         return [self[at] for at in named]
+
+    def holding(self, digits: str, start: int) -> list[int]:
+        """The indexes from *start* on of the answers whose part of the question answered
+        may hold *digits* (every one that does, and maybe others), in order."""
+        read, holding = self._holding.setdefault(len(digits), ([0], {}))
+        for at in range(read[0], len(self)):
+            self._hold(holding, len(digits), at)
+        read[0] = len(self)
+        found = holding.get(digits, [])
+        return found[bisect.bisect_left(found, start) :]
+
+    def _hold(self, holding: dict[str, list[int]], size: int, at: int) -> None:
+        """Index answer *at* under each run of *size* digits its answered part holds."""
+        for run in _DIGITS.findall(self[at].answered):
+            for start in range(len(run) - size + 1):
+                found = holding.setdefault(run[start : start + size], [])
+                where = bisect.bisect_left(found, at)
+                if where == len(found) or found[where] != at:
+                    found.insert(where, at)
+
+
+class _Naming:
+    """The answers of an :class:`_Answers` naming a list of values."""
+
+    def __init__(self, seen: int) -> None:
+        self.tested = 0
+        """How many answers from the first are tested (those not holding an id's digits
+        count as tested: they name none)."""
+        self.named: list[int] = []
+        """The indexes of the tested answers naming the values, in order."""
+        self.seen = seen
+        """How many of the answers set anew (:attr:`_Answers._set_anew`) are tested again."""
 
 
 # Where a sentence ends in normalised text: after ".", "!" or "?" and a space ("$22.00" and
@@ -909,7 +959,7 @@ def _other_detail(asked: str, known: set[str], earlier: Sequence[AgentEvent]) ->
 def _names_another_record(asked: str, known: set[str], earlier: Sequence[AgentEvent]) -> bool:
     """Whether the question *asked* names a record the tools showed beside the change's (a
     product or an order), beyond its ways of paying and amounts."""
-    for other in _siblings(known, earlier, records=True):
+    for other in _siblings_named(known, earlier, [asked], records=True):
         if _payments(other) or _amounts(other) or _MONEY.fullmatch(other):
             continue
         if len(other) >= 3 and mentions(asked, other, chosen=True):
@@ -1082,19 +1132,51 @@ def _names_part(text: str, values: list[str], earlier: Sequence[AgentEvent]) -> 
     if not said or not earlier:
         return False
     known = {normalise(value) for value in values}
-    for event in earlier:
-        if not (isinstance(event, ToolCallEvent) and event.ok):
-            continue
-        for record in _records(event.output):
-            own = {normalise(str(v)) for k, v in record.items() if _ID_KEY.search(str(k))}
-            if not own & known:
-                continue
-            for inner in _records([v for v in record.values() if isinstance(v, dict | list)]):
-                names = (str(v) for k, v in inner.items() if _ID_KEY.search(str(k)))
-                words = {w for name in names for w in _WORD.findall(normalise(name))}
-                if any(word.endswith(out) for word in words for out in said):
-                    return True
-    return False
+    if isinstance(earlier, Before):
+        parts = earlier.worked_out.get("parts firsts")
+        if parts is None:
+            parts = earlier.worked_out["parts firsts"] = _FirstParts()
+        found = parts.upto(earlier, known)
+    else:
+        found = (w for e in earlier for own, w in _owned_parts(e) if own & known)
+    return any(word.endswith(out) for words in found for word in words for out in said)
+
+
+def _owned_parts(event: AgentEvent) -> Iterator[tuple[set[str], frozenset[str]]]:
+    """For each record of *event*'s output (a successful tool call's): its ids, names and
+    labels (normalised), and the words of the names of the records inside it (see
+    :func:`_names_part`)."""
+    if not (isinstance(event, ToolCallEvent) and event.ok):
+        return
+    for record in _records(event.output):
+        own = {normalise(str(v)) for k, v in record.items() if _ID_KEY.search(str(k))}
+        words: set[str] = set()
+        for inner in _records([v for v in record.values() if isinstance(v, dict | list)]):
+            names = (str(v) for k, v in inner.items() if _ID_KEY.search(str(k)))
+            words.update(w for name in names for w in _WORD.findall(normalise(name)))
+        yield own, frozenset(words)
+
+
+class _FirstParts:
+    """For :func:`_names_part` over the steps before a change: by a record's id, name or
+    label, the words of the names inside each record of it, each with the first step
+    showing it; grown as longer prefixes are asked for (every change once walked every
+    output before it)."""
+
+    def __init__(self) -> None:
+        self.walked = 0
+        self.parts: dict[str, dict[frozenset[str], int]] = {}
+
+    def upto(self, earlier: Before, known: set[str]) -> list[frozenset[str]]:
+        upto = len(earlier)
+        for at in range(self.walked, upto):
+            for own, words in _owned_parts(earlier[at]):
+                for name in own:
+                    self.parts.setdefault(name, {}).setdefault(words, at)
+        self.walked = max(self.walked, upto)
+        return [
+            words for name in known for words, at in self.parts.get(name, {}).items() if at < upto
+        ]
 
 
 # A narrowing word and the rest of its clause ("only the refunds", "just refund them").
@@ -1190,7 +1272,7 @@ def _counter_offer(yes: _Confirmation, earlier: Sequence[AgentEvent] = ()) -> st
     asked = _amounts(yes.answered)
     if asked and not _amounts(message_text(yes.answer)) <= asked:
         return "amount"
-    if _own_terms(yes, _recorded_words(yes.answered, earlier)):
+    if _own_terms(yes, _recorded(yes.answered, earlier)):
         return "term"
     return None
 
@@ -1309,7 +1391,7 @@ _JUDGING = re.compile(
 )
 
 
-def _but_term(answer: str, question: str, recorded: frozenset[str] = frozenset()) -> bool:
+def _but_term(answer: str, question: str, recorded: Container[str] = frozenset()) -> bool:
     """Whether the first sentence *answer* of a yes puts a term on the change in a "but"
     clause: the clause says a word its *question* does not, and is not a remark. The rule:
     the words the question says, the words of a plain yes, prepositions and articles, the
@@ -1334,11 +1416,11 @@ def _but_term(answer: str, question: str, recorded: frozenset[str] = frozenset()
     if _REMARK_SUBJECT.match(clause) and not _WANTING.search(clause) and not stated:
         return False
     said = set(_TOKEN.findall(question)) | _REPLY_WORDS | _PLAIN_WORDS | _KINDS_OF_RECORD
-    said |= _REMARK_WORDS | _ATTRIBUTES | _NARROWING_WORDS | recorded
-    return any(not _said(word, said) for word in _TOKEN.findall(clause))
+    said |= _REMARK_WORDS | _ATTRIBUTES | _NARROWING_WORDS
+    return any(not _said(word, said, recorded) for word in _TOKEN.findall(clause))
 
 
-def _own_terms(yes: _Confirmation, recorded: frozenset[str] = frozenset()) -> bool:
+def _own_terms(yes: _Confirmation, recorded: Container[str] = frozenset()) -> bool:
     """Whether *yes* puts a term of its own on the change, in its first sentence: a phrase
     opening with a preposition or a kind of value that says something its question does not
     ("Refund the socks?" "Yes, but in size M"; "... for size 9 in grey?" "Yes, but in black",
@@ -1350,15 +1432,16 @@ def _own_terms(yes: _Confirmation, recorded: frozenset[str] = frozenset()) -> bo
     if found is None:
         return _but_term(answer, yes.answered, recorded)
     term = found.group("term") or found.group("first")
-    said = set(_TOKEN.findall(yes.answered)) | _REPLY_WORDS | _PLAIN_WORDS | recorded
-    return any(not _said(word, said) for word in _TOKEN.findall(term))
+    said = set(_TOKEN.findall(yes.answered)) | _REPLY_WORDS | _PLAIN_WORDS
+    return any(not _said(word, said, recorded) for word in _TOKEN.findall(term))
 
 
-def _said(word: str, said: set[str] | frozenset[str]) -> bool:
-    """Whether *word* is one of *said*, or its singular ("shoes" for "shoe")."""
-    return word in said or any(
-        word.endswith(end) and word[: -len(end)] in said for end in ("s", "es")
-    )
+def _said(
+    word: str, said: set[str] | frozenset[str], recorded: Container[str] = frozenset()
+) -> bool:
+    """Whether *word* is one of *said* or *recorded*, or its singular ("shoes" for "shoe")."""
+    forms = [word, *(word[: -len(end)] for end in ("s", "es") if word.endswith(end))]
+    return any(form in said or form in recorded for form in forms)
 
 
 _ID_KEY = re.compile(r"(^|_)(id|name|label)$")
@@ -1371,6 +1454,8 @@ def _recorded_words(question: str, earlier: Sequence[AgentEvent]) -> frozenset[s
     dict of a successful tool output) whose id, name or label the question says, with its
     own values (not its nested records) and the month of each date ("the socks from May" of
     order O-1001, placed 2025-05-28). Saying them restates the question's record."""
+    if isinstance(earlier, Before):
+        return frozenset(_RecordedWords(_first_records(earlier), earlier, question))
     words: set[str] = set()
     for names, values in _records_shown(earlier):
         if any(len(name) >= 3 and mentions(question, name) for name in names):
@@ -1378,26 +1463,120 @@ def _recorded_words(question: str, earlier: Sequence[AgentEvent]) -> frozenset[s
     return frozenset(words)
 
 
+# A string shaped as an id of a few letters and a number ("O-1001", "#W0000002", "I-1001-1"),
+# once normalised, with no word of four letters or more. Every spelling :func:`mentions` and
+# :func:`mentioned_at` read it in holds its first number as written (:func:`_named_by`
+# escapes the needle's digits and puts nothing between them; the id's number alone is those
+# digits; no amount, size or state has this shape; :func:`_in_other_words` reads amounts
+# only), and :func:`_names` reads no word of it: a text without those digits names it in no
+# way. Such strings are looked up by the digits a text holds (:class:`_ByDigits`), not each
+# tested against it: a long trace shows a new order id each change.
+_ID_SHAPED = re.compile(r"#?[a-z]{1,3}[-_#]?(\d{3,})(?:-\d{1,4})?")
+_DIGITS = re.compile(r"\d{3,}")
+_DIGIT_WINDOWS = 20_000
+"""At most this many windows of a text's digits are looked up; past that, every id is a
+candidate (a text of thousands of digits)."""
+
+
+def _id_digits(name: str) -> str | None:
+    """The digits every text naming *name* holds, when it is shaped as an id (see
+    :data:`_ID_SHAPED`); else None."""
+    if len(name) > 40 or _WORD.search(name):
+        return None
+    shaped = _ID_SHAPED.fullmatch(normalise(name))
+    return None if shaped is None else shaped[1]
+
+
+class _ByDigits:
+    """Strings, the id-shaped ones (:func:`_id_digits`) kept by their digits: the
+    candidates a text may name are the others and the ids whose digits it holds."""
+
+    def __init__(self) -> None:
+        self.plain: list[str] = []
+        """The strings not shaped as ids, in the order they were added."""
+        self.ids: dict[str, list[str]] = {}
+        self.lengths: set[int] = set()
+        """How many digits each key of :attr:`ids` has."""
+
+    def add(self, name: str) -> None:
+        digits = _id_digits(name)
+        if digits is None:
+            self.plain.append(name)
+        else:
+            self.ids.setdefault(digits, []).append(name)
+            self.lengths.add(len(digits))
+
+    def candidates(self, texts: Sequence[str]) -> list[str]:
+        """The strings one of *texts* may name: every one not shaped as an id, and the ids
+        whose digits one of them holds (every id, when they hold too many digits to look
+        each window up), each once."""
+        runs = [run for text in texts for run in _DIGITS.findall(text)]
+        if sum(len(run) for run in runs) * len(self.lengths) > _DIGIT_WINDOWS:
+            return [*self.plain, *(name for names in self.ids.values() for name in names)]
+        found: dict[str, None] = {}
+        for run in runs:
+            for size in self.lengths:
+                for start in range(len(run) - size + 1):
+                    found.update(dict.fromkeys(self.ids.get(run[start : start + size], ())))
+        return [*self.plain, *found]
+
+
+def _recorded(question: str, earlier: Sequence[AgentEvent]) -> Container[str]:
+    """:func:`_recorded_words`, looked up word by word where *earlier* keeps a memo (a yes's
+    words are few, the words of the records a question names grow with the trace)."""
+    if isinstance(earlier, Before):
+        return _RecordedWords(_first_records(earlier), earlier, question)
+    return _recorded_words(question, earlier)
+
+
+class _RecordedWords:
+    """The words of the records *question* names in the steps of *earlier*, as
+    :func:`_recorded_words` finds them, but looked up: the names the question says are found
+    when a word is first asked for, and each word is looked up in the words of those names'
+    records (:meth:`_FirstRecords.first_with`)."""
+
+    def __init__(self, firsts: _FirstRecords, earlier: Before, question: str) -> None:
+        self.firsts, self.earlier, self.question = firsts, earlier, question
+        self.upto = len(earlier)
+        self.names: list[str] | None = None
+
+    def named(self) -> list[str]:
+        if self.names is None:
+            self.names = self.firsts.named_in(self.earlier, self.question)
+        return self.names
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and any(
+            self.firsts.first_with(name, word) < self.upto for name in self.named()
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        for name in self.named():
+            for word, at in self.firsts.words_of(name).items():
+                if at < self.upto:
+                    yield word
+
+
+def _first_records(earlier: Before) -> _FirstRecords:
+    firsts = earlier.worked_out.get("records firsts")
+    if firsts is None:
+        firsts = earlier.worked_out["records firsts"] = _FirstRecords()
+    return firsts
+
+
 _Record = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 def _records_shown(earlier: Sequence[AgentEvent]) -> Iterator[_Record]:
     """The records (see :func:`_output_records`) the successful tool outputs of *earlier*
-    show, each once, in the order they first show: the same records shown again and again
-    (a long trace reading the same order each turn) are read once per question, not once
-    per showing. Grown over the trace with its memo (:class:`_FirstRecords`)."""
-    if not isinstance(earlier, Before):
-        seen: set[_Record] = set()
-        for at, event in enumerate(earlier):
-            for record in _output_records(at, event, None):
-                if record not in seen:
-                    seen.add(record)
-                    yield record
-        return
-    firsts = earlier.worked_out.get("records firsts")
-    if firsts is None:
-        firsts = earlier.worked_out["records firsts"] = _FirstRecords()
-    yield from firsts.upto(earlier, len(earlier))
+    show, each once, in the order they first show (steps with a memo are looked up instead:
+    :class:`_FirstRecords`)."""
+    seen: set[_Record] = set()
+    for at, event in enumerate(earlier):
+        for record in _output_records(at, event, None):
+            if record not in seen:
+                seen.add(record)
+                yield record
 
 
 class _FirstRecords:
@@ -1407,13 +1586,59 @@ class _FirstRecords:
     def __init__(self) -> None:
         self.walked = 0
         self.records: dict[_Record, int] = {}
+        self.named: dict[str, list[tuple[int, tuple[str, ...]]]] = {}
+        """Each name (three characters or more) of a record: the first step showing each
+        record of that name, and its values."""
+        self.names = _ByDigits()
+        """The names of :attr:`named`."""
+        self.folded: dict[str, tuple[list[int], dict[str, int]]] = {}
+        """For :meth:`words_of`: by name, how many of its records are read, and their
+        words."""
 
-    def upto(self, earlier: Before, upto: int) -> list[_Record]:
+    def walk(self, earlier: Before, upto: int) -> None:
         for at in range(self.walked, upto):
             for record in _output_records(at, earlier[at], earlier.worked_out):
-                self.records.setdefault(record, at)
+                if record in self.records:
+                    continue
+                self.records[record] = at
+                for name in dict.fromkeys(record[0]):
+                    if len(name) >= 3:
+                        self.index(name).append((at, record[1]))
         self.walked = max(self.walked, upto)
-        return [record for record, at in self.records.items() if at < upto]
+
+    def index(self, name: str) -> list[tuple[int, tuple[str, ...]]]:
+        found = self.named.get(name)
+        if found is None:
+            found = self.named[name] = []
+            self.names.add(name)
+        return found
+
+    def named_in(self, earlier: Before, question: str) -> list[str]:
+        """The names of the records shown before ``len(earlier)`` that *question* says:
+        each name tested once, the ids only where the question holds their digits."""
+        upto = len(earlier)
+        self.walk(earlier, upto)
+        return [
+            name
+            for name in self.names.candidates([question])
+            if self.named[name][0][0] < upto and mentions(question, name)
+        ]
+
+    def words_of(self, name: str) -> dict[str, int]:
+        """The words of the records of *name* (:func:`_value_words`), each with the first
+        step showing it in one of them; worked out when first asked for, grown after."""
+        folded, words = self.folded.setdefault(name, ([0], {}))
+        records = self.named[name]
+        for at, values in records[folded[0] :]:
+            for word in _value_words(values):
+                words.setdefault(word, at)
+        folded[0] = len(records)
+        return words
+
+    def first_with(self, name: str, word: str) -> int:
+        """The first step showing a record of *name* whose words hold *word* (or a step
+        after every one)."""
+        return self.words_of(name).get(word, self.walked)
 
 
 def _output_records(
@@ -1537,7 +1762,7 @@ def _other_record(
     known = {normalise(value) for value in values}
     taken = known | {w for value in known for w in _WORD.findall(value)}
     taken |= set(_WORD.findall(yes.answered)) | _KINDS_OF_RECORD
-    for other in _siblings(known, earlier):
+    for other in _siblings_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
     return None
@@ -1559,7 +1784,8 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
         return False
     own |= _KINDS_OF_RECORD
     # only the records the question listed
-    listed = [o for o in _siblings(known, earlier) if mentions(yes.answered, o, chosen=True)]
+    shown = _siblings_named(known, earlier, [yes.answered])
+    listed = [o for o in shown if mentions(yes.answered, o, chosen=True)]
     return any(_names(answer, other, own) for other in listed) or _heads_another(
         answer, listed, own
     )
@@ -1895,7 +2121,7 @@ def _listed(
         if at is None:
             continue
         named = [(at, value)]
-        for other in _siblings({normalise(value)}, earlier, records=True):
+        for other in _siblings_named({normalise(value)}, earlier, [question], records=True):
             where = mentioned_at(question, other) if len(other) >= 3 else None
             if where is not None:
                 named.append((where, other))
@@ -1996,15 +2222,27 @@ def _proposes_another(
         return None
     for value in (normalise(v) for v in values):
         own = {w for w in _WORD.findall(value)} - _KINDS_OF_RECORD
-        for other in _siblings({value}, earlier):
-            if len(other) < 3:
-                continue
-            theirs = {w for w in _WORD.findall(other)} - _KINDS_OF_RECORD
-            if not any(_names(c, other, own | _REPLY_WORDS) for c in proposing):
-                continue
-            if not any(_names(c, value, theirs | _REPLY_WORDS) for c in proposing):
-                return other
+        proposed = [
+            other
+            for other in _siblings_named({value}, earlier, proposing)
+            if _proposed_for(other, value, own, proposing)
+        ]
+        if len(proposed) > 1:  # the first the set of them gives, as the evidence names it
+            proposed = [o for o in _siblings({value}, earlier) if o in proposed]
+        if proposed:
+            return proposed[0]
     return None
+
+
+def _proposed_for(other: str, value: str, own: set[str], proposing: list[str]) -> bool:
+    """Whether a clause of *proposing* names *other* (shown where the change's *value*
+    stands) and none names the value."""
+    if len(other) < 3:
+        return False
+    theirs = {w for w in _WORD.findall(other)} - _KINDS_OF_RECORD
+    return any(_names(c, other, own | _REPLY_WORDS) for c in proposing) and not any(
+        _names(c, value, theirs | _REPLY_WORDS) for c in proposing
+    )
 
 
 def _names(answer: str, record: str, taken: set[str]) -> bool:
@@ -2042,6 +2280,19 @@ def _siblings(known: set[str], earlier: Sequence[AgentEvent], *, records: bool =
         return _first_shown(earlier).siblings(earlier, known, records)
     found = _shown(earlier, records=True if records else None)
     return {leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf}
+
+
+def _siblings_named(
+    known: set[str], earlier: Sequence[AgentEvent], texts: Sequence[str], *, records: bool = False
+) -> Sequence[str] | set[str]:
+    """The strings of :func:`_siblings` that *texts* may name (every one of them that
+    :func:`mentions`, :func:`mentioned_at` or :func:`_names` finds in one of *texts*, and
+    maybe others): looked up by the digits of the texts where *earlier* keeps a memo, not
+    each tested (:meth:`_FirstShown.named_in`). In no set's order: a caller returning the
+    first it finds asks :func:`_siblings`."""
+    if isinstance(earlier, Before):
+        return _first_shown(earlier).named_in(earlier, known, records, texts)
+    return _siblings(known, earlier, records=records)
 
 
 _Shown = dict[tuple[str, ...], set[str]]
@@ -2099,6 +2350,8 @@ class _FirstShown:
         self.where: dict[str, dict[int, int]] = {}
         """Each string: the paths showing it (their places in :attr:`order`), each with the
         first step showing it there."""
+        self.strings: list[_ByDigits] = []
+        """The strings of each path of :attr:`order`, looked up by the digits of a text."""
 
     def walk(self, earlier: Before, upto: int) -> None:
         """Read the outputs of the steps before *upto* not yet read."""
@@ -2108,9 +2361,11 @@ class _FirstShown:
                 if entry is None:
                     entry = self.paths[path] = (of_record, {}, len(self.order))
                     self.order.append(path)
+                    self.strings.append(_ByDigits())
                 if leaf not in entry[1]:
                     entry[1][leaf] = at
                     self.where.setdefault(leaf, {})[entry[2]] = at
+                    self.strings[entry[2]].add(leaf)
         self.walked = max(self.walked, upto)
 
     def upto(self, earlier: Before, upto: int, records: bool | None) -> _Shown:
@@ -2144,6 +2399,24 @@ class _FirstShown:
         )
         found = memo[key] = {leaf for leaves in matching for leaf in leaves - known if leaf}
         return found
+
+    def named_in(
+        self, earlier: Before, known: set[str], records: bool, texts: Sequence[str]
+    ) -> list[str]:
+        """Of :meth:`siblings`, those *texts* may name (see :class:`_ByDigits`): the
+        strings shown beside *known* that are not shaped as ids, and the ids whose digits
+        one of *texts* holds; each once, in no set's order."""
+        upto = len(earlier)
+        self.walk(earlier, upto)
+        places = {p for leaf in known for p, at in self.where.get(leaf, {}).items() if at < upto}
+        found: dict[str, None] = {}
+        for place in sorted(places):
+            of_record, leaves, _ = self.paths[self.order[place]]
+            if of_record or not records:
+                for leaf in self.strings[place].candidates(texts):
+                    if leaf and leaf not in known and leaves[leaf] < upto:
+                        found[leaf] = None
+        return list(found)
 
     @staticmethod
     def shown(earlier: Before, place: int, leaves: dict[str, int], upto: int) -> set[str]:
