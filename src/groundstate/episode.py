@@ -63,7 +63,13 @@ from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.leftovers import Watch
-from groundstate.loopthreads import abandon, in_loop_thread, put_back_after, put_back_builtins
+from groundstate.loopthreads import (
+    abandon,
+    in_loop_thread,
+    in_thread,
+    put_back_after,
+    put_back_builtins,
+)
 from groundstate.records import AgentRun, CheckResult, CountedUsage, Usage
 from groundstate.returned import (
     CRASHED,
@@ -1635,7 +1641,7 @@ async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: A
     when a call holds it (a tool blocked in Python, a slow user): this loop runs every
     attempt of the batch, and would be held as long."""
     if session.busy:
-        await asyncio.to_thread(action, *args)
+        await in_thread(action, *args)
     else:
         action(*args)
 
@@ -1688,7 +1694,7 @@ async def _end_after_return(session: EpisodeSession, until: float) -> None:
     thread (this loop runs the other attempts), not left to write while the checks read;
     one still running then ends the attempt at its limit (*until*: that wait's end)."""
     if session.busy:
-        await asyncio.to_thread(_end_waiting, session, until)
+        await in_thread(_end_waiting, session, until)
     session.end()
 
 
