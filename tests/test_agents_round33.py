@@ -19,11 +19,15 @@ from typing import Any
 import pytest
 
 from groundstate.agents.base import Session
+from groundstate.episode import AttemptInfo, run_attempt
 from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.spec.suite import Suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt, scripted_system
 
-from .conftest import HANG
+from .conftest import BLOCK, HANG
+from .test_adversarial_agents import _in_thread, _wait_for
+from .test_adversarial_agents import slow_bank as slow_bank  # a fixture
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -143,3 +147,58 @@ def test_a_batch_with_an_agent_dropping_the_wakeups_ends_and_records_the_others(
     bad = {"blocks": {"agent_failure/time_limit", PROHIBITED}, "returns": {PROHIBITED}}[ends]
     assert stored.pop(first[0]) in bad, stored
     assert set(stored.values()) <= {"success", PROHIBITED}, stored
+
+
+def test_a_wait_for_a_call_in_flight_ends_while_another_agent_drops_the_wakeups(
+    slow_bank: Suite, tmp_path: Path, release: threading.Event
+) -> None:
+    """Two attempts in one loop, as a batch runs them: the first's agent returns with its
+    payment still in the tool (the episode waits for it in a thread); then the second's
+    drops the loops' wakeups, ends the payment and blocks to its limit. Before: the end of
+    the wait was dropped, and the first attempt (and the batch) waited for ever."""
+    returned, paid = tmp_path / "returned", tmp_path / "paid"
+    entered = tmp_path / "entered"
+    restore = _Restore(_base, "call_soon_threadsafe")
+    arguments = {"seconds": BLOCK, "until": str(paid), "entered": str(entered)}
+
+    async def pays_in_a_helper(session: Session) -> str:
+        await session.say("What is your PIN?")
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+
+        async def pay() -> None:
+            await session.call("pay_slowly", arguments)
+
+        _in_thread(pay())
+        _wait_for(entered)  # the payment is in the tool now
+        returned.touch()
+        return "Moved 30 from A to B."
+
+    async def drops_then_blocks(session: Session) -> str:
+        _wait_for(returned)
+        time.sleep(0.3)  # the first episode waits for its payment by now
+        _base.call_soon_threadsafe = lambda *a, **k: None  # type: ignore[method-assign]
+        paid.touch()
+        release.wait(HANG)
+        return "done"
+
+    records: dict[str, str] = {}
+
+    async def one(name: str, fn: Any) -> None:
+        info = AttemptInfo(run_id=name, batch_id="adhoc", attempt=1, seed=0)
+        task = slow_bank.tasks["transfer"]
+        out = await run_attempt(task, slow_bank, scripted_system(), FunctionAgent(fn), info)
+        records[name] = out.run.terminal_reason
+
+    async def both() -> None:
+        await asyncio.gather(one("pays", pays_in_a_helper), one("drops", drops_then_blocks))
+
+    runner = threading.Thread(target=lambda: asyncio.run(both()), daemon=True)
+    try:
+        runner.start()
+        runner.join(HANG)
+    finally:
+        release.set()
+        restore.undo()
+    runner.join(HANG)
+    assert records.get("pays") in {"success", PROHIBITED}, records
+    assert records.get("drops") in {"agent_failure/time_limit", PROHIBITED}, records
