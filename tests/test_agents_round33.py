@@ -202,3 +202,35 @@ def test_a_wait_for_a_call_in_flight_ends_while_another_agent_drops_the_wakeups(
     runner.join(HANG)
     assert records.get("pays") in {"success", PROHIBITED}, records
     assert records.get("drops") in {"agent_failure/time_limit", PROHIBITED}, records
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [(threading.Event, "set"), (threading.Condition, "notify_all")],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_the_turns_of_live_factories_pass_with_threading_s_wakeups_dropped(
+    monkeypatch: pytest.MonkeyPatch, owner: type, name: str
+) -> None:
+    """The in-process executor's turnstile (the order of live factories' calls) woke the
+    next attempt with a ``threading.Event``: an agent that set ``Event.set`` to drop the
+    call while another attempt ended its turn held every later attempt, and the batch,
+    for ever. (The waiting thread is started without ``threading``: its start waits on an
+    ``Event`` too.)"""
+    import _thread
+
+    from groundstate.executors.local import _Turnstile
+
+    turns = _Turnstile()
+    first, second = turns.ticket(), turns.ticket()
+    passed: list[int] = []
+    monkeypatch.setattr(owner, name, lambda *args, **kwargs: None)
+    _thread.start_new_thread(lambda: (turns.wait(second), passed.append(second)), ())
+    turns.wait(first)
+    turns.done(first)
+    for _ in range(int(5 / 0.01)):
+        if passed:
+            break
+        time.sleep(0.01)
+    monkeypatch.undo()
+    assert passed == [second]
