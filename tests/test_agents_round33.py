@@ -78,7 +78,7 @@ def test_an_agent_dropping_the_wakeups_and_returning_at_once_is_recorded_for_it(
         restore.undo()
     assert time.monotonic() - started < 10
     assert run.terminal_reason == PROHIBITED, run.infrastructure_status
-    assert owner.__qualname__ in str(run.infrastructure_status.get("harness_rebound"))
+    assert f"{owner.__qualname__}.{name}" in str(run.infrastructure_status.get("harness_rebound"))
     assert after is restore.first
 
 

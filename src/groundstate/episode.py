@@ -69,6 +69,7 @@ from groundstate.loopthreads import (
     in_thread,
     put_back_after,
     put_back_builtins,
+    take_wake_restored,
 )
 from groundstate.records import AgentRun, CheckResult, CountedUsage, Usage
 from groundstate.returned import (
@@ -1503,6 +1504,7 @@ def _rebound(
     code and defaults are read only if the audit hook noted a set (see
     :meth:`~groundstate.bindings.Bindings.put_back`); the attempt's last look reads them."""
     names = HARNESS.unsealed(seal)
+    names += take_wake_restored()  # asyncio's wake path, set back before this look
     names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back(read_code=read_code)
     for one in held:  # called on the class: the agent may have set code on its instance's

@@ -57,6 +57,7 @@ import threading
 import time
 import warnings
 import weakref
+from collections import deque
 from collections.abc import Callable, Coroutine, MutableMapping, Sequence
 from concurrent.futures import thread as _executor_threads
 from contextlib import suppress
@@ -535,6 +536,21 @@ def _wake_path() -> tuple[tuple[type, tuple[tuple[str, Any], ...]], ...]:
 
 _WAKE_PATH = _wake_path()
 
+WAKE_RESTORED: deque[str] = deque(maxlen=20)
+"""What :func:`put_back_wake_path` set back (``asyncio.base_events.BaseEventLoop.
+call_soon_threadsafe``), for the next look of an attempt to name: set back before the look
+(as a piece of work ends, before its outcome is handed over), the watch would find only the
+class written to (:func:`take_wake_restored`)."""
+
+
+def take_wake_restored() -> list[str]:
+    """The names :func:`put_back_wake_path` set back since the last call (taken out)."""
+    taken: list[str] = []
+    with suppress(IndexError):
+        while True:
+            taken.append(WAKE_RESTORED.popleft())
+    return taken
+
 
 def put_back_wake_path(loop: Any) -> None:
     """Put back the builtins and the methods by which *loop* takes a callback from another
@@ -554,10 +570,12 @@ def put_back_wake_path(loop: Any) -> None:
                         _del_on_class(cls, name)
                     else:
                         _set_on_class(cls, name, value)
+                    WAKE_RESTORED.append(f"{cls.__module__}.{cls.__qualname__}.{name}")
     own = getattr(loop, "__dict__", None)  # an instance of asyncio's loop classes has one
     if type(own) is dict:
         for name in _WAKE_NAMES:
-            own.pop(name, None)
+            if own.pop(name, _MISSING) is not _MISSING:
+                WAKE_RESTORED.append(f"the event loop's own {name}")
 
 
 def wake(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
