@@ -227,6 +227,7 @@ def test_the_turns_of_live_factories_pass_with_threading_s_wakeups_dropped(
     monkeypatch.setattr(owner, name, lambda *args, **kwargs: None)
     _thread.start_new_thread(lambda: (turns.wait(second), passed.append(second)), ())
     turns.wait(first)
+    time.sleep(0.2)  # the second ticket waits by now (else it finds its turn passed already)
     turns.done(first)
     for _ in range(int(5 / 0.01)):
         if passed:
