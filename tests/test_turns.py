@@ -313,7 +313,7 @@ def test_a_waiter_interrupted_keeps_no_turn_and_leaves_the_queue(
         raise KeyboardInterrupt  # ...which is interrupted before it takes the turn
 
     with monkeypatch.context() as patch:
-        patch.setattr(turns._Waiter, "wait", interrupted)
+        patch.setattr(turns.Waiter, "wait", interrupted)
         with pytest.raises(KeyboardInterrupt):
             t.take()
     assert not t._waiting

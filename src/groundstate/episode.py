@@ -63,7 +63,14 @@ from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.leftovers import Watch
-from groundstate.loopthreads import abandon, in_loop_thread, put_back_after, put_back_builtins
+from groundstate.loopthreads import (
+    abandon,
+    in_loop_thread,
+    in_thread,
+    put_back_after,
+    put_back_builtins,
+    take_wake_restored,
+)
 from groundstate.records import AgentRun, CheckResult, CountedUsage, Usage
 from groundstate.returned import (
     CRASHED,
@@ -1504,6 +1511,7 @@ def _rebound(
     code and defaults are read only if the audit hook noted a set (see
     :meth:`~groundstate.bindings.Bindings.put_back`); the attempt's last look reads them."""
     names = HARNESS.unsealed(seal)
+    names += take_wake_restored()  # asyncio's wake path, set back before this look
     names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back(read_code=read_code)
     for one in held:  # called on the class: the agent may have set code on its instance's
@@ -1646,7 +1654,7 @@ async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: A
     when a call holds it (a tool blocked in Python, a slow user): this loop runs every
     attempt of the batch, and would be held as long."""
     if session.busy:
-        await asyncio.to_thread(action, *args)
+        await in_thread(action, *args)
     else:
         action(*args)
 
@@ -1699,7 +1707,7 @@ async def _end_after_return(session: EpisodeSession, until: float) -> None:
     thread (this loop runs the other attempts), not left to write while the checks read;
     one still running then ends the attempt at its limit (*until*: that wait's end)."""
     if session.busy:
-        await asyncio.to_thread(_end_waiting, session, until)
+        await in_thread(_end_waiting, session, until)
     session.end()
 
 

@@ -57,6 +57,7 @@ import threading
 import time
 import warnings
 import weakref
+from collections import deque
 from collections.abc import Callable, Coroutine, MutableMapping, Sequence
 from concurrent.futures import thread as _executor_threads
 from contextlib import suppress
@@ -307,8 +308,11 @@ def _shared_hooks() -> _SharedHooks:
 def _put_back_shared(shared: _SharedHooks, *, streams: bool) -> None:
     """Put back what the work changed (only that: another thread may set its own), the
     output streams and the hooks for uncaught errors only with *streams* (the caller
-    still waits for the piece: the harness has put none of its own since)."""
-    put_back_builtins()
+    still waits for the piece: the harness has put none of its own since). First the
+    builtins and ``asyncio``'s wake path (:func:`put_back_wake_path`): until then, every
+    callback handed to a loop from another thread (another attempt's agent's end, an
+    attempt's end, which the batch waits for without an alarm) could be dropped."""
+    put_back_wake_path(None)
     if type(shared) is not _SharedHooks:  # given a class of the agent's, its fields its own
         object.__setattr__(shared, "__class__", _SharedHooks)
     # A ``time.perf_counter`` giving NaN, or a ``time.monotonic`` leaping ahead, reached
@@ -532,6 +536,21 @@ def _wake_path() -> tuple[tuple[type, tuple[tuple[str, Any], ...]], ...]:
 
 _WAKE_PATH = _wake_path()
 
+WAKE_RESTORED: deque[str] = deque(maxlen=20)
+"""What :func:`put_back_wake_path` set back (``asyncio.base_events.BaseEventLoop.
+call_soon_threadsafe``), for the next look of an attempt to name: set back before the look
+(as a piece of work ends, before its outcome is handed over), the watch would find only the
+class written to (:func:`take_wake_restored`)."""
+
+
+def take_wake_restored() -> list[str]:
+    """The names :func:`put_back_wake_path` set back since the last call (taken out)."""
+    taken: list[str] = []
+    with suppress(IndexError):
+        while True:
+            taken.append(WAKE_RESTORED.popleft())
+    return taken
+
 
 def put_back_wake_path(loop: Any) -> None:
     """Put back the builtins and the methods by which *loop* takes a callback from another
@@ -551,10 +570,55 @@ def put_back_wake_path(loop: Any) -> None:
                         _del_on_class(cls, name)
                     else:
                         _set_on_class(cls, name, value)
+                    WAKE_RESTORED.append(f"{cls.__module__}.{cls.__qualname__}.{name}")
     own = getattr(loop, "__dict__", None)  # an instance of asyncio's loop classes has one
     if type(own) is dict:
         for name in _WAKE_NAMES:
-            own.pop(name, None)
+            if own.pop(name, _MISSING) is not _MISSING:
+                WAKE_RESTORED.append(f"the event loop's own {name}")
+
+
+def wake(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
+    """Hand *callback* to *loop* from another thread, its wake path put back first (see
+    :func:`put_back_wake_path`): an agent that set ``BaseEventLoop.call_soon_threadsafe`` to
+    drop the call, and returned or blocked, held every attempt whose agent, or a wait in a
+    thread, ended meanwhile (their ends dropped: recorded at their time limits) and the batch
+    (an attempt's end dropped: the batch waits for it without an alarm) for ever. Raises
+    ``RuntimeError`` when *loop* has closed."""
+    put_back_wake_path(loop)
+    loop.call_soon_threadsafe(callback, *args)
+
+
+def _deliver(finished: asyncio.Future[Any], outcome: Outcome) -> None:
+    """Settle *finished* with *outcome* (in its loop), unless it is done (cancelled)."""
+    if finished.done():
+        return
+    error, value = outcome
+    if error is None:
+        finished.set_result(value)
+    else:
+        finished.set_exception(error)
+
+
+async def in_thread(function: Callable[..., T], *args: Any) -> T:
+    """``asyncio.to_thread(function, *args)`` for the harness's own waits (the end of a
+    session a call still holds), its outcome handed back by :func:`wake`: one handed back
+    by ``asyncio``'s own ``call_soon_threadsafe`` while an agent had set it to drop the call
+    was lost, and the attempt waited for ever (no alarm runs after its agent's phase)."""
+    loop = asyncio.get_running_loop()
+    finished: asyncio.Future[T] = loop.create_future()
+
+    def run() -> None:
+        outcome: Outcome
+        try:
+            outcome = (None, function(*args))
+        except BaseException as exc:  # delivered: raised in the caller, as to_thread does
+            outcome = (exc, None)
+        with suppress(RuntimeError):  # the caller's loop has closed: nobody waits
+            wake(loop, _deliver, finished, outcome)
+
+    loop.run_in_executor(None, copy_context().run, run)
+    return await finished
 
 
 def _put_back(current: dict[str, Any], first: tuple[tuple[str, Any], ...]) -> None:
@@ -746,20 +810,11 @@ def in_loop_thread(
     finished: asyncio.Future[T] = loop.create_future()
     given_up = _GIVEN_UP[finished] = _GivenUp(loop)
 
-    def deliver(outcome: Outcome) -> None:
-        if finished.done():
-            return
-        error, value = outcome
-        if error is None:
-            finished.set_result(value)
-        else:
-            finished.set_exception(error)
-
     def done(outcome: Outcome) -> None:
         if crashes and outcome[0] is not None:  # here: its text may be the agent's code
             outcome = (as_exception(outcome[0]), None)
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
-            loop.call_soon_threadsafe(deliver, outcome)
+            wake(loop, _deliver, finished, outcome)
 
     given_up.worker, shared = submit(work, name, done, given_up)
     if kept is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
+from _thread import allocate_lock as _allocate_lock
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,7 +68,7 @@ class Turns:
         self._lock = threading.Lock()
         self._held: dict[object, float] = {}
         """Turns held, by token, with when each was taken (oldest first)."""
-        self._waiting: deque[_Waiter] = deque()
+        self._waiting: deque[Waiter] = deque()
         """Who waits for a turn, first first (a woken waiter has left it)."""
         self._watch = threading.Condition(self._lock)
         """What the watcher sleeps on (under the lock), between its rounds."""
@@ -80,7 +81,7 @@ class Turns:
         with self._lock:
             if len(self._held) < self._slots:
                 return self._grant()
-            waiter = _Waiter()
+            waiter = Waiter()
             self._waiting.append(waiter)
             self._watch_lease()
         while True:
@@ -165,13 +166,13 @@ class Turns:
                 self._wake_first()
 
 
-class _Waiter:
+class Waiter:
     """One thread waiting for a turn, on a lock of its own (released to wake it)."""
 
     __slots__ = ("_lock",)
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = _allocate_lock()  # as imported: ``threading.Lock`` may be rebound since
         self._lock.acquire()
 
     def wait(self) -> None:

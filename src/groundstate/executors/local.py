@@ -51,6 +51,7 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.store import PreparedRun
 from groundstate.store import _read_prepared as read_prepared
+from groundstate.turns import Waiter
 from groundstate.workdirs import process_dir
 
 _Started = list[asyncio.Task[AttemptOutput] | None]
@@ -70,13 +71,16 @@ UNWIND_TIMEOUT = 10.0
 class _Turnstile:
     """Turns in the order attempts were submitted, for calling live factories in that order.
 
-    Each ticket waits on an event of its own, set when the ticket before it is done: one
-    wake-up per turn. (One condition shared by every waiting attempt woke all of them at each
-    turn: with 256 attempts waiting, tens of thousands of wake-ups per batch.)"""
+    Each ticket waits on a waiter of its own (a C lock, see :class:`groundstate.turns.Waiter`),
+    woken when the ticket before it is done: one wake-up per turn. (One condition shared by
+    every waiting attempt woke all of them at each turn: with 256 attempts waiting, tens of
+    thousands of wake-ups per batch.) Not a ``threading.Event``: an agent that set
+    ``threading.Event.set`` (or ``Condition.notify_all``) to drop the call while another
+    attempt ended its turn held every later attempt, and the batch, for ever."""
 
     _next: int = 0
     _serving: int = 0
-    _turns: dict[int, threading.Event] = field(default_factory=dict)
+    _turns: dict[int, Waiter] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ticket(self) -> int:
@@ -84,7 +88,7 @@ class _Turnstile:
             ticket, self._next = self._next, self._next + 1
             self._turn(ticket)
             if ticket == self._serving:
-                self._turns[ticket].set()
+                self._turns[ticket].wake()
         return ticket
 
     def wait(self, ticket: int) -> None:
@@ -100,11 +104,14 @@ class _Turnstile:
             self._turns.pop(ticket, None)
             self._serving += 1
             if self._serving < self._next:
-                self._turn(self._serving).set()
+                self._turn(self._serving).wake()
 
-    def _turn(self, ticket: int) -> threading.Event:
-        """The event *ticket* waits on (the caller holds the lock)."""
-        return self._turns.setdefault(ticket, threading.Event())
+    def _turn(self, ticket: int) -> Waiter:
+        """The waiter *ticket* waits on (the caller holds the lock; woken once)."""
+        turn = self._turns.get(ticket)
+        if turn is None:
+            turn = self._turns[ticket] = Waiter()
+        return turn
 
 
 @dataclass
