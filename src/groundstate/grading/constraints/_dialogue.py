@@ -2931,25 +2931,31 @@ def _describe(confirmation: _Confirmation, values: list[str]) -> dict[str, Any]:
 
 
 def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResult:
-    """Listed arguments of matching calls were said by the user before the call."""
+    """Listed arguments of matching calls were said by the user before the call, and before
+    the model response that asked for it, where one did: a call asked for beside the question
+    ("What's your email?" and ``verify_identity`` in one response) had its values chosen
+    before the user answered, whatever the answer then said."""
     rule = constraint.provenance
     calls = index.hit_set(rule.match)
     if not calls:
         return passed(constraint.id, "provenance")
     events = index.events
-    said: list[str] = []
+    said: list[tuple[int, str]] = []
     # What the user says after the last matching call sources nothing: the walk stops there.
     for i, event in enumerate(events[: max(calls) + 1]):
         if isinstance(event, MessageEvent):
             if event.role == "user" and event.text is not None:
-                said.append(message_text(event))
+                said.append((i, message_text(event)))
             continue
         if i not in calls or not isinstance(event.args, dict):
             continue
+        decided = index.requested.get(i, i)
+        heard = [text for at, text in said if at < decided]
         for name in rule.args:
             for value in rendered(_argument(event, name)):
-                if not any(mentions(text, value) for text in said):
-                    return _unsourced(constraint, event, name, value, events[:i])
+                if not any(mentions(text, value) for text in heard):
+                    unheard = any(mentions(text, value) for _, text in said)
+                    return _unsourced(constraint, event, name, value, events[:i], unheard)
     return passed(constraint.id, "provenance")
 
 
@@ -2968,7 +2974,10 @@ def _unsourced(
     name: str,
     value: str,
     earlier: list[AgentEvent],
+    unheard: bool = False,
 ) -> CheckResult:
+    """*unheard*: the user said the value only after the model response that asked for
+    *call* (the value was chosen before it was heard)."""
     outputs = [
         e.step
         for e in earlier
@@ -2980,6 +2989,13 @@ def _unsourced(
     steps = f"{inflected(len(outputs), 'step')} {', '.join(map(str, outputs))}"
     seen = f"; it appeared earlier in tool output at {steps}" if outputs else ""
     problem = f"{label(call)}: argument {name} = {value!r} was not said by the user before{seen}"
+    more: dict[str, Any] = {}
+    if unheard:
+        problem += (
+            "; the user said it only after the model response that asked for the call, "
+            "so the value did not come from what the user said"
+        )
+        more["said_after_request"] = True
     return failed(
         constraint.id,
         "provenance",
@@ -2988,4 +3004,5 @@ def _unsourced(
         argument=name,
         value=value,
         seen_in_tool_output=outputs,
+        **more,
     )
