@@ -125,7 +125,8 @@ descriptor, and skews ``os.environb`` and ``os.path.expandvars``, and bound ``li
 43: it skews the locale's encoding and its names of days and months, dates a file read through
 ``os.stat(name, dir_fd=...)``, and gives a subprocess the suite's code starts the skewed
 variables; ``confirmed`` confirms only the part of a wildcard list a yes keeps to, and a no
-about a side matter takes no yes back)."""
+about a side matter takes no yes back; 44: ``provenance`` counts only what the user said
+before the model response that asked for the call)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
