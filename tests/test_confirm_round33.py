@@ -26,7 +26,6 @@ import random
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
 from types import FrameType
 from typing import Any
 
@@ -38,15 +37,20 @@ from groundstate.grading.constraints import _dialogue
 from groundstate.grading.constraints._dialogue import _Answers, _Confirmation, confirmed
 from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._text import mentioned_at, mentions, normalise
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
-from .test_confirm_round32 import _generated, _PlainAnswers, _siblings_as_before
+from .test_confirm_round32 import (
+    _generated,
+    _oracles,
+    _PlainAnswers,
+    _retail,
+    _siblings_as_before,
+    _siblings_named_as_before,
+)
 from .test_overhead_round30 import (
-    RETAIL,
     _confirmed_constraints,
     _near_misses,
-    _oracle_traces,
     _questions,
     _recorded_words_as_before,
     _restepped,
@@ -108,12 +112,6 @@ def _proposes_another_as_before(
     return None
 
 
-def _siblings_named_as_before(
-    known: set[str], earlier: Any, texts: Any, *, records: bool = False
-) -> set[str]:
-    return _siblings_as_before(known, earlier, records=records)
-
-
 def _old_route(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(_dialogue, "_Answers", _PlainAnswers)
     patch.setattr(_dialogue, "_siblings", _siblings_as_before)
@@ -129,16 +127,6 @@ def _both_routes(suite: Suite, events: list[AgentEvent]) -> tuple[Any, Any]:
         _old_route(patch)
         before = (_verdicts(suite, events), _questions(suite, events))
     return now, before
-
-
-@lru_cache(maxsize=1)
-def _retail() -> Suite:
-    return load_suite(RETAIL)
-
-
-@lru_cache(maxsize=1)
-def _oracles() -> dict[str, list[AgentEvent]]:
-    return _oracle_traces(_retail())
 
 
 @pytest.fixture(scope="module")
