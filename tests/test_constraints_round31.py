@@ -28,7 +28,12 @@ QUESTION = "Shall I refund the socks to your Visa?"
 def _refund(*later: str, between: str | None = None) -> bool:
     """Whether the refund of the socks to the Visa is confirmed by "Yes." to the question,
     followed by the user messages *later* (each after the agent message *between*, if any)."""
-    trace = Trace("Please help").agent(QUESTION).user("Yes.")
+    return refund_answered("Yes.", *later, between=between)
+
+
+def refund_answered(answer: str, *later: str, between: str | None = None) -> bool:
+    """:func:`_refund` with *answer* the first reply to the question."""
+    trace = Trace("Please help").agent(QUESTION).user(answer)
     for said in later:
         if between is not None:
             trace.agent(between)

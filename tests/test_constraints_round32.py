@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import pytest
 
+from .test_constraints_round31 import refund_answered
 from .test_grading_round11 import REFUND
 from .trace_builder import Trace, constraint
 
@@ -128,14 +129,7 @@ def test_controls_a_yes_to_the_whole_list_confirms_it(rule: object, answer: str)
 QUESTION = "Shall I refund the socks to your Visa?"
 
 
-def _refund(answer: str, *later: str, between: str | None = None) -> bool:
-    trace = Trace("Please help").agent(QUESTION).user(answer)
-    for said in later:
-        if between is not None:
-            trace.agent(between)
-        trace.user(said)
-    trace.call("refund", {"item": "socks", "method": "Visa"})
-    return trace.check(REFUND).passed
+_refund = refund_answered
 
 
 SIDE_MATTERS = [
