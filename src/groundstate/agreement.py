@@ -7,7 +7,10 @@ kappa needs the same number of ratings on every unit and drops units missing any
 Krippendorff's alpha (nominal) uses every unit with at least two ratings, whoever gave them.
 
 A statistic is ``None`` where it is undefined (every rating in one category: chance agreement
-is 1 and there is nothing to correct for), never a made-up 0 or 1.
+is 1 and there is nothing to correct for), never a made-up 0 or 1. What the commands show is
+:func:`reportable`: a kappa or alpha over fewer than :data:`MIN_UNITS` units is withheld too,
+with the reason (one pair the graders disagree on is Cohen's 0 and Fleiss' -1: no measure of
+either grader), as an interval is below ``MIN_TASKS`` tasks.
 
 Multi-label annotation (several failure labels per run) is scored label by label, each label as
 present/absent, and overall by pooling those binary decisions over labels; the exact-set
@@ -17,11 +20,15 @@ agreement treats each run's whole label set as one nominal category. Pure functi
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+MIN_UNITS = 5
+"""Fewer units than this and :func:`reportable` withholds a kappa or alpha (None, with a note):
+the number the interval rule asks of tasks (``groundstate.stats.intervals.MIN_TASKS``)."""
 
 Rating = Hashable | None
 Ratings = Sequence[Sequence[Rating]]
@@ -48,6 +55,8 @@ class Agreement:
     krippendorff_alpha: float | None
     """Nominal; over every unit with two or more ratings (missing ratings allowed)."""
     alpha_units: int
+    note: str | None = None
+    """Why a statistic is withheld though defined (:func:`reportable`), or None."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,6 +149,25 @@ def agreement(ratings: Ratings) -> Agreement:
         krippendorff_alpha=krippendorff_alpha(rows),
         alpha_units=sum(sum(v is not None for v in row) >= 2 for row in rows),
     )
+
+
+def reportable(found: Agreement) -> Agreement:
+    """*found* with each kappa or alpha over fewer than :data:`MIN_UNITS` units withheld (None)
+    and named in ``note``: ``n/a: Cohen's kappa (1 unit), Fleiss' kappa (1 unit), Krippendorff's
+    alpha (1 unit): each needs at least 5 units``. A statistic already None stays None."""
+    statistics = (
+        ("cohen_kappa", "Cohen's kappa", found.cohen_units),
+        ("fleiss_kappa", "Fleiss' kappa", found.fleiss_units),
+        ("krippendorff_alpha", "Krippendorff's alpha", found.alpha_units),
+    )
+    few = [(field, name, units) for field, name, units in statistics
+           if getattr(found, field) is not None and units < MIN_UNITS]  # fmt: skip
+    if not few:
+        return found
+    named = ", ".join(f"{name} ({units} unit{'s' * (units != 1)})" for _, name, units in few)
+    note = f"n/a: {named}: {'each needs' if len(few) > 1 else 'needs'} at least {MIN_UNITS} units"
+    withheld: dict[str, Any] = {field: None for field, _, _ in few}
+    return replace(found, note=note, **withheld)
 
 
 # --- multi-label annotation ---------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
     from rich.table import Table
 
-    from groundstate.agreement import Agreement
+    from groundstate.agreement import Agreement, MultiLabelAgreement
     from groundstate.diagnosis import FailureTaxonomy
     from groundstate.diagnosis.verdicts import Field, VerdictAgreement
     from groundstate.planning import Plan
@@ -96,17 +97,26 @@ def plan_command(
 
     Prints the between- and within-task variance, the intra-class correlation and design
     effect, the tasks needed per number of attempts to detect --delta with --power, a power
-    grid, and what one more attempt per task buys against one more task.
+    grid, and what one more attempt per task buys against one more task. A finished pilot
+    with no valid attempt has no estimate to plan from: exit 3, as ``report``.
     """
-    from groundstate.analysis import outcomes
+    from groundstate.analysis import no_estimate, outcomes
+    from groundstate.cli.runs import exit_without_estimate
     from groundstate.planning import plan
     from groundstate.stats import TaskCounts, task_counts
 
     if len(batch_ids) > 2:
         raise click.UsageError("plan takes one pilot batch or two")
+    read = _read_batches(store, batch_ids)
+    # every attempt invalid: "the pilot has 0 tasks with a valid attempt", exit 2, as for a
+    # pilot too small; it has no estimate at all, as report says (exit 3)
+    names = ["the pilot"] if len(read) == 1 else ["pilot A", "pilot B"]
+    exit_without_estimate(
+        [(f"{name} (batch {b.batch_id})", no_estimate(b, runs))
+         for name, (b, runs) in zip(names, read, strict=True)]
+    )  # fmt: skip
     pilots: list[list[TaskCounts]] = [
-        task_counts(outcomes(batch, runs), "valid")
-        for batch, runs in _read_batches(store, batch_ids)
+        task_counts(outcomes(batch, runs), "valid") for batch, runs in read
     ]
     result = plan(pilots, delta=delta, power=power, alpha=alpha)
     if as_json:
@@ -223,10 +233,13 @@ def agreement_command(
     Prints the share agreeing with its 95% interval (tasks as clusters), Cohen's kappa,
     Krippendorff's alpha, the confusion table and each attempt the two disagree on. A
     finished batch with no valid attempt (every attempt invalid, or every task failed
-    validation), or no pair judged by both, gives nothing to agree on: exit 3, as ``report``.
+    validation), or no pair judged by both, gives nothing to agree on: exit 3, as ``report``
+    (--json still prints the counts, share null, and why in ``no_estimate``). A kappa or alpha
+    over fewer than 5 judged pairs is n/a, with the reason (JSON: null and ``note``).
     """
     from rich.table import Table
 
+    from groundstate.agreement import reportable
     from groundstate.analysis import counted_runs, no_estimate
     from groundstate.cli.runs import exit_without_estimate
     from groundstate.diagnosis import regrade, verdict_agreement
@@ -240,26 +253,32 @@ def agreement_command(
     # before any pairing: the verdicts of invalid attempts only ("invalid" against "invalid")
     # made "share agreeing 1.000", exit 0
     sides = zip(("A", "B"), stored, strict=False)  # one side under --regrade
-    exit_without_estimate(
-        [(f"side {side} (batch {b.batch_id})", no_estimate(b, runs)) for side, (b, runs) in sides]
-    )
+    reasons = [
+        (f"side {side} (batch {b.batch_id})", no_estimate(b, runs)) for side, (b, runs) in sides
+    ]
+    without: list[tuple[str, str | None]] = [(name, why) for name, why in reasons if why]
     # each side's counted tries, as its report counts them (its plan, valid tasks, last tries)
     read = [(b, counted_runs(b, runs)) for b, runs in stored]
     (batch, a_runs), b_runs = read[0], read[-1][1]
-    if batch_b is None:
-        b_runs = regrade(a_runs, load_suite(regrade_suite or Path()), _system_of(batch))
-    result = verdict_agreement(a_runs, b_runs, on)
-    share = result.share
-    if share is None:  # every paired attempt invalid on one side or both: no pair was judged
+    if batch_b is None:  # nothing valid to replay on a side with no estimate
+        suite = None if without else load_suite(regrade_suite or Path())
+        b_runs = [] if suite is None else regrade(a_runs, suite, _system_of(batch))
+    paired = verdict_agreement(a_runs, b_runs, on, refuse_unpaired=not without)
+    # a kappa or alpha over fewer than 5 judged pairs is n/a, with why: one pair the graders
+    # disagree on printed Cohen's 0.000 and Fleiss' -1.000
+    result = replace(paired, agreement=reportable(paired.agreement))
+    if result.share is None and not without:  # every paired attempt invalid on one side or both
         found = [b.batch_id for b, _ in stored]
         named = "" if batch_b is None else f" (batch {found[0]} and batch {found[-1]})"
-        exit_without_estimate(
-            [(f"the agreement of A and B{named}",
-              f"no paired attempt was judged by both sides ({_unjudged(result)})")]
-        )  # fmt: skip
-        return
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        why = f"no paired attempt was judged by both sides ({_unjudged(result)})"
+        without = [(f"the agreement of A and B{named}", why)]
+    if as_json:  # as report --json: the counts, and why there is no estimate (or null)
+        data = result.to_dict()
+        data["no_estimate"] = "; ".join(f"{name}: {why}" for name, why in without) or None
+        click.echo(json.dumps(data, indent=2))
+    exit_without_estimate(without)
+    share = result.share
+    if as_json or share is None:
         return
     out = console()
     out.print(
@@ -268,7 +287,7 @@ def agreement_command(
     )
     out.print(_share_line(share, result.judged))
     title = f"A against B, over the {counted(result.judged, 'judged pair')}"
-    out.print(_agreement_table(title, [(on, None, result.agreement)], "compared on"))
+    _print_agreement(out, title, [(on, None, result.agreement)], "compared on")
     confusion = Table(title="confusion of the judged pairs (rows: A, columns: B)")
     values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
     confusion.add_column("A \\ B", overflow="fold")
@@ -308,6 +327,22 @@ def _share_line(share: Estimate, judged: int) -> str:
         f"share agreeing {_number(share.estimate)} over {counted(judged, 'judged pair')} "
         f"({counted(share.n_tasks, 'task')}), 95% interval {where}"
     )
+
+
+def _print_agreement(
+    out: Console,
+    title: str,
+    rows: Sequence[tuple[str, int | None, Agreement]],
+    first: str = "label",
+) -> None:
+    """The table, then why each n/a it shows is withheld though defined (fewer than 5 units:
+    ``agreement.reportable``), a line per row that has one."""
+    from groundstate.report.terminal import quoted
+
+    out.print(_agreement_table(title, rows, first))
+    for name, _, a in rows:
+        if a.note is not None:
+            out.print(quoted(f"{name}: {a.note}" if len(rows) > 1 else a.note), soft_wrap=True)
 
 
 def _agreement_table(
@@ -508,6 +543,7 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     an adjudication recorded, each annotator is also scored against it. The taxonomy is
     --taxonomy, else the suite's taxonomy.yaml, else the shipped default.
     """
+    from groundstate.agreement import reportable
     from groundstate.analysis import counted_runs
     from groundstate.diagnosis import against_adjudication, label_agreement
     from groundstate.store import RunStore
@@ -531,8 +567,11 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     if not labelled:
         raise GroundstateError(f"no labels stored for batch {batch.batch_id}")
     taxonomy = _taxonomy(batch, taxonomy_file)
-    result = label_agreement(labelled, taxonomy)
-    versus = against_adjudication(labelled, adjudicated, taxonomy)
+    result = _reportable_labels(label_agreement(labelled, taxonomy))
+    versus = {
+        name: reportable(a)
+        for name, a in against_adjudication(labelled, adjudicated, taxonomy).items()
+    }
     if as_json:
         data = result.to_dict()
         data["against_adjudication"] = {k: v.to_dict() for k, v in versus.items()}
@@ -547,12 +586,23 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
         f"{', '.join(result.annotators)}"
     )
     out = console()
-    out.print(_agreement_table(title, rows))
+    _print_agreement(out, title, rows)
     if versus:
         against = [(name, None, a) for name, a in versus.items()]
-        out.print(
-            _agreement_table("each annotator against the adjudicated labels", against, "annotator")
-        )
+        _print_agreement(out, "each annotator against the adjudicated labels", against, "annotator")
+
+
+def _reportable_labels(found: MultiLabelAgreement) -> MultiLabelAgreement:
+    """*found* as shown: a kappa or alpha over fewer than 5 units n/a, with why, as in
+    ``agreement`` (``groundstate.agreement.reportable``), per label, pooled and on sets."""
+    from groundstate.agreement import reportable
+
+    return replace(
+        found,
+        per_label=tuple(replace(x, agreement=reportable(x.agreement)) for x in found.per_label),
+        overall=reportable(found.overall),
+        exact_set=reportable(found.exact_set),
+    )
 
 
 @labels_group.command("regress")

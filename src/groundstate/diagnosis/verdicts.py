@@ -87,14 +87,20 @@ def verdict(run: AgentRun, on: Field) -> str:
 
 
 def verdict_agreement(
-    a_runs: Sequence[AgentRun], b_runs: Sequence[AgentRun], on: Field = "success"
+    a_runs: Sequence[AgentRun],
+    b_runs: Sequence[AgentRun],
+    on: Field = "success",
+    *,
+    refuse_unpaired: bool = True,
 ) -> VerdictAgreement:
     """Pair *a_runs* and *b_runs* by (task, attempt) and measure agreement on *on* over the
-    pairs both sides judged (valid on both: module docstring)."""
+    pairs both sides judged (valid on both: module docstring). Two sets of runs that share
+    no (task, attempt) are refused, unless *refuse_unpaired* is false (the counts of a side
+    with no estimate: nothing paired, ``share`` None)."""
     a = {(r.task_id, r.attempt): r for r in final_runs(list(a_runs))}
     b = {(r.task_id, r.attempt): r for r in final_runs(list(b_runs))}
     shared = sorted(a.keys() & b.keys())
-    if not shared:
+    if not shared and refuse_unpaired:
         raise GroundstateError("the two batches share no (task, attempt): nothing to pair")
     judged = [k for k in shared if a[k].valid and b[k].valid]
     pairs = [(verdict(a[k], on), verdict(b[k], on)) for k in judged]

@@ -56,7 +56,7 @@ from groundstate.importers.swebench import (
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.importers.terminalbench import TerminalBenchSource, is_trial
-from groundstate.spec.files import regular_file
+from groundstate.spec.files import optional_file, regular_file
 from groundstate.store import BatchInfo, RunStore
 
 Format = Literal[
@@ -477,8 +477,9 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
 
 def _folder_format(path: Path) -> Format | None:
     """The format of the folder *path*, if it is one a reader takes (a Harbor job, a SWE-bench
-    model's logs)."""
-    if _harbor_folder(path):
+    model's logs). A ``result.json`` in it that is no regular file (a link to nowhere) is
+    refused, naming it: read as absent, the job's folder was "a folder of Harbor jobs"."""
+    if optional_file(path / "result.json") and _harbor_folder(path):
         return "harbor"
     return "swe-bench" if logs_folder(path) else None
 

@@ -43,8 +43,9 @@ from groundstate.importers.rows import (
     total,
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
+from groundstate.paths import dangling_link
 from groundstate.rounding import counted
-from groundstate.spec.files import regular_file
+from groundstate.spec.files import optional_file
 
 CANCELLED = "environment_failure/cancelled"
 HARBOR_EXCEPTIONS: dict[str, str | None] = {
@@ -160,7 +161,7 @@ class HarborSource:
     def _top(self) -> tuple[Path, dict[str, Any]]:
         """The result file given (a folder: its ``result.json``) and its content."""
         file = self.path / "result.json" if self.path.is_dir() else self.path
-        if self.path.is_dir() and not file.is_file():
+        if self.path.is_dir() and not optional_file(file):  # a link to nowhere: named
             raise SpecError(
                 self.path, None, "a folder without result.json (a Harbor job holds one)"
             )
@@ -384,7 +385,7 @@ class HarborSource:
         copied in: attempts the job never ran); fewer is named, task by task (the missing
         attempts are in no denominator: the task's score is over the attempts it holds)."""
         config = file.parent / "config.json"
-        if not config.is_file():
+        if not optional_file(config):  # a link to nowhere is refused, not a job without one
             return []
         where = str(config)
         data = read_json_object(config, "a Harbor job config.json")
@@ -430,7 +431,7 @@ class HarborSource:
         their names). Tasks of its ``datasets`` are named by Harbor's registry or a dataset
         folder, which this reader does not read: said so, when trials are missing."""
         config = file.parent / "config.json"
-        if not config.is_file():
+        if not optional_file(config):  # a link to nowhere is refused, not a job without one
             return []
         data = read_json_object(config, "a Harbor job config.json")
         listed = data["tasks"] if isinstance(data.get("tasks"), list) else []
@@ -511,11 +512,17 @@ class HarborSource:
 
 def _trial_files(file: Path) -> list[Path]:
     """The trials' ``result.json`` files beside the job's *file*, each a regular file: a named
-    pipe among them was waited on for ever, a link to nowhere said "cannot read" without its
-    target."""
-    files = sorted(file.parent.glob("*/result.json"))
-    for each in files:
-        regular_file(each)
+    pipe among them was waited on for ever. A trial's ``result.json`` that is a link to
+    nowhere, or a link to nowhere named as Harbor names a trial's folder (``<task>__<id>``),
+    is refused naming the link and its target (a glob skips both: the trial was
+    "unfinished", out of every count)."""
+    files = []
+    for each in sorted(file.parent.iterdir()):
+        if each.is_dir():
+            if optional_file(each / "result.json"):
+                files.append(each / "result.json")
+        elif "__" in each.name and (gone := dangling_link(each)) is not None:
+            raise SpecError(each, None, f"{gone} (a trial's folder, by its name)")
     return files
 
 

@@ -22,6 +22,7 @@ every attempt is labelled 1.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -43,6 +44,7 @@ from groundstate.importers.rows import (
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
 from groundstate.rounding import counted
+from groundstate.spec.files import optional_file
 
 End = str | Mapping[str, str]
 """A terminal reason, or the policy (:data:`ERROR_REASONS`, :data:`UNGRADED`) whose entry
@@ -339,7 +341,7 @@ class SweBenchSource:
         outcomes = []
         for folder in self._instance_folders():
             file = folder / "report.json"
-            if not file.is_file():
+            if not optional_file(file):  # a link to nowhere is no evaluation that raised
                 origin = {"report": "missing"}
                 where = str(folder / "run_instance.log")
                 outcomes.append(Outcome(where, folder.name, ERROR_REASONS, origin, "no report"))
@@ -368,7 +370,7 @@ class SweBenchSource:
         """The instance folders of a model's logs: those SWE-bench began to evaluate."""
         return [
             p for p in sorted(self.path.iterdir())
-            if (p / "report.json").is_file() or (p / "run_instance.log").is_file()
+            if p.is_dir() and any(os.path.lexists(p / name) for name in INSTANCE_FILES)
         ]  # fmt: skip
 
     def digest(self) -> str:
@@ -712,11 +714,17 @@ def swe_bench_report(data: Any) -> bool:
     return model_report(data) or model_report_by_repo(data) or instance_reports(data)
 
 
+INSTANCE_FILES = ("report.json", "run_instance.log")
+"""What an instance folder SWE-bench began to evaluate holds (either, as a file or a link: one to
+nowhere is refused by the reader, naming its target, not skipped)."""
+
+
 def logs_folder(path: Path) -> bool:
     """*path* is a model's folder of a SWE-bench run's logs: an instance folder in it holds a
     ``report.json`` or a ``run_instance.log``."""
     return path.is_dir() and any(
-        (p / "report.json").is_file() or (p / "run_instance.log").is_file() for p in path.iterdir()
+        p.is_dir() and any(os.path.lexists(p / name) for name in INSTANCE_FILES)
+        for p in path.iterdir()
     )
 
 

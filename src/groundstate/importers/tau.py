@@ -48,6 +48,7 @@ from groundstate.importers.rows import (
     total,
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, json_stream
+from groundstate.paths import dangling_link
 from groundstate.rounding import counted
 from groundstate.spec.files import regular_file
 
@@ -484,6 +485,8 @@ def _dir_simulations(path: Path, index: list[Any]) -> Iterator[tuple[str, Any]]:
     would otherwise leave an attempt out of every denominator without a word."""
     folder = path.parent / "simulations"
     ids = [entry.get("id") if isinstance(entry, dict) else None for entry in index]
+    if (gone := dangling_link(folder)) is not None:  # not "no file for" every simulation
+        raise SpecError(folder, None, gone)
     on_disk = {file.stem for file in folder.glob("*.json")} if folder.is_dir() else set()
     missing = [str(i) for i in ids if not isinstance(i, str) or i not in on_disk]
     extra = sorted(on_disk - {i for i in ids if isinstance(i, str)})

@@ -38,6 +38,7 @@ from groundstate.importers.rows import (
 )
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
 from groundstate.rounding import counted
+from groundstate.spec.files import optional_file
 
 NORMAL = ("unset", "none")
 """Failure modes of a trial that ended normally (``unset``: the default, ``none``: the tests
@@ -150,7 +151,7 @@ class TerminalBenchSource:
         ``results.json`` (``RunMetadata``: ``task_ids``, the tasks it ran, and ``n_attempts``;
         ``run_id``); ``None``: no such file (or a trial's own file given)."""
         file = self.path.parent / METADATA
-        if is_trial(self._run) or not file.is_file():
+        if is_trial(self._run) or not optional_file(file):  # a link to nowhere: refused
             return None
         data = read_json_object(file, "a Terminal-Bench run_metadata.json")
         where = str(file)

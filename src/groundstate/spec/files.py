@@ -395,6 +395,22 @@ def regular_file(path: Path) -> None:
         raise SpecError(path, None, not_regular(mode))
 
 
+def optional_file(path: Path) -> bool:
+    """Whether *path*, a file a reader may go without (a Harbor trial's ``result.json``, a
+    job's ``config.json``, Terminal-Bench's ``run_metadata.json``), is there to read: False
+    when nothing of that name is, not even a link; True for a regular file; anything else (a
+    link to nowhere, a folder, a named pipe) refused by :func:`regular_file`, naming what it
+    is. Read as absent, a trial whose ``result.json`` is a link to nowhere was "unfinished"
+    and left out of every count without its target named."""
+    try:
+        if not os.path.lexists(path):
+            return False
+    except ValueError:  # a NUL byte in the name
+        return False
+    regular_file(path)
+    return True
+
+
 def no_file(path: Path, name: str, where: str = "") -> str | None:
     """Why *path*, named *name* in a field, is no regular file, as that field's reason, or
     ``None`` when it is one: ``no file NAME`` (then *where*, such as " in the suite") when
