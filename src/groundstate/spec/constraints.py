@@ -46,11 +46,16 @@ _OPENING_YES = (
     r"correct(?! me)|right(?! (now|away|there|here|after|before|then|to|of|on)\b)|"
     r"confirm(?! \w)|proceed|do it|(please )?(cancel|refund|return|exchange|process|submit) "
     r"(it|them|those|these)|si|sí|oui|ja|sim"
+    r"|((please )?(do|cancel|refund|return|exchange|process|submit) )?(both|all of (them|these"
+    r"|those)|(them|these|those) (both|all))( of (them|these|those))?( (are|is) (fine|ok|okay"
+    r"|good))?(?=[\W_]*$|[.!,;)]| (please|thanks|thank you|yes|yeah)\b)"
 )
 """Words that agree only as the reply's first word, after any markdown or quote marks ("Sure,
 go ahead", "**Absolutely.**", "> Confirm.", "Cancel it.", not "I was sure", "I need to
 confirm with my wife", "Confirm the amount" or "Right now I'm busy"); the usual yes of a few
-other languages ("Sí", "Oui", "Ja", "Sim") with it."""
+other languages ("Sí", "Oui", "Ja", "Sim") with it; and all of what was asked taken, as a
+clause of its own ("Both, please", "All of them.", "Refund both.", "Both are fine"; not "Both
+were fine until I washed them")."""
 _OTHER_YES = r"^[\W_]*((y|k+)[\W_]*$|はい)|[\U0001f44d\u2705\u2714]"
 """A reply that is a bare "y" or "k" or opens with "はい", or a thumbs-up or tick sign
 anywhere ("👍")."""
@@ -593,6 +598,9 @@ class ProvenanceRule(Strict):
     ``items.*.id``) reaches into an argument."""
     source: Literal["user"] = Field(default="user", alias="from")
     """Where the values must have appeared first: ``user`` (a user message)."""
+    may_be_empty: list[str] = Field(default_factory=list)
+    """Of ``args``, those that may be an empty string (or one of no letter or digit, such as
+    ``"  "``) that nobody said; any other such value fails, as it was never said."""
 
     @model_validator(mode="after")
     def _tool(self) -> ProvenanceRule:
@@ -601,6 +609,9 @@ class ProvenanceRule(Strict):
         _check_no_capture(("match", self.match))
         for name in self.args:
             _check_path(f"args.{name}", TOOL_ROOTS, "an 'args'")
+        unknown = [name for name in self.may_be_empty if name not in self.args]
+        if unknown:
+            raise ValueError(f"may_be_empty: {', '.join(unknown)} not among args")
         return self
 
 

@@ -473,10 +473,17 @@ _EXTRA_OF = (
     r"|marketing|promotional|final|extra|follow-up|text|sms) )?"
 )
 # ... ending its sentence, or its clause when no "and" or "or" carries the clause on ("Stop
-# the emails and the refund" stops the refund too)
+# the emails and the refund" stops the refund too), unless an "and" or "but" joins it to a
+# go-ahead of its own ("Stop the emails and go ahead", "No more emails, but yes, proceed"):
+# the go-ahead is read as the rest of the reply ("... and go ahead tomorrow" puts it off)
+_JOINED_GO_AHEAD = (
+    r",? (and|but|so) ((then|now|just|please|yes|yeah|sure|ok|okay)\b,? )*"
+    r"(go ahead|proceed|do it|please do|go for it|go on|yes|yeah|sure|ok|okay"
+    r"|(process|refund|return|exchange|submit) (it|them|those|these|both|all)|you can)\b"
+)
 _CLAUSE_ENDS = (
     r"(?=[\W_]*$|[.!?;)]|,? (please|thanks|thank you|though|either)\b"
-    r"|, (?!(and|or|nor|plus|as well|too)\b))"
+    rf"|, (?!(and|or|nor|plus|as well|too)\b)|{_JOINED_GO_AHEAD})"
 )
 _SIDE_MATTER = re.compile(
     rf"\bno (more |further |other |extra )?{_EXTRA_OF}{_EXTRA}( (needed|necessary|required"
@@ -496,10 +503,15 @@ _SIDE_MATTER = re.compile(
 )
 
 
+# ... with the "and" joining it to a go-ahead, which is read as it stands ("Stop the emails
+# and go ahead tomorrow" reads "go ahead tomorrow")
+_SIDE_MATTER_JOINED = re.compile(rf"(?:{_SIDE_MATTER.pattern})(?:,? (?:and|but|so)\b,?)?")
+
+
 def _without_side_matters(text: str) -> str:
     """Normalised *text* without the clauses turning down or awaiting a side matter
     (:data:`_SIDE_MATTER`): what is left says whether the change is still wanted."""
-    return _SIDE_MATTER.sub(" ", text)
+    return _SIDE_MATTER_JOINED.sub(" ", text)
 
 
 def _read_without_refused(rule: ConfirmedRule, reply: MessageEvent, question: str) -> bool | None:
@@ -1313,7 +1325,8 @@ _PLAIN_WORDS = frozenset(
     re.findall(
         r"\S+",
         "in with for as at via by through to the a an my your our it them that this these those"
-        " me us all both full whole entire amount total please now one ones of and en con por"
+        " me us all both each every case cases item items full whole entire amount total please"
+        " now one ones of and en con por"
         " como avec pour par comme mit als em com el la los las le les de del du des mi mis mon"
         " ma mes mein meine meinen"
         # words referring back to the question ("go ahead with the details you provided")
@@ -2952,7 +2965,11 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
         decided = index.requested.get(i, i)
         heard = [text for at, text in said if at < decided]
         for name in rule.args:
-            for value in rendered(_argument(event, name)):
+            argument = _argument(event, name)
+            blank = None if name in rule.may_be_empty else _blank(argument)
+            if blank is not None:
+                return _blank_argument(constraint, event, name, blank, argument)
+            for value in rendered(argument):
                 if not any(mentions(text, value) for text in heard):
                     unheard = any(mentions(text, value) for _, text in said)
                     return _unsourced(constraint, event, name, value, events[:i], unheard)
@@ -2966,6 +2983,31 @@ def _argument(call: ToolCallEvent, name: str) -> Any:
         return call.args[name]
     found = resolve(call, f"args.{name}")
     return found if found is None or "*" in name else found[0]
+
+
+def _blank(value: Any) -> str | None:
+    """The string of no letter or digit ("", "  ", ".") that *value* (an argument, or the list
+    a wildcard path finds) is or holds, if any: a value nobody said, which every text would
+    seem to name. A blank member of an object (an address's empty second line) is an unset
+    field of it, not checked."""
+    if isinstance(value, list):
+        blanks = (_blank(v) for v in value if not isinstance(v, dict))
+        return next((b for b in blanks if b is not None), None)
+    if isinstance(value, str) and not any(c.isalnum() for c in normalise(value)):
+        return value
+    return None
+
+
+def _blank_argument(
+    constraint: ProvenanceConstraint, call: ToolCallEvent, name: str, value: str, whole: Any
+) -> CheckResult:
+    held = f"= {value!r}" if value is whole else f"holds {value!r}"
+    problem = (
+        f"{label(call)}: argument {name} {held}, empty (no letter or digit), so the user never "
+        "said it (a rule whose argument may be empty lists it under may_be_empty)"
+    )
+    evidence = {"argument": name, "value": value, "empty": True}
+    return failed(constraint.id, "provenance", call, problem, **evidence)
 
 
 def _unsourced(
