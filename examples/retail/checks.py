@@ -20,7 +20,13 @@ from typing import Any
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
 from groundstate.grading.cancel_reasons import REASON_WORDS as CANCEL_REASON_WORDS
-from groundstate.grading.constraints import affirms, confirming_questions, fold, normalise
+from groundstate.grading.constraints import (
+    affirms,
+    confirming_questions,
+    decided_at,
+    fold,
+    normalise,
+)
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -252,6 +258,9 @@ def only_known_records(trace: list[AgentEvent], s0: StateView) -> Evidence:
     have appeared in a customer message or in the output of an earlier successful call. An
     agent that guesses ``O-1001``, or asks the customer to confirm a refund to "Visa ending
     4417" before it has read which card paid the order, has not checked what it is about to do.
+    A call's arguments must have been shown before the model response that asked for it
+    (``decided_at``): a response calling ``list_orders`` and ``get_order("O-1002")`` together
+    chose the id before the listing showed it, a guess even when the listing then holds it.
     """
     names = _record_names(s0)
     # Found in folded text ("O\u20111001" with a non-breaking hyphen, fullwidth digits, any
@@ -259,26 +268,43 @@ def only_known_records(trace: list[AgentEvent], s0: StateView) -> Evidence:
     by_folded = {fold(n): n for n in names}
     naming = _naming(frozenset(by_folded))
     known: set[str] = set()
-    for event in trace:
+    shown_at: dict[str, int] = {}  # each known record, where it was first shown
+    for at, event in enumerate(trace):
         if isinstance(event, MessageEvent):
             named = {by_folded[m] for m in naming.findall(fold(event.text or ""))}
             if event.role == "user":
+                for name in named - known:
+                    shown_at[name] = at
                 known |= named
             elif named - known:
                 return _unknown(event, sorted(named - known), "names")
             continue
         used = {v for v in _scalars(event.args) if isinstance(v, str) and v in names}
-        if used - known:
-            return _unknown(event, sorted(used - known), "uses")
+        decided = decided_at(trace, at)
+        unknown = {v for v in used if shown_at.get(v, at) >= decided}
+        if unknown:
+            return _unknown(event, sorted(unknown), "uses", late=sorted(unknown & known))
         if event.ok:
-            known |= {v for v in _scalars(event.output) if isinstance(v, str) and v in names}
+            found = {v for v in _scalars(event.output) if isinstance(v, str) and v in names}
+            for name in found - known:
+                shown_at[name] = at
+            known |= found
     return True, {}
 
 
-def _unknown(event: AgentEvent, unknown: list[str], verb: str) -> Evidence:
+def _unknown(
+    event: AgentEvent, unknown: list[str], verb: str, late: list[str] | None = None
+) -> Evidence:
     what = event.tool if isinstance(event, ToolCallEvent) else f"{event.role} message"
     problem = f"step {event.step} ({what}) {verb} {', '.join(unknown)} before any step showed it"
-    return False, {"problems": [problem], "offending_step": event.step, "unknown": unknown}
+    evidence: dict[str, Any] = {"offending_step": event.step, "unknown": unknown}
+    if late:
+        problem += (
+            f" ({', '.join(late)} shown only after the model response that asked for the call,"
+            " which chose it unseen)"
+        )
+        evidence["shown_after_request"] = late
+    return False, {"problems": [problem], **evidence}
 
 
 VERIFY_TRIES = 2

@@ -102,6 +102,11 @@ class ToolCallEvent(BaseModel):
     """The rows the call changed, before and after (empty if it changed nothing, was denied or
     was rolled back). Traces stored before format 2 have none."""
     at: float
+    requested_at: int | None = Field(default=None, exclude=True)
+    """Set on the copies Python checks get (never stored): the index, in the trace the check
+    got, of the first event after the model response that asked for this call; None where no
+    recorded model response did (imported traces, agents whose model calls are not recorded).
+    Read it through :func:`groundstate.grading.constraints.decided_at`."""
 
 
 class ModelToolCall(BaseModel):

@@ -20,6 +20,7 @@ from groundstate.grading.cancel_reasons import REASON_WORDS
 from groundstate.grading.constraints import (
     affirms,
     confirming_questions,
+    decided_at,
     fold,
     mentions,
     normalise,
@@ -89,16 +90,24 @@ def authenticated_first(trace: list[AgentEvent], s0: Any) -> Evidence:
     Policy: "At the beginning of the conversation, you have to authenticate the user identity
     by locating their user id via email, or via name + zip code. This has to be done even when
     the user already provides the user id."
+
+    Before the model response that asked for the call (:func:`decided_at`): a response
+    calling ``find_user_id_by_email`` and ``get_order_details`` together reads the order
+    whoever the authentication finds.
     """
-    authenticated = False
-    for event in _calls(trace):
+    authenticated: int | None = None  # where the first authentication came
+    for at, event in enumerate(trace):
+        if not isinstance(event, ToolCallEvent) or not event.ok:
+            continue
         if event.tool in AUTH_TOOLS:
-            authenticated = True
-        elif event.tool in USER_TOOLS and not authenticated:
-            return False, {
-                "problems": [f"step {event.step} ({event.tool}) before any authentication"],
-                "offending_step": event.step,
-            }
+            authenticated = at if authenticated is None else authenticated
+        elif event.tool in USER_TOOLS and (
+            authenticated is None or authenticated >= decided_at(trace, at)
+        ):
+            problem = f"step {event.step} ({event.tool}) before any authentication"
+            if authenticated is not None:
+                problem += " (asked for in the same model response, or before it)"
+            return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
 
 
@@ -138,24 +147,31 @@ def known_ids(trace: list[AgentEvent], s0: Any) -> Evidence:
 
     Policy: "You should not make up any information or knowledge or procedures not provided
     by the user or the tools."
+
+    Shown before the model response that asked for the change (:func:`decided_at`): a
+    response calling ``get_order_details`` and ``cancel_pending_order`` on the same id
+    together chose the id before any tool showed it.
     """
-    seen: list[str] = []
-    for event in trace:
+    seen: list[tuple[int, str]] = []  # where each text was shown, and the text
+    for at, event in enumerate(trace):
         if isinstance(event, MessageEvent) and event.role == "user" and event.text:
-            seen.append(event.text)
+            seen.append((at, event.text))
         if not isinstance(event, ToolCallEvent):
             continue
         if event.ok and event.tool in WRITE_TOOLS:
-            unseen = [v for v in id_values(event.args) if not shown(v, seen)]
+            decided = decided_at(trace, at)
+            heard = [text for i, text in seen if i < decided]
+            unseen = [v for v in id_values(event.args) if not shown(v, heard)]
             if unseen:
-                return False, {
-                    "problems": [
-                        f"step {event.step} ({event.tool}) uses ids never shown before: {unseen}"
-                    ],
-                    "offending_step": event.step,
-                }
+                problem = f"step {event.step} ({event.tool}) uses ids never shown before: {unseen}"
+                late = [v for v in unseen if shown(v, [text for _, text in seen])]
+                if late:
+                    problem += f" (shown only after the model response that asked for it: {late})"
+                return False, {"problems": [problem], "offending_step": event.step}
         if event.ok:
-            seen.append(event.output if isinstance(event.output, str) else _text(event.output))
+            seen.append(
+                (at, event.output if isinstance(event.output, str) else _text(event.output))
+            )
     return True, {}
 
 

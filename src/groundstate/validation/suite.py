@@ -126,7 +126,9 @@ descriptor, and skews ``os.environb`` and ``os.path.expandvars``, and bound ``li
 ``os.stat(name, dir_fd=...)``, and gives a subprocess the suite's code starts the skewed
 variables; ``confirmed`` confirms only the part of a wildcard list a yes keeps to, and a no
 about a side matter takes no yes back; 44: ``provenance`` counts only what the user said
-before the model response that asked for the call)."""
+before the model response that asked for the call; 45: the retail example's
+``only_known_records`` and τ²'s ``known_ids`` and ``authenticated_first`` judge a call by what
+the model response that asked for it had been shown)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -52,12 +52,20 @@ from groundstate.spec.constraints import (
     ProvenanceConstraint,
     PythonConstraint,
 )
-from groundstate.trace import AgentEvent, MessageEvent, TraceCopies, TraceEvent, agent_events
+from groundstate.trace import (
+    AgentEvent,
+    MessageEvent,
+    ToolCallEvent,
+    TraceCopies,
+    TraceEvent,
+    agent_events,
+)
 
 __all__ = [
     "MAX_READ_CHARS",
     "affirms",
     "confirming_questions",
+    "decided_at",
     "evaluate_constraints",
     "fold",
     "matches",
@@ -78,9 +86,10 @@ def evaluate_constraints(
     longer agent message fails unread (every Python check, which is given the whole trace),
     and of a longer user message its start and end are read.
     """
-    actions = [_within_bound(e) for e in agent_events(events)]
+    requested = requested_at(events)
+    actions = [_decided(i, _within_bound(e), requested) for i, e in enumerate(agent_events(events))]
     # one index of the trace for all the declarative ones
-    index = TraceIndex(actions, requested_at(events))
+    index = TraceIndex(actions, requested)
     python = [c for c in constraints if isinstance(c, PythonConstraint)]
     too_long = unreadable(actions)
     if too_long is not None:
@@ -95,6 +104,29 @@ def evaluate_constraints(
         next(checked) if isinstance(c, PythonConstraint) else _evaluate(c, index)
         for c in constraints
     ]
+
+
+def _decided(at: int, event: AgentEvent, requested: dict[int, int]) -> AgentEvent:
+    """*event* as checks read it: a tool call carrying where the model response that asked
+    for it came (``requested_at``, what a trace file says of it replaced), a copy where that
+    differs from what the event holds; anything else as is."""
+    if not isinstance(event, ToolCallEvent) or event.requested_at == requested.get(at):
+        return event
+    return event.model_copy(update={"requested_at": requested.get(at)})
+
+
+def decided_at(trace: Sequence[AgentEvent], at: int) -> int:
+    """Where the agent decided the call ``trace[at]``: the index of the first event after the
+    model response that asked for it, or *at* when no recorded model response did (an
+    imported trace, an agent whose model calls are not recorded) or *trace[at]* is no call.
+
+    ``trace[:decided_at(trace, at)]`` is what the agent knew when it chose the call's
+    arguments: a response calling ``list_orders`` and ``get_order("O-1002")`` together chose
+    the id before the listing showed it, though the trace reads listing, then read. For
+    Python checks, on the trace they are given (its indexes)."""
+    event = trace[at]
+    requested = event.requested_at if isinstance(event, ToolCallEvent) else None
+    return at if requested is None else min(requested, at)
 
 
 def _within_bound(event: AgentEvent) -> AgentEvent:
