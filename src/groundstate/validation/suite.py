@@ -128,7 +128,8 @@ variables; ``confirmed`` confirms only the part of a wildcard list a yes keeps t
 about a side matter takes no yes back; 44: ``provenance`` counts only what the user said
 before the model response that asked for the call; 45: the retail example's
 ``only_known_records`` and τ²'s ``known_ids`` and ``authenticated_first`` judge a call by what
-the model response that asked for it had been shown)."""
+the model response that asked for it had been shown; ``confirmed`` reads "Both.", "All of them."
+and a go-ahead after a side matter, and ``provenance`` fails an empty value)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
