@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -174,7 +175,8 @@ def _from_url(url: str) -> PostgresServer:
 def start_private_server() -> PostgresServer:
     """initdb + pg_ctl start into a new temporary folder; the server listens on a socket there."""
     binaries = find_binaries()
-    folder = Path(tempfile.mkdtemp(prefix="groundstate-pg-"))
+    sweep_stale(Path(tempfile.gettempdir()))
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX))
     run_as = _run_as()
     if run_as:
         shutil.chown(folder, SERVER_USER)
@@ -192,6 +194,43 @@ def start_private_server() -> PostgresServer:
         raise
     server.watchdog = _watchdog(folder)
     return server
+
+
+PREFIX = "groundstate-pg-"
+STALE_AFTER = 600.0
+"""Seconds a private server's folder with no server running in it is left alone (one being
+made has none yet)."""
+
+
+def sweep_stale(parent: Path) -> list[Path]:
+    """Remove the private servers' folders in *parent* that no server runs in (no live
+    postmaster) and that nothing has added to for :data:`STALE_AFTER` seconds, and say which.
+    Their owner died with its watchdog (a container or machine stopped mid-run): each held
+    gigabytes, and a few such runs filled the disk."""
+    swept = []
+    for folder in parent.glob(f"{PREFIX}*"):
+        with suppress(OSError):
+            if time.time() - folder.stat().st_mtime < STALE_AFTER or _serving(folder):
+                continue
+            shutil.rmtree(folder)
+            swept.append(folder)
+    return swept
+
+
+def _serving(folder: Path) -> bool:
+    """Whether a server runs in *folder* (its ``postmaster.pid`` names a live process; a
+    process of another user's counts as live)."""
+    try:
+        pid = int((folder / "data" / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 _WATCHDOG = """
