@@ -12,11 +12,11 @@ import pytest
 
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.spec.suite import Suite
-from groundstate.trace import AgentEvent, ModelCallEvent, ModelResponse, ModelToolCall
+from groundstate.trace import AgentEvent
 
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
-from .trace_builder import Trace, constraint
+from .trace_builder import Trace, constraint, model_response
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
@@ -309,19 +309,6 @@ def test_a_yes_naming_some_of_an_orders_items_does_not_confirm_cancelling_all(
 # --- order: a call asked for beside its "first" did not wait for it --------------------------
 
 
-def _model_call(*tools: str) -> ModelCallEvent:
-    calls = [ModelToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(tools)]
-    return ModelCallEvent(
-        step=0,
-        at=0.0,
-        provider="p",
-        model="m",
-        request_digest="d",
-        latency_ms=1.0,
-        response=ModelResponse(tool_calls=calls),
-    )
-
-
 VERIFIED_FIRST = constraint(
     id="verified-first",
     before={"first": {"tool": "verify_identity", "ok": True}, "then": {"tool": "get_order"}},
@@ -337,9 +324,9 @@ def test_a_call_asked_for_in_the_response_of_its_first_is_not_after_it(together:
     trace.call("get_order", {"order_id": "O-1001"}, {"order_id": "O-1001"})
     user, verify, read = trace.events
     asked = ["verify_identity", "get_order"] if together else ["verify_identity"]
-    events: list[Any] = [user, _model_call(*asked), verify]
+    events: list[Any] = [user, model_response(*asked), verify]
     if not together:
-        events.append(_model_call("get_order"))
+        events.append(model_response("get_order"))
     events.append(read)
     [result] = evaluate_constraints([VERIFIED_FIRST], events)
     assert result.passed is not together, result.evidence

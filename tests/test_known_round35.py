@@ -38,9 +38,6 @@ from groundstate.spec.constraints import HardConstraint
 from groundstate.spec.suite import Suite
 from groundstate.trace import (
     AgentEvent,
-    ModelCallEvent,
-    ModelResponse,
-    ModelToolCall,
     ToolCallEvent,
     TraceEvent,
     dump_jsonl,
@@ -49,23 +46,10 @@ from groundstate.trace import (
 
 from .grading_corpus import failing, load_cases
 from .test_confirm_round32 import _retail
-from .trace_builder import Trace, constraint
+from .trace_builder import Trace, constraint, model_response
 
 RULE = "p1-known-records"
 ORACLE = "solution:oracle"
-
-
-def _response(*tools: str) -> ModelCallEvent:
-    calls = [ModelToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(tools)]
-    return ModelCallEvent(
-        step=0,
-        at=0.0,
-        provider="p",
-        model="m",
-        request_digest="d",
-        latency_ms=1.0,
-        response=ModelResponse(tool_calls=calls),
-    )
 
 
 @lru_cache(maxsize=1)
@@ -89,7 +73,7 @@ def _with_responses(events: list[AgentEvent], responses: dict[int, tuple[str, ..
     out: list[Any] = []
     for i, event in enumerate(events):
         if i in responses:
-            out.append(_response(*responses[i]))
+            out.append(model_response(*responses[i]))
         out.append(event)
     return out
 
@@ -220,7 +204,7 @@ def _cancel_after_read() -> list[TraceEvent]:
 
 def test_tau2_a_cancel_asked_beside_the_read_that_shows_its_id_fails(tmp_path: Path) -> None:
     hi, read, cancel = _cancel_after_read()
-    together = [hi, _response("get_user_details", "cancel_pending_order"), read, cancel]
+    together = [hi, model_response("get_user_details", "cancel_pending_order"), read, cancel]
     result = _known_ids(tmp_path, together)
     assert not result.passed
     assert "shown only after the model response" in result.evidence["problems"][0]
@@ -228,7 +212,13 @@ def test_tau2_a_cancel_asked_beside_the_read_that_shows_its_id_fails(tmp_path: P
 
 def test_tau2_a_cancel_asked_after_the_read_passes(tmp_path: Path) -> None:
     hi, read, cancel = _cancel_after_read()
-    apart = [hi, _response("get_user_details"), read, _response("cancel_pending_order"), cancel]
+    apart = [
+        hi,
+        model_response("get_user_details"),
+        read,
+        model_response("cancel_pending_order"),
+        cancel,
+    ]
     assert _known_ids(tmp_path, apart).passed
     assert _known_ids(tmp_path, [hi, read, cancel]).passed  # no model calls: by the order
 
@@ -249,12 +239,18 @@ def test_tau2_a_read_asked_beside_the_authentication_comes_before_it(tmp_path: P
     trace = Trace("Hi, my email is ann@example.com.")
     trace.call("find_user_id_by_email", {"email": "ann@example.com"}, "ann_lee_1")
     hi, found, read = trace.call("get_user_details", {"user_id": "ann_lee_1"}, ORDER).events
-    together = [hi, _response("find_user_id_by_email", "get_user_details"), found, read]
+    together = [hi, model_response("find_user_id_by_email", "get_user_details"), found, read]
     (tmp_path / "checks.py").write_text(
         "from groundstate.tau2.retail_checks import authenticated_first\n"
     )
     rule = constraint(id="authenticate-first", check="checks.py:authenticated_first")
     assert not _python(tmp_path, rule, together).passed
-    apart = [hi, _response("find_user_id_by_email"), found, _response("get_user_details"), read]
+    apart = [
+        hi,
+        model_response("find_user_id_by_email"),
+        found,
+        model_response("get_user_details"),
+        read,
+    ]
     assert _python(tmp_path, rule, apart).passed
     assert _python(tmp_path, rule, [hi, found, read]).passed

@@ -27,9 +27,9 @@ from groundstate.grading.constraints import evaluate_constraints
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import HardConstraint
 from groundstate.tau2.policy import constraint_sets
-from groundstate.trace import ModelCallEvent, ModelResponse, ModelToolCall, TraceEvent
+from groundstate.trace import TraceEvent
 
-from .trace_builder import Trace, constraint
+from .trace_builder import Trace, constraint, model_response
 
 RETAIL = Path(__file__).parent.parent / "examples" / "retail" / "suite.yaml"
 
@@ -48,19 +48,6 @@ EMAIL, ZIP = "maya.chen@example.com", "97214"
 VERIFY = {"email": EMAIL, "zip_code": ZIP}
 
 
-def _response(*tools: str) -> ModelCallEvent:
-    calls = [ModelToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(tools)]
-    return ModelCallEvent(
-        step=0,
-        at=0.0,
-        provider="p",
-        model="m",
-        request_digest="d",
-        latency_ms=1.0,
-        response=ModelResponse(tool_calls=calls),
-    )
-
-
 def _graded(rule: HardConstraint, events: list[TraceEvent]) -> CheckResult:
     [result] = evaluate_constraints([rule], events)
     return result
@@ -75,8 +62,8 @@ def _asked_then_verified(
     trace.call(tool, VERIFY if args is None else args, {"customer_id": "C01"})
     hi, ask, said, call = trace.events
     if together:
-        return [hi, _response("talk_to_user", tool), ask, said, call]
-    return [hi, _response("talk_to_user"), ask, said, _response(tool), call]
+        return [hi, model_response("talk_to_user", tool), ask, said, call]
+    return [hi, model_response("talk_to_user"), ask, said, model_response(tool), call]
 
 
 # --- violations: the values were chosen before the customer said them ------------------------
@@ -108,7 +95,13 @@ def test_one_value_said_before_and_one_after_fails_on_the_later_one() -> None:
     trace = Trace(f"Hi, my zip is {ZIP}.").agent("And your email?").user(EMAIL)
     trace.call("verify_identity", VERIFY, {"customer_id": "C01"})
     hi, ask, said, call = trace.events
-    events: list[TraceEvent] = [hi, _response("talk_to_user", "verify_identity"), ask, said, call]
+    events: list[TraceEvent] = [
+        hi,
+        model_response("talk_to_user", "verify_identity"),
+        ask,
+        said,
+        call,
+    ]
     result = _graded(RETAIL_RULE, events)
     assert not result.passed
     assert (result.evidence["argument"], result.evidence["value"]) == ("email", EMAIL)
@@ -142,9 +135,9 @@ def test_a_second_call_asked_for_beside_a_later_question_fails_though_the_first_
     hi, first, ask, said, second = trace.events
     events: list[TraceEvent] = [
         hi,
-        _response("verify_identity"),
+        model_response("verify_identity"),
         first,
-        _response("talk_to_user", "verify_identity"),
+        model_response("talk_to_user", "verify_identity"),
         ask,
         said,
         second,
@@ -167,7 +160,13 @@ def test_values_said_before_the_response_that_also_talks_pass() -> None:
     trace = Trace(f"Hi, I'm {EMAIL}, zip {ZIP}.").agent("Thanks, verifying now.").user("ok")
     trace.call("verify_identity", VERIFY, {"customer_id": "C01"})
     hi, ask, said, call = trace.events
-    events: list[TraceEvent] = [hi, _response("talk_to_user", "verify_identity"), ask, said, call]
+    events: list[TraceEvent] = [
+        hi,
+        model_response("talk_to_user", "verify_identity"),
+        ask,
+        said,
+        call,
+    ]
     assert _graded(RETAIL_RULE, events).passed
 
 

@@ -10,7 +10,14 @@ from groundstate.environments.base import RowWrite
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import HardConstraint
-from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
+from groundstate.trace import (
+    MessageEvent,
+    ModelCallEvent,
+    ModelResponse,
+    ModelToolCall,
+    ToolCallEvent,
+    TraceEvent,
+)
 
 _CONSTRAINT: TypeAdapter[HardConstraint] = TypeAdapter(HardConstraint)
 
@@ -73,3 +80,18 @@ def write(
     table: str, key: Any, before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> RowWrite:
     return RowWrite(table=table, key=key, before=before, after=after)
+
+
+def model_response(*tools: str) -> ModelCallEvent:
+    """A recorded model response asking for *tools* (no arguments), for traces whose checks
+    read which response asked for a call."""
+    calls = [ModelToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(tools)]
+    return ModelCallEvent(
+        step=0,
+        at=0.0,
+        provider="p",
+        model="m",
+        request_digest="d",
+        latency_ms=1.0,
+        response=ModelResponse(tool_calls=calls),
+    )
