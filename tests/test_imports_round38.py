@@ -205,3 +205,44 @@ def test_a_lock_that_is_a_folder_is_refused_not_skipped(tmp_path: Path) -> None:
     (folder / "lock.json").mkdir()
     with pytest.raises(SpecError, match=r"lock\.json"):
         list(HarborSource(folder).rows())
+
+
+# --- τ²-bench: a simulation of a task the file does not list ----------------------------------
+
+
+def _simulation(task: Any, trial: int, reward: float) -> dict[str, Any]:
+    return {
+        "id": f"s-{task}-{trial}", "task_id": task, "trial": trial,
+        "termination_reason": "agent_stop", "reward_info": {"reward": reward},
+        "agent_cost": 0.1, "duration": 3.0, "messages": [], "seed": 1,
+        "start_time": "2025-01-01T00:00:00", "end_time": "2025-01-01T00:00:03",
+    }  # fmt: skip
+
+
+def _tau2(path: Path, tasks: list[Any], simulations: list[dict[str, Any]]) -> Path:
+    info = {"num_trials": 1, "agent_info": {"llm": "gpt"}, "user_info": {"llm": "gpt"},
+            "environment_info": {"domain_name": "airline"}}  # fmt: skip
+    return write_json(path, {"timestamp": "2025-01-01", "info": info,
+                             "tasks": [{"id": t} for t in tasks],
+                             "simulations": simulations})  # fmt: skip
+
+
+def test_a_simulation_of_a_task_the_file_does_not_list_is_refused(
+    store: Store, tmp_path: Path
+) -> None:
+    """τ² runs only the tasks its ``tasks`` lists: a simulation of another (another run's, or
+    copied in) was imported, an attempt in the denominator of a task the run never ran."""
+    sims = [_simulation("1", 0, 1.0), _simulation("2", 0, 0.0), _simulation("9", 0, 1.0)]
+    path = _tau2(tmp_path / "results.json", ["1", "2"], sims)
+    err = store.refused(path)
+    assert "results.json:simulations[2]: task_id: '9', a task the file's tasks list" in err
+
+
+def test_listed_tasks_match_whatever_json_type_the_id_has(tmp_path: Path) -> None:
+    """τ² task ids are text; a writer giving ``1`` for ``"1"`` is the same task, and a file
+    listing no tasks is not checked."""
+    sims = [_simulation(1, 0, 1.0), _simulation("2", 0, 0.0)]
+    path = _tau2(tmp_path / "a.json", ["1", 2], sims)
+    assert _warnings(path, tmp_path) == []
+    path = _tau2(tmp_path / "b.json", [], sims)
+    assert _warnings(path, tmp_path) == []
