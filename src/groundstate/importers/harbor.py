@@ -241,6 +241,9 @@ class HarborSource:
             task = row.task_id
             if len(self._datasets) > 1:  # Harbor's evals are per dataset: a name may recur
                 task = task_key(where, "source", f"{held.dataset}/{task}")
+            if self._lock is not None:
+                digest = self._lock.digest(held)
+                row = replace(row, origin={**(row.origin or {}), "task_digest": digest})
             yield replace(row, line=index, task_id=task)
 
     def _row(self, where: str, trial: dict[str, Any]) -> ImportedRow:
@@ -354,6 +357,8 @@ class HarborSource:
         file, _ = self._top
         _within_plan(file, job, self._trials)
         warnings = self._per_task(file, job) + self._taskless(file) + self._filtered()
+        if self._lock is not None:
+            warnings += self._lock.check(file, job, self._trials)
         total = _number(job.get("n_total_trials"))
         held = len(self._trials)
         if total is not None and held < total:
@@ -437,6 +442,16 @@ class HarborSource:
             return None
         return str(config), read_json_object(config, "a Harbor job config.json")
 
+    @cached_property
+    def _lock(self) -> _Lock | None:
+        """The job's ``lock.json`` beside its ``result.json`` (Harbor's ``JobLock``), read;
+        ``None`` when there is none, or the file given is one trial's."""
+        file, data = self._top
+        lock = file.parent / "lock.json"
+        if is_trial(data) or not optional_file(lock):
+            return None
+        return _Lock.read(lock)
+
     def _taskless(self, file: Path) -> list[str]:
         """The tasks the job's ``config.json`` lists (``tasks``: each a local task's ``path``,
         whose folder name is the task's name) with no trial in the folder: no score counts
@@ -504,7 +519,7 @@ class HarborSource:
                     f"({shown}{more}): they are not in the batch, so no score counts them"
                 )
         total = _number(self._top[1].get("n_total_trials"))
-        if unnamed and total and len(self._trials) < total:
+        if unnamed and total and len(self._trials) < total and self._lock is None:
             warnings.append(
                 f"{where}: the job ran {counted(unnamed, 'dataset')}, whose tasks a "
                 "registry or a dataset folder lists, not this file: which of their tasks have "
@@ -560,7 +575,7 @@ class HarborSource:
             "agent": {"name": agent.get("name"), "version": agent.get("version")},
             "model": model if isinstance(model, dict) else None,
             "dataset": None if first is None else first.source,
-        }
+        } | ({} if self._lock is None else {"harbor": self._lock.harbor})
 
 
 GLOB = frozenset("*?[")
@@ -629,6 +644,114 @@ class _Plan:
             return None
         seen = {name for trial in ran.values() for name in trial.filtered_as}
         return [name for name in names if name not in seen]
+
+
+@dataclass(frozen=True)
+class _Lock:
+    """A job's ``lock.json`` (Harbor's ``JobLock``, ``harbor/models/job/lock.py``: the inputs
+    the job resolved before any trial ran): ``trials``, one ``TrialLock`` per trial it planned
+    (every task ``n_attempts`` times, ``n_total_trials`` in all), each naming its task
+    (``task.name``: its ``task_id``'s name, a local task's folder, a package's
+    ``<org>/<name>``) and that task's content (``task.digest``, ``sha256:<hex>``); and
+    ``harbor: {version, git_commit_hash}``, the harness that ran. Unlike ``config.json`` it
+    names the tasks of every dataset, a registry's too, so which planned trials have no
+    result is told by name; a trial it does not plan is refused."""
+
+    where: str
+    planned: dict[str, int]
+    """Each task's name -> the trials planned of it."""
+    digests: dict[str, tuple[str, ...]]
+    """Each task's name -> the ``task.digest`` values its planned trials give."""
+    harbor: dict[str, Any]
+
+    @classmethod
+    def read(cls, path: Path) -> _Lock:
+        where = str(path)
+        data = read_json_object(path, "a Harbor job lock.json")
+        trials = data.get("trials")
+        if not isinstance(trials, list):
+            raise SpecError(
+                path, "trials", f"required: a list (a Harbor lock.json holds one entry per "
+                f"trial the job planned), got {type(trials).__name__}",
+            )  # fmt: skip
+        planned: dict[str, int] = {}
+        digests: dict[str, dict[str, None]] = {}
+        for index, each in enumerate(trials):
+            at = f"trials[{index}]"
+            task = mapping(where, f"{at}.task", mapping(where, at, each).get("task"))
+            name, digest = task.get("name"), task.get("digest")
+            if not isinstance(name, str) or not name.strip():
+                raise SpecError(path, f"{at}.task.name", f"required: the task's name, got {name!r}")
+            if digest is not None and not isinstance(digest, str):
+                raise SpecError(path, f"{at}.task.digest", f"must be text, got {digest!r}")
+            planned[name] = planned.get(name, 0) + 1
+            if digest is not None:
+                digests.setdefault(name, {})[digest] = None
+        harbor = mapping(where, "harbor", data.get("harbor"))
+        return cls(
+            where,
+            planned,
+            {name: tuple(seen) for name, seen in digests.items()},
+            {"version": harbor.get("version"), "git_commit_hash": harbor.get("git_commit_hash")},
+        )
+
+    def name_of(self, trial: _Trial) -> str | None:
+        """The planned task *trial* is of (by the name Harbor's lock gives it); ``None``: none."""
+        return next((name for name in trial.filtered_as if name in self.planned), None)
+
+    def digest(self, trial: _Trial) -> str | None:
+        """The content of *trial*'s task the lock names, when it names one."""
+        seen = self.digests.get(self.name_of(trial) or "", ())
+        return seen[0] if len(seen) == 1 else None
+
+    def check(self, file: Path, job: dict[str, Any], trials: list[_Trial]) -> list[str]:
+        """Refuse trials the lock does not plan (of a task it does not name, or past the
+        number it plans of a task: another job's, or copied in; read, each would be an
+        attempt the job never ran, in a denominator) and a lock of another job (not
+        ``n_total_trials`` entries); name the planned trials with no result."""
+        total = _number(job.get("n_total_trials"))
+        count = sum(self.planned.values())
+        if total is not None and count != total:
+            raise SpecError(
+                self.where, "trials", f"{counted(count, 'trial')}, but {file} gives "
+                f"n_total_trials {total} (Harbor locks each trial it plans): the two are of "
+                "different jobs",
+            )  # fmt: skip
+        held: dict[str, int] = {}
+        for trial in trials:
+            name = self.name_of(trial)
+            if name is None:
+                raise SpecError(
+                    self.where, "trials", f"plans no trial of task {trial.task!r}, but "
+                    f"{trial.where} is one: a job runs only the trials it locked (a trial of "
+                    "another job, or copied in); import each job's own folder",
+                )  # fmt: skip
+            held[name] = held.get(name, 0) + 1
+            if held[name] > self.planned[name]:
+                raise SpecError(
+                    self.where, "trials", f"plans {counted(self.planned[name], 'trial')} of "
+                    f"task {name!r}, but the job's folder holds more ({trial.where} started "
+                    "last): a job runs only the trials it locked; import each job's own folder",
+                )  # fmt: skip
+        warnings = []
+        short = [(n, held.get(n, 0), k) for n, k in self.planned.items() if held.get(n, 0) < k]
+        if short:
+            shown = ", ".join(f"{name!r} {got} of {k}" for name, got, k in short[:5])
+            more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+            missing = sum(k - got for _, got, k in short)
+            warnings.append(
+                f"{self.where}: the job locked {counted(count, 'trial')}; "
+                f"{counted(missing, 'trial')} of {counted(len(short), 'task')} "
+                f"{'has' if missing == 1 else 'have'} no result ({shown}{more}): they are "
+                "not in the batch, so no score counts them"
+            )
+        changed = sorted(name for name, seen in self.digests.items() if len(seen) > 1)
+        if changed:
+            warnings.append(
+                f"{self.where}: {counted(len(changed), 'task')} locked in more than one "
+                f"version (task.digest differs: {', '.join(map(repr, changed[:5]))})"
+            )
+        return warnings
 
 
 def _listed_name(task: Any) -> str | None:

@@ -342,6 +342,8 @@ class Tau2Source:
     format: str = "tau2-bench"
     _held: Counter[str] = field(default_factory=Counter)
     """Simulations read, per task id (for the warnings)."""
+    _first: dict[str, str] = field(default_factory=dict)
+    """Where each task's first simulation is (named when the file's ``tasks`` does not)."""
     _last: tuple[str, int] | None = None
     """Where the highest trial number read is, and it (checked against ``info.num_trials``)."""
 
@@ -400,6 +402,7 @@ class Tau2Source:
             if isinstance(item, dict):
                 once.check(where, "id", item.get("id"), (item.get("task_id"), item.get("trial")))
                 self._held[str(item.get("task_id"))] += 1
+                self._first.setdefault(str(item.get("task_id")), where)
             if isinstance(row.label, int) and (self._last is None or row.label > self._last[1]):
                 self._last = (where, row.label)
             yield row
@@ -420,6 +423,13 @@ class Tau2Source:
             kind = type(listed).__name__
             raise SpecError(self.path, "tasks", f"must be a list of tasks, got {kind}")
         ids = [str(t["id"]) for t in listed or () if isinstance(t, dict) and "id" in t]
+        if ids and (foreign := [task for task in held if task not in set(ids)]):
+            raise SpecError(
+                self._first[foreign[0]], "task_id", f"{foreign[0]!r}, a task the file's tasks "
+                f"list does not name ({counted(len(foreign), 'task')} so: {_some(foreign)}): "
+                "τ² runs only the tasks it lists, so its simulations are of another run, or "
+                "copied in, and read they would be attempts in no run's denominator",
+            )  # fmt: skip
         warnings = []
         if none := [task for task in ids if task not in held]:
             warnings.append(
