@@ -165,7 +165,6 @@ def test_a_task_locked_in_two_versions_is_said(tmp_path: Path) -> None:
     ("lock", "field"),
     [
         ([], "a Harbor job lock.json is a JSON object, not a list"),
-        ({"harbor": {}}, "trials: required: a list"),
         ({"trials": {"a": 1}}, "trials: required: a list"),
         ({"trials": ["a"]}, "trials[0]: must be an object"),
         ({"trials": [{"task": "a"}]}, "trials[0].task: must be an object"),
@@ -246,3 +245,13 @@ def test_listed_tasks_match_whatever_json_type_the_id_has(tmp_path: Path) -> Non
     assert _warnings(path, tmp_path) == []
     path = _tau2(tmp_path / "b.json", [], sims)
     assert _warnings(path, tmp_path) == []
+
+
+def test_a_lock_of_another_shape_is_not_read_but_said(store: Store, tmp_path: Path) -> None:
+    """A ``lock.json`` with no ``trials`` (another Harbor version's shape) blocks no import:
+    the trials are read as without a lock, and a warning says the lock was not read."""
+    folder = _job(tmp_path, {"a": 1}, {"a": 1})
+    write_json(folder / "lock.json", {"harbor": {"version": "0.1"}, "jobs": []})
+    source = HarborSource(folder)
+    assert len(list(source.rows())) == 1 and "harbor" not in source.system()
+    assert any("lock.json: no trials list" in w for w in _warnings(folder, tmp_path))

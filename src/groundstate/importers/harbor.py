@@ -359,6 +359,11 @@ class HarborSource:
         warnings = self._per_task(file, job) + self._taskless(file) + self._filtered()
         if self._lock is not None:
             warnings += self._lock.check(file, job, self._trials)
+        elif (file.parent / "lock.json").is_file() and not is_trial(self._top[1]):
+            warnings.append(
+                f"{file.parent / 'lock.json'}: no trials list (another Harbor version's "
+                "shape): not read; the trials are checked against config.json alone"
+            )
         total = _number(job.get("n_total_trials"))
         held = len(self._trials)
         if total is not None and held < total:
@@ -665,9 +670,12 @@ class _Lock:
     harbor: dict[str, Any]
 
     @classmethod
-    def read(cls, path: Path) -> _Lock:
+    def read(cls, path: Path) -> _Lock | None:
+        """The lock at *path*; ``None`` for a lock with no ``trials`` (another shape)."""
         where = str(path)
         data = read_json_object(path, "a Harbor job lock.json")
+        if "trials" not in data:  # another Harbor version's lock: not ours to refuse
+            return None
         trials = data.get("trials")
         if not isinstance(trials, list):
             raise SpecError(
