@@ -150,8 +150,8 @@ qualify"), "Either." to an either/or, "No problem", "I guess so" and "Why not?" 
 a yes asking what the change costs ("will I lose my points?") or answering an extra ("Would you
 like a receipt?") as none; 52: the retail example's ``p9-claims-were-made`` reads no claim in a
 plan or recap asking for consent, "Refund confirmed!" after a refused refund as one, a negated
-subject ("No money has been moved") as telling no change, and claims in Italian and Dutch; 53: the ``extra`` mutants, an unasked change of another record
-after each write)."""
+subject ("No money has been moved") as telling no change, and claims in Italian and Dutch;
+53: the ``extra`` mutants, an unasked change of another record after each write)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
