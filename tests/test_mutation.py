@@ -442,10 +442,10 @@ def test_the_cap_takes_every_operator_in_turn(
     monkeypatch.setattr(mutation_module, "MAX_MUTANTS", 5)
     root = bank_copy(tmp_path)
     figures = mutation_test(Proof(load_suite(root), load_suite(root).tasks["transfer"]))
-    assert figures.generated == 5 and figures.candidates == 12
+    assert figures.generated == 5 and figures.candidates == 16
     made = {name for name, counts in figures.per_class.items() if counts.generated}
-    assert made == {"arg", "drop", "move", "repeat", "false_claim"}
-    assert "capped: 5 of 12 distinct mutants replayed" in mutation_module.summary(figures)
+    assert made == {"arg", "drop", "move", "repeat", "extra"}
+    assert "capped: 5 of 16 distinct mutants replayed" in mutation_module.summary(figures)
 
 
 # --- the check -------------------------------------------------------------------------------
@@ -469,7 +469,7 @@ def test_survivors_fail_the_task_unless_declared_equivalent(tmp_path: Path) -> N
     validity = validate_task(bank_with(tmp_path, "required"), "transfer")
     check = validity.check("mutation")
     assert not check.passed and not validity.valid
-    assert check.detail.startswith("score 0.75: 9 of 12 mutants killed, 0 without a verdict")
+    assert check.detail.startswith("score 0.81: 13 of 16 mutants killed, 0 without a verdict")
     assert "3 surviving mutants: drop:step1:say (step 1, message" in check.detail
     assert validity.mutation is not None
     assert [s.id for s in validity.mutation.survivors] == BANK_SURVIVORS
@@ -485,9 +485,9 @@ def test_survivors_fail_the_task_unless_declared_equivalent(tmp_path: Path) -> N
     assert equivalent.check("mutation").passed
     assert f"declared equivalent: drop:step1:say ({reason})" in equivalent.check("mutation").detail
     assert equivalent.mutation is not None and equivalent.mutation.undeclared == []
-    # The score leaves declared equivalents out of the denominator: 9 of 12 - 3.
+    # The score leaves declared equivalents out of the denominator: 13 of 16 - 3.
     assert (equivalent.mutation.equivalent, equivalent.mutation.score) == (3, 1.0)
-    assert "9 of 12 mutants killed, 3 declared equivalent" in equivalent.check("mutation").detail
+    assert "13 of 16 mutants killed, 3 declared equivalent" in equivalent.check("mutation").detail
 
 
 def test_a_declared_equivalent_that_no_longer_survives_is_stale(tmp_path: Path) -> None:
@@ -560,7 +560,7 @@ def test_figures_survive_the_validity_cache(tmp_path: Path) -> None:
         first = ensure_valid(suite, store)["transfer"]
         again = ensure_valid(load_suite(suite.root), store)["transfer"]
     assert again == first and again.mutation is not None
-    assert again.mutation.score == 0.75
+    assert again.mutation.score == 0.8125
     assert TaskValidity.from_dict(json.loads(json.dumps(first.to_dict()))) == first
 
 
@@ -583,8 +583,8 @@ def test_validate_json_and_text_report_the_mutation_figures(tmp_path: Path) -> N
     data = json.loads(result.stdout)
     [task] = data["tasks"]
     mutation = task["mutation"]
-    assert (mutation["generated"], mutation["killed"], mutation["errors"]) == (12, 9, 0)
-    assert mutation["score"] == 0.75
+    assert (mutation["generated"], mutation["killed"], mutation["errors"]) == (16, 13, 0)
+    assert mutation["score"] == 0.8125
     assert mutation["survivors"][0] == {
         "id": "drop:step1:say",
         "class": "drop",
@@ -593,7 +593,7 @@ def test_validate_json_and_text_report_the_mutation_figures(tmp_path: Path) -> N
         "reason": None,
     }
     assert list(mutation["per_class"]) == list(CLASSES)
-    assert data["mutation"]["score"] == 0.75
+    assert data["mutation"]["score"] == 0.8125
     assert data["mutation"]["per_class"]["arg"] == {
         "generated": 6,
         "killed": 6,
@@ -602,17 +602,17 @@ def test_validate_json_and_text_report_the_mutation_figures(tmp_path: Path) -> N
     }
     text = CliRunner().invoke(main, ["validate", str(suite.root), "--no-cache"]).stdout
     assert re.search(r"transfer +pass +pass +pass +pass +pass +pass +FAIL", text), text
-    assert "transfer · mutation (FAIL): score 0.75: 9 of 12 mutants killed" in text
+    assert "transfer · mutation (FAIL): score 0.81: 13 of 16 mutants killed" in text
     assert (
         '  survives move:step1:say: step 1, message "What is your PIN?", moved after step 3 '
         "(transfer), so it no longer comes before it\n"
     ) in text
-    assert "suite mutation score 0.75: 9 of 12 mutants killed" in text
+    assert "suite mutation score 0.81: 13 of 16 mutants killed" in text
     reported = CliRunner().invoke(
         main, ["validate", str(bank_with(tmp_path, "report").root), "--no-cache"]
     )
     assert reported.exit_code == 0
-    assert re.search(r"transfer +pass +pass +pass +pass +pass +pass +75%", reported.stdout)
+    assert re.search(r"transfer +pass +pass +pass +pass +pass +pass +81%", reported.stdout)
 
 
 # --- fixture values and the example suite ----------------------------------------------------

@@ -34,6 +34,12 @@ difference. Step numbers in ids and descriptions are the oracle's, counted from 
     be derived at all, nothing is generated.
 ``repeat``
     each state-changing call made twice in a row.
+``extra``
+    after each state-changing call, the same tool also changes another record (one id argument
+    replaced by another valid id, related rows first), nobody having asked for it: the asked
+    change plus an unasked one, as a careless agent that "also fixed" a neighbour would make.
+    A call the oracle itself makes is no unasked change (writing the same values twice is
+    ``repeat``), so none is generated.
 ``false_claim``
     the final reply replaced by a false claim (:data:`CLAIM_NOTHING_DONE` when the oracle changed
     the state, :data:`CLAIM_DONE` when it did not).
@@ -180,6 +186,11 @@ def _what(step: Step) -> str:
 def _label(step: Step) -> str:
     """A step as its id names it: the tool, or ``say``."""
     return step.call if step.call is not None else "say" if step.say is not None else "finish"
+
+
+def _key_of(step: Step) -> str:
+    """A call step's identity: its tool and arguments."""
+    return canonical_json([step.call, step.args])
 
 
 def _mutant(ctx: Context, id_: str, cls: str, description: str, steps: list[Step]) -> Mutant:
@@ -519,6 +530,30 @@ def repeat_mutants(ctx: Context) -> Iterator[Mutant]:
         )
 
 
+def extra_mutants(ctx: Context) -> Iterator[Mutant]:
+    steps = ctx.oracle.steps
+    asked = {_key_of(steps[i]) for i in ctx.oracle.writes}
+    for index in ctx.oracle.writes:
+        step = steps[index]
+        assert step.call is not None
+        for name in sorted(step.args):
+            value = step.args[name]
+            if not ctx.fixture.is_id(value, name):
+                continue
+            for other in ctx.fixture.other_ids(value, name)[:ALTERNATIVES]:
+                also = _with_args(step, {**step.args, name: other})
+                if _key_of(also) in asked:  # a change the oracle makes too: asked for
+                    continue
+                yield _mutant(
+                    ctx,
+                    f"step{index + 1}:{step.call}.{name}={_shown(other)}",
+                    "extra",
+                    f"after step {index + 1}, {step.call} is called again with "
+                    f"{name}={canonical_json(other)}: a change nobody asked for",
+                    [*steps[: index + 1], also, *steps[index + 1 :]],
+                )
+
+
 def false_claim_mutants(ctx: Context) -> Iterator[Mutant]:
     claim = CLAIM_NOTHING_DONE if ctx.oracle.changed_state else CLAIM_DONE
     kept = [step for step in ctx.oracle.steps if step.finish is None]
@@ -579,6 +614,7 @@ OPERATORS: dict[str, Operator] = {
     "provenance": provenance_mutants,
     "undo": undo_mutants,
     "repeat": repeat_mutants,
+    "extra": extra_mutants,
     "false_claim": false_claim_mutants,
 }
 """Every operator, in the order mutants are generated (and the first of two identical wins)."""
