@@ -24,6 +24,7 @@ import builtins
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from itertools import chain, compress
 from operator import attrgetter, is_, is_not, itemgetter, ne
 from types import CodeType, FunctionType, ModuleType
@@ -803,13 +804,29 @@ def _gather(addresses: list[int]) -> tuple[Any, ...]:
     words. The parts are immutable (bytes, a ctypes array whose address cannot be set,
     numpy's builtin ``frombuffer`` and dtypes) and the arrays are made anew at each read, so
     nothing the looks compare through can be edited in place (see :meth:`Bindings.seal`)."""
-    import ctypes
-
     base = min(addresses, default=0)
     count = (max(addresses, default=0) - base) // 8 + 1
-    span = (ctypes.c_uint64 * count).from_address(base) if addresses else (ctypes.c_uint64 * 1)()
+    kind = _span_type(1 << (count - 1).bit_length())  # a power of two: few classes
+    # the metaclass's own method (a C type's, immutable), not one a class attribute may shadow
+    span = type(kind).from_address(kind, base) if addresses else kind()
     index = np.array([(address - base) // 8 for address in addresses], dtype=np.intp)
     return np.frombuffer, span, np.dtype(np.uint64), index.tobytes(), np.dtype(np.intp)
+
+
+@lru_cache(maxsize=64)
+def _span_type(count: int) -> Any:
+    """The ctypes array type of *count* 8-byte words, made once per process.
+
+    Making one is making a class (about 8 µs; ctypes keeps none), and each gather spans its
+    own number of words (a :class:`~groundstate.copies.Guard` per Python check's trace copy,
+    the rebinding watch's rows): a class per gather. :func:`_gather` asks for powers of two,
+    so few are made; the words past its span are never read (it reads only at its
+    addresses). A kept class can be reached and given attributes: :func:`_gather` calls its
+    metaclass's ``from_address`` (a C type's, immutable), and numpy reads the array through
+    its buffer slot in C, which no attribute replaces."""
+    import ctypes
+
+    return ctypes.c_uint64 * count
 
 
 def _state_words(

@@ -291,9 +291,11 @@ def validate_suite(
     cache = store if make_env is default_environment else None
     chosen = sorted(suite.tasks if tasks is None else set(tasks))
     # one child process grades every task to prove under another PYTHONHASHSEED (not one each)
-    unproven = [t for t in chosen if cache is None or _cached(cache, _key(suite, t)) is None]
+    # each cached validity read once (it was read here, then again to be returned)
+    known = {t: None if cache is None else _cached(cache, _key(suite, t)) for t in chosen}
+    unproven = [t for t, validity in known.items() if validity is None]
     with hash_order.for_suite(suite, unproven if make_env is default_environment else []):
-        found = [_task_validity(suite, task_id, cache, make_env) for task_id in chosen]
+        found = [_proven(suite, t, cache, make_env) if v is None else v for t, v in known.items()]
     if suite.config.exercised_checks == "required":
         found = _fail_unexercised_shared(suite, found, cache, make_env)
     return SuiteValidity(suite=suite.name, suite_hash=suite.suite_hash, tasks=found)
@@ -402,15 +404,17 @@ def require_valid(
 def _task_validity(
     suite: Suite, task_id: str, store: RunStore | None, make_env: EnvironmentFactory
 ) -> TaskValidity:
-    if store is None:
-        return validate_task(suite, task_id, make_env=make_env)
-    key = _key(suite, task_id)
-    cached = _cached(store, key)
-    if cached is not None:
-        return cached
+    cached = None if store is None else _cached(store, _key(suite, task_id))
+    return _proven(suite, task_id, store, make_env) if cached is None else cached
+
+
+def _proven(
+    suite: Suite, task_id: str, store: RunStore | None, make_env: EnvironmentFactory
+) -> TaskValidity:
+    """*task_id* validated afresh, and its validity cached in *store* when settled."""
     validity = validate_task(suite, task_id, make_env=make_env)
-    if validity.settled:  # an unsettled failure is proven again, never read back
-        store.add_validation(key, validity.to_dict())
+    if store is not None and validity.settled:  # an unsettled failure is proven again
+        store.add_validation(_key(suite, task_id), validity.to_dict())
     return validity
 
 
