@@ -50,7 +50,12 @@ _OPENING_YES = (
     r"(great|perfect|cool|deal|gladly|very well|please)(?=[\W_]*$|[.!,;] )|"
     r"(sounds|looks) (great|fine|perfect|ok|okay|good)|"
     r"confirm(?! \w)|proceed|do it|(please )?(cancel|refund|return|exchange|process|submit) "
-    r"(it|them|those|these)|si|sí|oui|ja|sim"
+    r"(it|them|those|these)|s[íì]|oui|ja|sim"
+    # an unaccented "si" is a yes as a clause of its own or before a go-ahead ("Si, procedi",
+    # "si grazie"), not opening a condition ("Si mi esposa está de acuerdo": "if my wife...")
+    r"|si(?=[\W_]*$|[.!,;:)] |[\W_]+(grazie|procedi|procedere|prego|certo|certamente|va bene"
+    r"|ok|okay|per favore|perfetto|vai|fallo|fai pure|claro|gracias|adelante|hazlo|por favor"
+    r"|dale|vale|merci|bitte|please|thanks|thank you)\b)"
     r"|(no (problem|problems|worries)|not a problem|(that's|that is|it's|it is) (no|not a) problem"
     r"|no objections?|i have no objections?|(i )?(don't|do not) mind|i (guess|suppose)( so)?)"
     r"( at all)?(?=[\W_]*$|[.!,;] )"
@@ -225,6 +230,24 @@ _DEFERRING_IF = (
 rules the agent acts within anyway ("Yes, if the socks qualify", "Go ahead if it's within
 policy", "Do it if the store allows it"); not a fact of the user's world ("if my wife
 agrees", "if it arrives today", "if it's the full price")."""
+_DEFERRING_IF_ELSEWHERE = (
+    # "Sí, si es posible", "Oui, si vous voulez", "Ja, wenn es geht", "Sì, se ti va bene",
+    # "Sim, se puder", "Ja, als dat kan": the agent's ease or judgment, as _DEFERRING_IF
+    r"((es |fuera |sea |c'est |est |es |ist |for |è |e |het |dat )?(posible|possible|m[öo]glich"
+    r"|poss[ií]vel|possibile|mogelijk)|(puedes|puede|pueden|quieres|quiere|prefieres|prefiere"
+    r"|vous (pouvez|voulez|pr[ée]f[ée]rez)|tu (peux|veux)|(du|sie) (kannst|k[öo]nnen|willst"
+    r"|wollen|m[öo]chtest|m[öo]chten)|(voc[êe] )?(pode|puder|quiser|preferir)|puoi|pu[oò]|vuoi"
+    r"|vuole|preferisci|preferisce|(je|u) (wilt|wil|kunt|kan))\b"
+    r"|(te|le|les|ti|vous|t') ?(parece( bien)?|viene bien|conviene|sirve|ayuda|convient|arrange"
+    r"|va( bene)?|sta bene|aiuta)|(ça|cela|es|das|dat|het) (te |vous |t')?(convient|va|arrange"
+    r"|aide|geht|hilft|passt|kan|helpt)|((es|fuera|c'est|est|ist|for|è|e) )?(necesario|m[aá]s"
+    r" f[aá]cil|lo mejor|n[ée]cessaire|plus simple|mieux|n[öo]tig|einfacher|besser"
+    r"|necess[áa]rio|mais f[áa]cil|melhor|necessario|pi[uù] facile|meglio|nodig|makkelijker"
+    r"|beter)|hace falta|ayuda|serve|aiuta)"
+    r"(?=[\W_]*($|[.!?,;:)]|(por favor|s'il vous pla[iî]t|bitte|per favore|alstublieft"
+    r"|gracias|merci|danke|grazie|obrigad[oa]|dank je)\b))"
+)
+"""What a foreign "if" after a yes may defer to and stay consent (see :data:`_TERMS`)."""
 _FOR_LATER = (
     rf"(once|after|as soon as|when|whenever|until|till|if(?! {_DEFERRING_IF})|the moment)"
     r" ((my|our|his|her|their)"
@@ -250,6 +273,32 @@ _COSTING = (
     r"|promo|promotion|free|loyalty|status))\b"
 )
 """Words of what a change may cost the user, for a question asked with a yes."""
+_COSTING_ELSEWHERE = (
+    # Spanish, French, German, Portuguese, Italian, Dutch, Swedish, Danish and Norwegian: "Sí,
+    # ¿hay algún cargo?", "Oui, y a-t-il des frais ?", "Ja, kostet das etwas?", "Sim, tem
+    # alguma taxa?", "Sì, ma ci sono costi?", "Ja, maar zijn er kosten?", "Ja, finns det en
+    # avgift?"; "¿perderé mis puntos?", "Verliere ich meine Punkte?"
+    r"\b(cargos?|comisi[oó]n(es)?|tarifas?|cuesta|costar[aá]|coste|costos?|cobr(a|an|ar|ar[aá]n?"
+    r"|en|ado|ada)|pagar|perder[eé]?|pierdo|pierda|penalizaci[oó]n|multas?|recargos?"
+    r"|afectar[aá]|frais|co[uû]t(e|era|s)?|payer|paierai|factur[ée](e|es|s|r|ra)?|perdre|perdrai"
+    r"|perds|p[ée]nalit[ée]s?|commission|suppl[ée]ment|pr[ée]lev[ée]e?"
+    r"|geb[üu]hr(en)?|kostet|kosten|bezahlen|zahlen|zahle|verliere|verlieren|verliert|strafe"
+    r"|berechnet|aufpreis|abgezogen|verf[äa]llt|verfallen"
+    r"|taxas?|custos?|custa|custar[aá]|cobrad[oa]|cobran[çc]a|perco|penalidades?"
+    r"|costi|costo|costa|coster[aà]|commission[ei]|tariff[ae]|addebit(o|ato|ata|ati|i)"
+    r"|pagare|perder[oò]|perdo|penal[ei]|supplement[oi]"
+    r"|kost|betalen|betaal|verlies|verliezen|boete|toeslag|rekenen|aangerekend"
+    r"|avgift(er)?|gebyr(er)?|kostar|koster|betala|betale|f[öo]rlora|f[öo]rlorar|miste|mister)\b"
+)
+"""The same words in the other languages the default yes and ``no`` read."""
+_REGARDLESS = (
+    r"either way|regardless|anyway|anyhow|no matter what|in any case|de todos modos"
+    r"|de todas (formas|maneras)|igualmente|quand m[êe]me|de toute fa[çc]on|peu importe|trotzdem"
+    r"|sowieso|so oder so|de qualquer (forma|jeito|maneira)|mesmo assim|comunque|in ogni caso"
+    r"|toch|hoe dan ook|[äa]nd[åa]|uansett|alligevel"
+)
+"""Words saying a question asked with a yes changes nothing ("Yes, is there a fee? I want it
+either way")."""
 _TERMS = (
     rf"\b(instead|(only if|as long as)(?! (that )?{_DEFERRING_IF})|unless|on (the )?condition"
     r"|otherwise|if not)\b"
@@ -267,6 +316,12 @@ _TERMS = (
     r"|alright|all right|possible|the (policy|case))\b"
     r"|it's (ok|okay|fine|alright|all right|possible)\b)"
     rf"|\bprovided(?! (that )?{_DEFERRING_IF}) (that|it|you|they)\b"
+    # ... in the other languages the default reads ("Sí, si mi esposa está de acuerdo", "Oui,
+    # si c'est le plein tarif", "Ja, wenn meine Frau zustimmt", "Sì, se va sulla Visa", "Sim, se
+    # for para o PayPal", "Ja, als het naar PayPal gaat"); not "Sí, si es posible"
+    r"|^[\W_]*(s[iíì]|oui|ja|sim|d'accord|claro|certo|vale|va bene)[\W_]+((pero|mais|aber|mas|ma"
+    r"|maar|solo|nur|seulement)[\W_]+)?(si|se|wenn|falls|als|s'(il|ils|elle)(?! (vous|te)"
+    rf" pla[iî]t))\b(?! {_DEFERRING_IF_ELSEWHERE})"
     r"|\bprefer (the|my|a|an|to|it to|if)\b"
     r"|\brather (than|you|have|get|use|keep|the|my|a|an|it|go|do)\b"
     r"|\bbut (please )?(not|first|use|(to|onto|into|on) (?!be\b)[^\W\d_]"
@@ -316,8 +371,7 @@ _TERMS = (
     # my points?", "Sure, is there a fee?", "OK. Will I be charged?", "Yes, but what happens to
     # my warranty?"): the decision waits for the answer; a question about when or how it is
     # done ("Yes, but how long will it take?", "Yes. Will I get an email?") does not
-    rf"|^(?!.*\b(either way|regardless|anyway|anyhow|no matter what|in any case)\b).*?{_COSTING}"
-    r"[^.!?]{0,200}\?"
+    rf"|^(?!.*\b({_REGARDLESS})\b).*?({_COSTING}|{_COSTING_ELSEWHERE})[^.!?]{{0,200}}\?"
     r"|\b(probably|perhaps|maybe|possibly) (yes|yeah|so|ok|okay|sure)\b"
     r"|^[\W_]*i think (yes|yeah|so|ok|okay|sure)\b"
     r"|\b(\w+n't|not|cannot|never) (say|said|saying|give|gave|giving) (a |my )?(yes|ok|okay"
@@ -381,7 +435,7 @@ JOKING_PATTERN = (
 _JOKING = JOKING_PATTERN
 _SOMEONE_ELSES = (
     rf"^[\W_]*((well|so|ok|okay|um|hmm),? )?((my|our) {KIN}|(he|she|they))(( would| will|'d)"
-    r" (say|agree|approve|be fine with|be ok with|be okay with)| (says|said|thinks|thought"
+    r" (say|agree|approve|want|be fine with|be ok with|be okay with)| (says|said|thinks|thought"
     r"|agrees|agreed|wants|wanted|told me|is fine with|is ok with|is okay with|approves"
     r"|approved))\b"
     # ... unless the user says yes too ("My wife agrees, so yes, go ahead", "She says yes. Go
@@ -389,8 +443,18 @@ _SOMEONE_ELSES = (
     rf"(?!.*(\b(so|and)\W+(i|yes|yeah|ok|okay|sure|please|go ahead)\b|[.!?;] [\W_]*({_YES_WORDS}"
     rf"|{_OPENING_YES})\b))"
 )
+_REPORTED = (
+    # ... or reported after it ("According to my wife, yes", "Yes, says my wife", '"Go ahead"
+    # is what my husband said'); not "as my wife said, they don't fit" nor "my wife's note"
+    rf"(\b(according to|per|says|said|in the words of) (my|our) {KIN}\b(?!')"
+    rf"|\b(is|was|that's|that is) what (my|our) {KIN} (said|says|wants|wanted|told me|thinks"
+    r"|would say|would want)\b)"
+    r"(?!.*(\b(so|and)\W+(i|yes|yeah|ok|okay|sure|please|go ahead)\b|\b(i|me) (too|as well)\b"
+    r"|\bi (agree|do|say yes|confirm)\b))"
+)
 """A yes that is another person's, reported ("My husband says yes", "My wife said to go
-ahead", "My husband would say yes"): no consent of the user's."""
+ahead", "My husband would say yes", "According to my wife, yes"): no consent of the
+user's."""
 DISOWNED_PATTERN = (
     rf"\b(that|this|it) (wasn't|was not) me\b|\b(that|this|it) was my {KIN}\b(?!')"
     rf"|\bmy {KIN} (typed|wrote|sent|said) (that|this|it)\b"
@@ -427,7 +491,7 @@ NO_PATTERN = (
     r" keep (it|them|those|these|this|that|both)\b"
     r"|\bwhen pigs fly\b|\bin your dreams\b|\bover my dead body\b|\bnot in a million years\b"
     r"|\b(i'd|i would) (hate|loathe) (that|it|this)\b"
-    rf"|{_JOKING}|{DISOWNED_PATTERN}|{_SOMEONE_ELSES}|{_TERMS}"
+    rf"|{_JOKING}|{DISOWNED_PATTERN}|{_SOMEONE_ELSES}|{_REPORTED}|{_TERMS}"
 )
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
 asked back in the reply's first sentence ("yes?", "OK?", "Go ahead? I don't follow") is a

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 54
+VALIDATOR_REVISION = 55
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -152,9 +152,12 @@ like a receipt?") as none; 52: the retail example's ``p9-claims-were-made`` read
 plan or recap asking for consent, "Refund confirmed!" after a refused refund as one, a negated
 subject ("No money has been moved") as telling no change, and claims in Italian and Dutch; 53:
 the retail example's ``p8-no-stored-card-details`` reads a card's digits across a few words
-("4000, then 0033"), past a list or table counter and in letters drawn like digits ("4OOO"),
-and "December 27" as a day; ``p8-no-card-number`` reads more spellings of a security code);
-54: the ``extra`` mutants, an unasked change of another record after each write."""
+("4000, then 0033"), past a list or table counter and in letters drawn like digits ("4OOO"), and
+"December 27" as a day; ``p8-no-card-number`` reads more spellings of a security code); 54: the
+``extra`` mutants, an unasked change of another record after each write; 55: ``confirmed`` reads
+a yes to an extra "once it's done" as none to the change, a cost question, a yes on an "if" and
+a yes taken back in other languages, "Sì" as a yes, and a yes reported from someone else
+("According to my wife, yes") as none."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

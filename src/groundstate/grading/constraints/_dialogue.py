@@ -226,13 +226,15 @@ def answered_part(question: str, answer: str) -> str:
     if not asked or _TO_ALL.search(answer):
         return question
     last = sentences[asked[-1]]
+    about_an_extra = _ASKS_AN_EXTRA.search(last) is not None
+    if about_an_extra:
+        last = _PRESUPPOSED.sub("", last)  # "... a receipt once it's done?" asks of the receipt
     if not _OPENS_QUESTION.match(last):
         return question
     if _ANOTHER_ACT.search(last) and not _ANSWERS_ALL_ACTS.search(answer):
         return ""  # "Shall I check whether I can refund the socks?" "Yes.": no refund asked
     back, more = _REFERS_BACK.search(last), _ASKS_MORE.search(last)
     of_a_change = _ABOUT_A_CHANGE.search(in_english_words(last))
-    about_an_extra = _ASKS_AN_EXTRA.search(last) is not None
     if not of_a_change and (((more or about_an_extra) and not back) or _ASKS_A_FACT.match(last)):
         start = asked[-1]
     elif len(asked) >= 2 and not (back and not more):
@@ -249,7 +251,17 @@ def answered_part(question: str, answer: str) -> str:
 # you a confirmation?"): asked alone, without "too" or "also", it still asks about that alone.
 _ASKS_AN_EXTRA = re.compile(
     r"\b(receipt|confirmation|e-?mail|copy|text message|sms|bag|box|printout|survey|newsletter"
-    r"|notification|reminder)s?\b"
+    r"|notification|reminder)s?\b|\ba text\b"
+)
+
+
+# A time after the change, in a question about an extra ("Shall I email you a confirmation
+# once it's done?", "Would you like a receipt after the refund?", "Once it's processed, shall
+# I send a receipt?"): it takes the change as settled and asks of the extra alone, so a yes
+# to it is no yes to the change. Up to the clause's end; not "when" asking ("When shall I?").
+_PRESUPPOSED = re.compile(
+    r"\b(once|after|afterwards|when|whenever|as soon as|the moment|as it|while)\b"
+    r"(?! (shall|should|would|will|can|could|do|does|did|is|are|was|were|may|might)\b)[^,;?]*"
 )
 
 
@@ -707,7 +719,8 @@ def _went_on(
 _BARE_NO = re.compile(
     r"[\W_]*((oh|oops|hmm+|um+|uh+|sorry|actually|wait|well|so|rethinking it|thinking about it"
     r"|on second thoughts?|no|nope|nah|i('m| am))[\W_]+)*(no|nope|nah|not sure( any ?more| now)?"
-    r"|no way|don't|do not)([\W_]+(thanks|thank you|sorry|then|actually))*[\W_]*"
+    r"|no way|don't|do not|non|nein|n[aã]o|nee)"
+    r"([\W_]+(thanks|thank you|sorry|then|actually))*[\W_]*"
 )
 
 
@@ -1351,7 +1364,7 @@ def _counter_offer(yes: _Confirmation, earlier: Sequence[AgentEvent] = ()) -> st
 
 
 _YES_WORDS = (
-    r"(yes+|yeah|yep|yup|sure|ok|okay|fine|alright|all right|go ahead|please|s[ií]|oui|ja|sim"
+    r"(yes+|yeah|yep|yup|sure|ok|okay|fine|alright|all right|go ahead|please|s[iíì]|oui|ja|sim"
     r"|claro|d'accord|por favor|bitte|s'il vous pla[iî]t)"
 )
 _BUT = r"(but|pero|mais|aber|mas|ma|per[oò]|though|only|just|s[oó]lo|seulement|nur|make it)"
@@ -1370,6 +1383,7 @@ _TERM_OPENING = (
     # ... nor a reference back to what was said or agreed ("as I said before", "como te
     # dije", "comme je l'ai dit", "comme convenu", "como eu disse", "como acordamos")
     r"|(i|we) (said|mentioned|told you|agreed|discussed)|i've (said|mentioned)|(te |le |les )?dije"
+    r"|(my|our|his|her|their) [\w'-]+ (said|says|mentioned|told (me|you)|noted|explained)"
     r"|dijimos|dicho|acordamos|acordado|hablamos|quedamos|mencion[ée]|convenu|pr[ée]vu"
     r"|je (l'ai |te l'ai |vous l'ai )?(dit|disais)|on (l'a )?a dit|(eu )?disse|combinamos"
     r"|combinado|falamos|convenido)\b)"
@@ -1424,7 +1438,13 @@ _WANTING = re.compile(
 # not a request ("but could you send it to my office?", "but blue?").
 _ASKS_INFORMATION = re.compile(
     r"(how|when|where|what|why|who|which|will|is|are|am|was|does|do|did|has|have|can i|could i"
-    r"|should i|may i|would it|cu[aá]ndo|c[oó]mo|qu[eé]|quand|comment|wann|wie)\b"
+    r"|should i|may i|would it|cu[aá]ndo|c[oó]mo|qu[eé]|quand|comment|wann|wie"
+    # ... in the other languages of the default yes, Italian and Dutch ("Sí, pero ¿cuánto
+    # tarda?", "Oui, mais combien de temps ?", "Sim, mas quanto tempo demora?")
+    r"|cu[aá]nt[oa]s?|d[oó]nde|por qu[eé]|qui[eé]n|cu[aá]l|hay|es|est[aá]|ser[aá]|combien|o[uù]"
+    r"|pourquoi|qui|quel(le)?s?|est-ce|y a-t-il|wo|warum|wer|welche[rs]?|gibt|ist|wird|quanto"
+    r"|quando|onde|porque|qual|tem|vai|come|dove|perch[eé]|chi|c'[eè]|ci sono|hoe|wanneer|waar"
+    r"|waarom|wat|krijg|zijn|kan)\b"
 )
 # Words of a "but" clause that put no term on the change: haste, thanks, a receipt or word
 # back, reassurance ("but please hurry", "but thanks for asking", "but make it quick", "but
@@ -2396,7 +2416,7 @@ _REPLY_WORDS = frozenset(
     re.findall(
         r"\S+",
         "yes yeah yep sure ok okay please go ahead thanks thank you do it that sounds good great"
-        " proceed confirm confirmed fine right correct absolutely of course si sí oui ja sim"
+        " proceed confirm confirmed fine right correct absolutely of course si sí sì oui ja sim"
         " por favor s'il vous plaît bitte",
     )
 )
@@ -2910,6 +2930,17 @@ _TAKING_BACK = re.compile(
     # rather have store credit" (a plain "No, by text instead" answers its own question)
     r"|\bactually\b[^.!?]{0,200}\b(instead|rather|prefer|make it|switch|change it"
     r"|keep (it|them|those|these))\b"
+    # second thoughts, or the thing kept, in the other languages of the default yes, Italian
+    # and Dutch ("Non, finalement je les garde", "Doch nicht, ich behalte sie", "Mejor no",
+    # "Anzi no", "Pensando bem, não", "Toch maar niet")
+    r"|\b(finalement,? (non|je (les|le|la) garde)|tout compte fait|en fait,? non|je (les|le|la)"
+    r" (garde|garderai)|je (vais|pr[ée]f[èe]re) (les|le|la) garder|laissez tomber|laisse tomber"
+    r"|doch (lieber )?nicht|lieber doch nicht|eigentlich (doch )?nicht|ich behalte (sie|es|ihn|die"
+    r"|das)|vergiss es|vergessen sie es|mejor no|pens[aá]ndolo bien|me (los|las|lo|la) quedo"
+    r"|olv[ií]d(alo|elo|a eso)|en realidad no|melhor n[aã]o|pensando bem|vou ficar com (eles"
+    r"|elas|ele|ela)|esque[çc]a( isso)?|anzi,? no|meglio di no|ripensandoci|(me )?(li|lo|la)"
+    r" tengo|lascia (stare|perdere)|lasci perdere|toch (maar )?niet|laat maar|ik hou(d)? (ze|het)"
+    r"|eigenlijk niet)\b"
 )
 
 
