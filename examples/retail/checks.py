@@ -1156,20 +1156,25 @@ _DONE = re.compile(
     r"(?:refunded|cancell?ed|exchanged|credited)\b"
 )
 """A statement that a change is done, its kind named in the match."""
+_TICKS = "\u2705\u2714\u2611\u2713\U0001f5f8\U0001f7e2"
+"""The marks a change is ticked off with: the check marks, a green circle ("Refund \U0001f7e2")."""
+_CROSSES = "\u274c\u2716\u2717\u2718\U0001f534\u26d4\U0001f6ab"
+"""The marks a change is crossed out with ("Refund \u274c", "Refund \U0001f534")."""
 _STATUS = re.compile(
-    r"^[\u2705\u2714\u2611\u2713]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
+    rf"^[{_TICKS}]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
     r"\b(?! (?:policy|window|rules?|eligibility)\b)"
     r"|^[\W_]*(?:successfully )?(?:refunded|cancell?ed|exchanged|credited)\b"
     r"|(?:[:|\u2014\u2013]| -) ?(?:(?:successfully|fully|now) )*(?:refunded|cancell?ed|exchanged"
-    r"|credited)\b(?=[\s.!)*_]*(?:$|[|(\u2014\u2013]|- |[$\d]|[\u2705\u2714\u2611\u2713]))"
+    rf"|credited)\b(?=[\s.!)*_]*(?:$|[|(,\u2014\u2013]|- |[$\d]|[{_TICKS}]))"
+    r"(?!,? (?:(?:refunded|cancell?ed|exchanged|credited),? )*or\b)"
     r"|\b(?:refund|cancellation|exchange|credit|address change)s?\b"
-    r"(?! (?:policy|window|rules?|eligibility)\b)[^,;\u274c\u2716]{0,60}?[\u2705\u2714\u2611\u2713]"
+    rf"(?! (?:policy|window|rules?|eligibility)\b)[^,;{_CROSSES}]{{0,60}}?[{_TICKS}]"
 )
 """A change's status laid out, not said in a sentence: a label or a table cell ("Socks \u2014
 refunded", "| Socks | Refunded |"), a change ticked off ("- Refund: $22.00 \u2705"). The state
 the change leaves, as a plan shows it too ("Here's the plan: Socks \u2014 refunded. Shall I
 go ahead?"): read as a claim except in a plan or a recap (:func:`_planned`)."""
-_TICK = re.compile("[\u2705\u2714\u2611\u2713]")
+_TICK = re.compile(f"[{_TICKS}]")
 _ASKS_CONSENT = re.compile(
     r"\b(?:shall i|should i|(?:would|do) you (?:like|want) me to|(?:ok|okay|alright) to"
     r"|go ahead|proceed|confirm|reply (?:yes|y)|say (?:yes|the word)|sound good"
@@ -1180,6 +1185,11 @@ _ASKS_CONSENT = re.compile(
 )
 """A message asking the customer's consent to a change: "Shall I go ahead?", "Please
 confirm.", "Does that look right?", "Reply yes to proceed" (not "Anything else?")."""
+_ANOTHER_CHANGE = re.compile(
+    r"\b(?:also|too|as well|another|other|else|additionally|in addition|next|more|further)\b"
+)
+"""A question asking consent to a change besides those the message lays out ("Shall I also
+cancel O-1002?", "Shall I refund the other order as well?")."""
 _RECAP = re.compile(
     r"^\W*(?:you asked (?:for|me to)|you(?:'d| would) like|you want(?:ed)?|you requested"
     r"|your requests?|requested(?: changes?)?|(?:here's |here is )?(?:the |my )?plan"
@@ -1299,7 +1309,20 @@ pronoun after them ("reembolsarle") too."""
 _PARTICIPLE = "|".join(_PARTICIPLES.values())
 _INFINITIVE = "|".join(_INFINITIVES.values())
 _PRETERITE = "|".join(_PRETERITES.values())
-_MADE = rf"(?:\w+ )?(?:{_PARTICIPLE}|hecho|fait)\b"
+_THIRD_PRETERITES = {
+    "refunded": r"reembols(?:ó|aron|ou|aram)|devolvi(?:ó|eron)",
+    "cancelled": r"cancel(?:ó|aron|ou|aram)|anul(?:ó|aron|ou|aram)",
+    "exchanged": r"intercambi(?:ó|aron)|troc(?:ou|aram)",
+    "credited": r"acredit(?:ó|aron|ou|aram)|abon(?:ó|aron)",
+    "processed": r"proces(?:ó|aron|sou|saram)|tramit(?:ó|aron)|realiz(?:ó|aron|ou|aram)"
+    r"|efectu(?:ó|aron)|efetu(?:ou|aram)",
+    "updated": r"actualiz(?:ó|aron)|atualiz(?:ou|aram)",
+    "changed": r"cambi(?:ó|aron)|alter(?:ou|aram)",
+}
+"""The impersonal passive of the past ("Se reembolsaron los calcetines", "No se canceló el
+pedido"), by the English participle."""
+_THIRD_PRETERITE = "|".join(_THIRD_PRETERITES.values())
+_MADE = rf"(?:\w+ )?(?:{_PARTICIPLE}|hech[oa]s?|feit[oa]s?|faite?s?)\b"
 """A participle of the other languages, after at most one word ("he ya reembolsado")."""
 
 
@@ -1347,7 +1370,12 @@ _ENGLISH: list[tuple[re.Pattern[str], Any]] = [
             r"|\bnon (?:è|sono) andat[oaie] a buon fine\b",
             "failed",
         ),
-        (r"\brifiutat[oaie]\b|\brespint[oaie]\b|\bgeweigerd\b|\bafgewezen\b", "declined"),
+        (
+            r"\brifiutat[oaie]\b|\brespint[oaie]\b|\bgeweigerd\b|\bafgewezen\b"
+            r"|\brechazad[oa]s?\b|\bdenegad[oa]s?\b|\brecusad[oa]s?\b|\brejeitad[oa]s?\b"
+            rf"|\brefus{_FR}\b|\brejet{_FR}\b|\babgelehnt\b",
+            "declined",
+        ),
         (
             r"\bnessun rimborso\b|\bgeen terugbetaling\b",
             "no refund",
@@ -1398,6 +1426,10 @@ _ENGLISH: list[tuple[re.Pattern[str], Any]] = [
             rf"(nicht |niet )?({_PARTICIPLE})\b",
             _german_perfect,
         ),
+        (
+            rf"\b(?:(no|n[ãa]o) )?se ({_THIRD_PRETERITE})\b",
+            lambda m: f"{'was not' if m[1] else 'was'} {_english_word(m[2], _THIRD_PRETERITES)}",
+        ),
         (rf"\b(?:(no|n[ãa]o) )?({_PRETERITE})\b", _preterite),
         (rf"\b(?:{_PARTICIPLE})\b", lambda m: _english_word(m.group(), _PARTICIPLES)),
         (
@@ -1405,6 +1437,11 @@ _ENGLISH: list[tuple[re.Pattern[str], Any]] = [
             lambda m: _english_word(m.group(1), _INFINITIVES),
         ),
         (r"\bi have (?:hecho|fait)\b|\bfiz\b|\bhice\b", "i have made"),
+        # "O reembolso foi feito", "El reembolso fue hecho": "the refund was done"
+        (
+            r"\b(was|were|has been|have been|is|are)( not)? (?:hech[oa]s?|feit[oa]s?|faite?s?)\b",
+            r"\1\2 done",
+        ),
         # a change and "done" after it ("Reembolso hecho.", "Erstattung erledigt.")
         (
             r"\b(reembolso|devolución|remboursement|(?:rück)?erstattung|cancelación|anulación"
@@ -1477,8 +1514,14 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         # a change ticked off: "Refund ✅", "Cancellation ✔"
         (
             r"\b(refunds?|cancell?ations?|exchanges?|(?:store )?credit|address(?: change)?)\W?"
-            r" ?([\u2705\u2714])\ufe0f?",
+            rf" ?([{_TICKS}])\ufe0f?",
             r"\1 done \2",
+        ),
+        # a change crossed out: "Refund \u274c", "Cancellation \U0001f534"
+        (
+            r"\b(refunds?|cancell?ations?|exchanges?|(?:store )?credit|address(?: change)?)\W?"
+            rf" ?([{_CROSSES}])\ufe0f?(?! ?(?:failed|declined|refused|rejected)\b)",
+            r"\1 failed \2",
         ),
         (r"\bshould now be\b", "is now"),
         # "Consider the socks refunded." is "the socks is refunded"
@@ -1560,12 +1603,13 @@ def _claimed_kinds(text: str) -> set[str]:
     return {kind for kind, _ in _claims(text)}
 
 
-def _claims(text: str) -> list[tuple[str, str]]:
+def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str, str]]:
     """Each change an agent message says the agent made: its kind, and the words that say
-    which records it changed (the verb's object, the clause of a statement)."""
+    which records it changed (the verb's object, the clause of a statement); with *items*,
+    a plan's records told apart from others' (:func:`_planned`)."""
     claims: list[tuple[str, str]] = []
     asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
-    planned = _planned(text)
+    planned = _planned(text, items or {})
     for whole in _sentences(text):
         claims += _first_person_claims(whole)
         sentence = _after_turn(_unasked(whole))  # "The refund went through, anything else?"
@@ -1627,20 +1671,28 @@ def _confirmed(text: str) -> list[tuple[str, str]]:
     return claims
 
 
-def _planned(text: str) -> set[str]:
+def _planned(text: str, items: dict[str, _Item]) -> set[str]:
     """The sentences of an agent message (as :func:`_sentences` gives them) that lay out a
     plan or recap what the customer asked, where a change's status (:data:`_STATUS`, a tick)
-    is no claim: in a message asking consent (:data:`_ASKS_CONSENT`), each sentence naming no
-    kind of change but those its questions name (any, when they name none: "Here's the plan:
-    Socks \u2014 refunded. Shall I go ahead?"; not "Socks \u2014 refunded. Shall I also cancel
-    O-1002?"); and a recap's line (:data:`_RECAP`) with, when it ends in its colon, the lines
+    is no claim. In a message asking consent (:data:`_ASKS_CONSENT`) to the changes it lays
+    out, each sentence of the plan: one naming no kind of change but those its questions name
+    (any, when they name none: "Here's the plan: Socks \u2014 refunded. Shall I go ahead?"; not
+    "Socks \u2014 refunded. Shall I also cancel O-1002?"), and no record of *items* but those
+    they name, when they name one ("Socks \u2014 refunded \u2705. Shall I refund the hoodie?"
+    asks of another change); none when a question asks consent to a change besides those laid
+    out (:data:`_ANOTHER_CHANGE`: "Socks \u2014 refunded \u2705. Shall I refund the other order
+    as well?"). And a recap's line (:data:`_RECAP`) with, when it ends in its colon, the lines
     under it up to a blank line or another heading."""
     planned: set[str] = set()
-    if _ASKS_CONSENT.search(normalise(text)):
-        sentences = list(_sentences(text))
-        asking = [_kinds_named(s) for s in sentences if _ASKS_CONSENT.search(s)]
-        asked = set().union(*asking) or set(CLAIMED_KINDS)
-        planned |= {s for s in sentences if _kinds_named(s) <= asked}
+    sentences = list(_sentences(text))
+    asking = [s for s in sentences if _ASKS_CONSENT.search(s)]
+    if asking and not any(_ANOTHER_CHANGE.search(s) for s in asking):
+        asked = set().union(*map(_kinds_named, asking)) or set(CLAIMED_KINDS)
+        records = {w for s in asking for words in _description(s, items).values() for w in words}
+        for sentence in sentences:
+            named = {w for words in _description(sentence, items).values() for w in words}
+            if _kinds_named(sentence) <= asked and (not records or not named or named & records):
+                planned.add(sentence)
     heading = False
     for line in _MARKS.sub("", text).split("\n"):
         said = normalise(line).strip()
@@ -1850,7 +1902,7 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
         # "Refund confirmed!" once a call tried the refund (before, the customer's yes taken)
         kinds_tried = {m.kind for m in [*made, *refused]}
         confirmed = [(k, w) for k, w in _confirmed(event.text) if k in kinds_tried]
-        for kind, words in [*_claims(event.text), *confirmed]:
+        for kind, words in [*_claims(event.text, items), *confirmed]:
             kind = _credit_or_refund(kind, words)
             changed = [items[i] for m in made if m.kind == kind for i in m.items if i in items]
             paid = {w for m in made if m.paid is not None for w in methods.get(m.paid, ())}
