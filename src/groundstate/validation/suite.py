@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 52
+VALIDATOR_REVISION = 53
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -150,7 +150,10 @@ qualify"), "Either." to an either/or, "No problem", "I guess so" and "Why not?" 
 a yes asking what the change costs ("will I lose my points?") or answering an extra ("Would you
 like a receipt?") as none; 52: the retail example's ``p9-claims-were-made`` reads no claim in a
 plan or recap asking for consent, "Refund confirmed!" after a refused refund as one, a negated
-subject ("No money has been moved") as telling no change, and claims in Italian and Dutch)."""
+subject ("No money has been moved") as telling no change, and claims in Italian and Dutch;
+53: its status lines read when they end in a comma or are marked by an arrow, brackets, a green
+circle or a heading, a plan's statuses only those its consent question asks of, and Spanish
+and Portuguese impersonal claims and refusals)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
