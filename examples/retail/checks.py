@@ -1140,15 +1140,18 @@ record ("refunded the hoodie and the beanie"), and over the commas of a list of 
 
 
 _DONE = re.compile(
-    r"\b(?:refund|cancellation|exchange|credit|address change)s?(?::| -| \u2014| \u2013)?"
+    r"\b(?:refund|cancellation|exchange|credit|address change)s?"
+    r"(?::| -+>?| \u2014| \u2013| \u2192| =>?)?"
     r" (?:is |are |has |has been |was |were |have been )?(?:(?:now|successfully|fully|also) )*"
     r"(?:complete|completed|processed|done|issued|submitted|initiated|finali[sz]ed|"
-    r"approved|successful|being processed)\b"
+    r"approved|successful|being processed|placed|lodged|filed|logged|raised|created|booked"
+    r"|put through)\b"
     r"|\b(?:refund|cancellation|exchange|credit|change)s?\b[^,;]{0,40}?"
     r"(?:\b(?:(?:went|gone) through|succeeded)"
     r"|(?:\b(?:was|were|is|are|has been|have been) (?:(?:now|successfully|fully|also) )*"
-    r"|(?::| -| \u2014| \u2013) )"
+    r"|(?::| -+>?| \u2014| \u2013| \u2192| =>?) )"
     r"(?:successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
+    r"placed|lodged|filed|logged|raised|created|booked|put through|"
     r"finished|finali[sz]ed|pending|in progress|under ?way|being processed))\b"
     r"|\bsuccessfully (?:refunded|cancell?ed|exchanged|credited|updated|changed)\b[^,;]*"
     r"|\b(?:was|were) able to (?:refund|cancel|exchange|credit|update|change)\b[^,;]*"
@@ -1160,18 +1163,30 @@ _TICKS = "\u2705\u2714\u2611\u2713\U0001f5f8\U0001f7e2"
 """The marks a change is ticked off with: the check marks, a green circle ("Refund \U0001f7e2")."""
 _CROSSES = "\u274c\u2716\u2717\u2718\U0001f534\u26d4\U0001f6ab"
 """The marks a change is crossed out with ("Refund \u274c", "Refund \U0001f534")."""
+_STATUS_MARK = "(?:[:|\u2014\u2013\u2192=/(\\[]| -+>?| =>)"
+"""What stands between a record or a change and its status: "Socks: refunded", "Socks \u2014
+refunded", "| Socks | Refunded |", "Socks \u2192 refunded", "Socks (refunded)"."""
 _STATUS = re.compile(
     rf"^[{_TICKS}]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
     r"\b(?! (?:policy|window|rules?|eligibility)\b)"
     r"|^[\W_]*(?:successfully )?(?:refunded|cancell?ed|exchanged|credited)\b"
-    r"|(?:[:|\u2014\u2013]| -) ?(?:(?:successfully|fully|now) )*(?:refunded|cancell?ed|exchanged"
-    rf"|credited)\b(?=[\s.!)*_]*(?:$|[|(,\u2014\u2013]|- |[$\d]|[{_TICKS}]))"
+    rf"|{_STATUS_MARK} ?[\"'`]?(?:(?:successfully|fully|now) )*(?:refunded|cancell?ed|exchanged"
+    rf"|credited)\b(?=[\s.!)\]}}*_\"'`]*(?:$|[|(,\u2014\u2013]|- |[$\d]|[{_TICKS}]))"
     r"(?!,? (?:(?:refunded|cancell?ed|exchanged|credited),? )*or\b)"
+    rf"|\baddress(?: change)?s? ?{_STATUS_MARK}? ?(?:(?:successfully|now) )*"
+    r"(?:done|updated|changed)\b"
+    rf"(?=[\s.!)\]*_]*(?:$|[|(,\u2014\u2013]|- |[{_TICKS}]))"
+    r"|^[\W_]*(?!.*(?:\b(?:will|be|being|been|to|gets?|got|not|is|are|was|were|has|have|had)\b"
+    r"|'s\b|'re\b))(?:[\w$.'-]+ ){1,4}"
+    r"(?:(?:successfully|now) )?"
+    r"(?:refunded|cancell?ed|exchanged|credited)(?=[\W_]*$)"
     r"|\b(?:refund|cancellation|exchange|credit|address change)s?\b"
     rf"(?! (?:policy|window|rules?|eligibility)\b)[^,;{_CROSSES}]{{0,60}}?[{_TICKS}]"
 )
 """A change's status laid out, not said in a sentence: a label or a table cell ("Socks \u2014
-refunded", "| Socks | Refunded |"), a change ticked off ("- Refund: $22.00 \u2705"). The state
+refunded", "| Socks | Refunded |", "Status: refunded, ..."), a short line ending in it ("## Order
+cancelled"), an address's ("Address: updated"), a change ticked off ("- Refund: $22.00 \u2705",
+"Refund \U0001f7e2"); not a list of them joined by "or" (a policy's). The state
 the change leaves, as a plan shows it too ("Here's the plan: Socks \u2014 refunded. Shall I
 go ahead?"): read as a claim except in a plan or a recap (:func:`_planned`)."""
 _TICK = re.compile(f"[{_TICKS}]")
@@ -1194,10 +1209,12 @@ _RECAP = re.compile(
     r"^\W*(?:you asked (?:for|me to)|you(?:'d| would) like|you want(?:ed)?|you requested"
     r"|your requests?|requested(?: changes?)?|(?:here's |here is )?(?:the |my )?plan"
     r"|proposed(?: changes?)?|proposal|(?:just )?to confirm|here's what i(?:'ll| will| can) do"
-    r"|what i(?:'ll| will| can) do|next steps?|to do)\b[^:\n]*:"
+    r"|what i(?:'ll| will| can) do|next steps?|to do|expected(?: result| outcome)?|goal|target"
+    r"|desired(?: result| outcome)?)\b[^:\n]*:"
 )
 """A line recapping what the customer asked or the agent plans ("You asked for: socks \u2014
-refunded", "Here's the plan:"); ending in its colon, a heading over the list under it."""
+refunded", "Here's the plan:", "Expected: refunded"); ending in its colon, a heading over the
+list under it."""
 _MONEY_BACK = re.compile(
     r"\b(?:back (?:on|to|onto|in|into) your|on (?:its|their) way back|(?:heading|coming|going)"
     r" back|(?:shows?|showing|appears?|appearing|visible|reflected)(?: up)? (?:on|in) your|"
@@ -1245,7 +1262,7 @@ def _sentences(text: str) -> Iterator[str]:
     """The normalised sentences of a message, :func:`_in_english`: split at line breaks (each
     item of a list), then at a full stop, semicolon, "!" or "?" (not the point of "$22.00");
     markdown marks dropped."""
-    for line in _LINE.split(_MARKS.sub("", text)):
+    for line in _LINE.split("\n" + _MARKS.sub("", text)):
         for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
                 yield sentence.strip()

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 55
+VALIDATOR_REVISION = 56
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -157,7 +157,10 @@ the retail example's ``p8-no-stored-card-details`` reads a card's digits across 
 ``extra`` mutants, an unasked change of another record after each write; 55: ``confirmed`` reads
 a yes to an extra "once it's done" as none to the change, a cost question, a yes on an "if" and
 a yes taken back in other languages, "Sì" as a yes, and a yes reported from someone else
-("According to my wife, yes") as none."""
+("According to my wife, yes") as none; 56: the retail
+example's ``p9-claims-were-made`` reads its status lines read when they end in a comma or
+are marked by an arrow, brackets, a green circle or a heading, a plan's statuses only those its
+consent question asks of, and Spanish and Portuguese impersonal claims and refusals."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
