@@ -158,7 +158,7 @@ the retail example's ``p8-no-stored-card-details`` reads a card's digits across 
 a yes to an extra "once it's done" as none to the change, a cost question, a yes on an "if" and
 a yes taken back in other languages, "Sì" as a yes, and a yes reported from someone else
 ("According to my wife, yes") as none; 56: the retail
-example's ``p9-claims-were-made`` reads its status lines read when they end in a comma or
+example's ``p9-claims-were-made`` reads its status lines when they end in a comma or
 are marked by an arrow, brackets, a green circle or a heading, a plan's statuses only those its
 consent question asks of, and Spanish and Portuguese impersonal claims and refusals."""
 
