@@ -295,12 +295,12 @@ def as_label(value: Any) -> int | str:
     ``"1.0"``, as a writer that keeps integers as floats gives them) or a text label that is
     no number. Harnesses count attempts from 0 or 1, so a ``-1`` is a mistake (the label rule
     would have shifted it into attempt 1 unseen), and a ``"1.5"`` no attempt (as a JSON
-    ``1.5`` is not); a JSON ``true`` is no label."""
+    ``1.5`` is not; ``"1e400"`` and ``"nan"`` stay text labels); a JSON ``true`` is no label."""
     if isinstance(value, str) and value.strip():
         text = value.strip()
         number = _integer_text(text)
         if number is None:
-            if _number_text(text) is not None:
+            if math.isfinite(_number_text(text) or math.inf):  # "1e400", "nan": text labels
                 raise ValueError(f"must be a whole attempt number or a text label, got {value!r}")
             return as_text(text)
         return _not_negative(as_integer(number), value)
