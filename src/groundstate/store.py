@@ -1030,6 +1030,7 @@ class RunStore:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
             self._refuse_foreign_database()
             self._refuse_newer_format()
+            self._refuse_altered_schema()
             _use_wal(self._db)
             # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit
             # survives the process being killed, and an OS crash or power loss may roll back
@@ -1082,6 +1083,7 @@ class RunStore:
                 )
             self._refuse_foreign_database()
             self._refuse_newer_format()
+            self._refuse_altered_schema()
             if missing := _columns(_current_schema()) - _columns(self._db) - _OPTIONAL:
                 self._db.close()
                 raise StoreError(
@@ -1103,6 +1105,19 @@ class RunStore:
             raise StoreError(
                 f"the run store {self.path} has store format {found}, newer than this "
                 f"groundstate reads (format {STORE_FORMAT}); upgrade groundstate to use it"
+            )
+
+    def _refuse_altered_schema(self) -> None:
+        """A store whose tables were changed outside groundstate (:func:`_altered`: a table of
+        records dropped, a column dropped or added) is neither read nor written: making the
+        table again, empty, would hide what was lost, and every report would read the rest as
+        whole."""
+        if (problem := _altered(self._db)) is not None:
+            self._db.close()
+            raise StoreError(
+                f"the run store {self.path} {problem}: it was changed outside groundstate (or "
+                "damaged), and is neither read nor written; restore it from a copy, or give "
+                "another --store"
             )
 
     def _refuse_foreign_database(self) -> None:
@@ -2489,6 +2504,61 @@ def _current_schema() -> sqlite3.Connection:
     _migrate(db)
     db.executescript(_SCHEMA_AFTER_MIGRATION)
     return db
+
+
+_GENERATIONS = (
+    ("batches", "runs", "validations"),
+    ("chains", "leases"),  # store format 2
+    ("labels",),
+    ("label_chains", "edits", "seals"),
+    ("invalid_tasks_added",),
+    ("sessions",),
+    ("session_chains",),
+    ("invalid_task_chains",),
+    ("started_tries",),
+)
+"""The store's tables in the order groundstate added them. Every open makes those a store
+lacks, so a store with a table has every table added before it, unless one was dropped (the
+newest, dropped, cannot be told from a store made before it)."""
+_REMADE = frozenset({"seals", "leases"})
+"""Tables made again, empty, when missing, as no record is lost with them: a seal is a
+shortcut of ``report``'s check (without it the batch is verified in full), a lease a live
+runner's claim (which it then finds lost, and stops)."""
+
+
+def _altered(db: sqlite3.Connection) -> str | None:
+    """What in *db*'s tables no groundstate made, as the end of a sentence naming the store;
+    ``None`` for a new store or one made by this or an older groundstate (which opening
+    migrates). Refused: a table of records missing beside a table added after it (or, in a
+    store stamped format 2, one of the tables format 2 began with); a column of groundstate's
+    tables that no version made (an insert would leave it empty, or fail on it); a column
+    missing that no migration adds (or, in a store stamped format 2, one format 2 added)."""
+    have = _columns(db)
+    tables = {column.split(".")[0] for column in have}
+    if "batches" not in tables:
+        return None  # a new store (another program's database is refused before)
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    newest = max(i for i, names in enumerate(_GENERATIONS) for t in names if t in tables)
+    for i, names in enumerate(_GENERATIONS):
+        for table in names:
+            if table in tables or table in _REMADE:
+                continue
+            if i < newest:
+                later = next(t for t in _GENERATIONS[newest] if t in tables)
+                return f"has no table {table!r}, though it has {later!r}, added after it (dropped?)"
+            if version >= STORE_FORMAT and i <= 1:
+                return f"has no table {table!r}, which its store format {version} has"
+    want = _columns(_current_schema())  # never closed: it is shared (functools.cache)
+    ours = {column.split(".")[0] for column in want}
+    if extra := sorted(c for c in have - want if c.split(".")[0] in ours):
+        return f"has a column {extra[0]} that groundstate does not make"
+    added = {f"{t}.{c.split()[0]}" for t, columns in _MIGRATIONS.items() for c in columns}
+    if version >= STORE_FORMAT:
+        added = {c for c in added if c.split(".")[0] not in ("batches", "runs")}
+    if missing := sorted(c for c in want - have - added if c.split(".")[0] in tables):
+        stamp = f" (its store format {version} has it)" if version >= STORE_FORMAT else ""
+        return f"has no column {missing[0]}{stamp}"
+    return None
 
 
 def _columns(db: sqlite3.Connection) -> set[str]:

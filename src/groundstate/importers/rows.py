@@ -7,9 +7,9 @@ turns rows into a stored batch. A row keeps the attempt label exactly as the fil
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
+import unicodedata
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -204,13 +204,12 @@ def lax(parse: Callable[[Any], T]) -> Callable[[Any], T]:
     def read(value: Any) -> T:
         if isinstance(value, str):
             text = value.strip()
-            try:
-                value = int(text)
-            except ValueError:
-                try:
-                    value = float(text)
-                except ValueError:
-                    raise ValueError(f"must be a number, got {value!r}") from None
+            number: float | None = _integer_text(text)
+            if number is None:
+                number = _number_text(text)
+            if number is None:
+                raise ValueError(f"must be a number, got {value!r}")
+            value = number
         return parse(value)
 
     return read
@@ -292,29 +291,53 @@ def as_text(value: Any) -> str:
 
 
 def as_label(value: Any) -> int | str:
-    """An attempt label as given: an integer (``0``, ``"3"``, and ``1.0`` or ``"1.0"``, as a
-    writer that keeps integers as floats gives them) or a non-empty text label."""
+    """An attempt label as given: an integer not below 0 (``0``, ``"3"``, and ``1.0`` or
+    ``"1.0"``, as a writer that keeps integers as floats gives them) or a text label that is
+    no number. Harnesses count attempts from 0 or 1, so a ``-1`` is a mistake (the label rule
+    would have shifted it into attempt 1 unseen), and a ``"1.5"`` no attempt (as a JSON
+    ``1.5`` is not; ``"1e400"`` and ``"nan"`` stay text labels); a JSON ``true`` is no label."""
     if isinstance(value, str) and value.strip():
         text = value.strip()
-        try:
-            number = int(text)  # the usual case first: one call per row of a large file
-        except ValueError:
-            integral = _integral(text)
-            if integral is None:
-                return as_text(text)
-            number = integral
-        return as_integer(number)
+        number = _integer_text(text)
+        if number is None:
+            if math.isfinite(_number_text(text) or math.inf):  # "1e400", "nan": text labels
+                raise ValueError(f"must be a whole attempt number or a text label, got {value!r}")
+            return as_text(text)
+        return _not_negative(as_integer(number), value)
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return as_integer(value)
+        return _not_negative(as_integer(value), value)
     raise ValueError(f"must be an integer or a text label, got {value!r}")
 
 
-def _integral(text: str) -> int | None:
-    """The integer a float in *text* writes (``3.0``), or ``None`` for other text."""
-    with contextlib.suppress(ValueError, OverflowError):
-        number = float(text)
-        if number.is_integer():
-            return int(number)
+def _not_negative(label: int, given: Any) -> int:
+    if label < 0:
+        raise ValueError(f"must not be negative (attempts count from 0 or 1), got {given!r}")
+    return label
+
+
+def _number_text(text: str) -> float | None:
+    """The number *text* writes as a CSV cell holds one (``"3"``, ``"-0.5"``, ``"1e3"``,
+    ``"nan"``), else ``None``. Python's own readers also take ``"1_0"`` (as 10) and digits of
+    other scripts (Arabic-Indic one as 1), which no other reader of the file takes for a number."""
+    if not text.isascii() or "_" in text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _integer_text(text: str) -> int | None:
+    """The integer *text* writes (``"3"``, and ``"3.0"`` or ``"3e0"`` as a float), else
+    ``None``: :func:`_number_text`'s rules."""
+    if not text.isascii() or "_" in text:
+        return None
+    try:
+        return int(text)  # the usual case first: one call per row of a large file
+    except ValueError:
+        number = _number_text(text)
+    if number is not None and math.isfinite(number) and number.is_integer():
+        return int(number)
     return None
 
 
@@ -582,14 +605,32 @@ class IntegerKey(str):
     __slots__ = ()
 
 
-def task_key(where: str, name: str, value: Any) -> str:
-    """A task id from a foreign file: text or an integer, kept as text (an integer's as an
-    :class:`IntegerKey`)."""
-    if isinstance(value, bool) or not isinstance(value, str | int) or str(value) == "":
-        raise SpecError(where, name, f"required: a task id (text or integer), got {value!r}")
+def as_task_id(value: Any) -> str:
+    """A task id: text or an integer, kept as text (an integer's as an :class:`IntegerKey`).
+    Blank text, or text that starts or ends with a space (or another character that prints
+    as one: a no-break space), is refused: ``" t1"`` would be a second task beside ``"t1"``
+    that every report prints alike. Other characters that do not show (a NUL, a line break,
+    an escape) are kept, as the id was written, and shown escaped."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(f"must be a task id (text or integer), got {value!r}")
     if isinstance(value, int):
         return IntegerKey(value)
-    return checked(where, name, as_text, value)
+    if not value.strip():
+        raise ValueError(f"must not be blank, got {value!r}")
+    for end in (value[0], value[-1]):
+        if unicodedata.category(end) == "Zs":
+            raise ValueError(
+                f"{value!r} starts or ends with {unicodedata.name(end, 'a space').lower()}, "
+                "which does not show: reports would print it as another task's id"
+            )
+    return as_text(value)
+
+
+def task_key(where: str, name: str, value: Any) -> str:
+    """A task id from a foreign file (:func:`as_task_id`)."""
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        raise SpecError(where, name, f"required: a task id (text or integer), got {value!r}")
+    return checked(where, name, as_task_id, value)
 
 
 def planned(

@@ -23,12 +23,12 @@ from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import (
     ImportedRow,
-    IntegerKey,
     Tokens,
     as_amount,
     as_integer,
     as_label,
     as_number,
+    as_task_id,
     as_text,
     check_reason,
     checked,
@@ -221,12 +221,6 @@ def _tokens(fields: dict[str, Any]) -> Tokens | None:
     return fields.get("input_tokens"), fields.get("output_tokens")
 
 
-def _task_id(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ValueError(f"must be text, got {value!r}")
-    return IntegerKey(value) if isinstance(value, int) else as_text(value)
-
-
 def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -290,7 +284,7 @@ def _labels(value: Any) -> tuple[str, ...]:
 
 
 _FIELDS: dict[str, Callable[[Any], Any]] = {
-    "task_id": _task_id,
+    "task_id": as_task_id,
     "attempt": as_label,
     "success": _boolean,
     "terminal_reason": as_text,
