@@ -24,7 +24,7 @@ import builtins
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import chain, compress
 from operator import attrgetter, is_, is_not, itemgetter, ne
 from types import CodeType, FunctionType, ModuleType
@@ -748,39 +748,50 @@ class _Flat:
         return False
 
 
-def _versions(spaces: list[Any]) -> Callable[[], list[int]] | None:
+def _versions(
+    spaces: list[Any], addresses: list[int] | None = None
+) -> Callable[[], list[int]] | None:
     """A function giving each dict's version now, where CPython keeps one (3.11 to 3.13, with
     the GIL: ``ma_version_tag``, PEP 509, set from a process-wide counter on every write to the
     dict, so an unmoved version is an unwritten dict); None elsewhere, and wherever a written
-    dict is not seen to move (then every name is looked up every time, as before)."""
-    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
+    dict is not seen to move (then every name is looked up every time, as before).
+
+    *addresses*, where given, are ``id(space)`` of each of *spaces* (a caller that has them
+    already: each ``id`` call runs the process's audit hooks, see :func:`_make_audit_hook`)."""
+    if not _version_layout():
         return None
+    # The tag follows the object header and ``ma_used``: words of 8 bytes (what
+    # :func:`_gather` reads). *spaces* is kept alive by the caller; the gather is a tuple.
+    found = addresses if addresses is not None else [id(d) for d in spaces]
+    frombuffer, span, word, index, at = _gather([address + 16 + 8 for address in found])
+    return lambda: frombuffer(span, word)[frombuffer(index, at)].tolist()
+
+
+@cache
+def _version_layout() -> bool:
+    """Whether dict versions can be read here (see :func:`_versions`): asked once per process
+    (the layout is the interpreter's; probing it cost a few µs per call, one per guard of a
+    Python check's trace copy)."""
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        return False
     import ctypes
 
-    # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``;
-    # words of 8 bytes (what :func:`_gather` reads).
+    # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``.
     header = object.__basicsize__
     if header != 2 * ctypes.sizeof(ctypes.c_void_p) or header != 16:
-        return None
-
-    def tags(dicts: list[Any]) -> list[ctypes.c_uint64]:
-        return [ctypes.c_uint64.from_address(id(d) + header + 8) for d in dicts]
-
+        return False
     probe: dict[str, object] = {"a": 1}
-    (before,) = tags([probe])
+    before = ctypes.c_uint64.from_address(id(probe) + header + 8)
     first = before.value
     probe["a"] = 2
-    if before.value == first or ctypes.c_ssize_t.from_address(id(probe) + header).value != 1:
-        return None  # not the layout assumed: look at every name
-    # *spaces* is kept alive by the caller's row; the gather is a tuple: unedited.
-    frombuffer, span, word, index, at = _gather([id(d) + header + 8 for d in spaces])
-    return lambda: frombuffer(span, word)[frombuffer(index, at)].tolist()
+    # not the layout assumed: look at every name
+    return before.value != first and ctypes.c_ssize_t.from_address(id(probe) + header).value == 1
 
 
 def _version_words(spaces: list[Any]) -> tuple[Any, ...] | None:
     """The :func:`_gather` of each dict's version (see :func:`_versions`), read with
     :func:`_read`; None where :func:`_versions` gives None."""
-    if _versions([]) is None:
+    if not _version_layout():
         return None
     return _gather([id(d) + 16 + 8 for d in spaces])  # the header, ``ma_used``, the tag
 

@@ -78,6 +78,7 @@ class Guard(Generic[T]):
 
         self.value = value
         dicts: list[dict[Any, Any]] = []
+        addresses: list[int] = []  # each dict's ``id``, taken once (it runs the audit hooks)
         lists: list[list[Any]] = []
         models: list[Any] = []
         seen: set[int] = set()
@@ -99,25 +100,29 @@ class Guard(Generic[T]):
                 if not _ATOMS.issuperset(map(type, item)):
                     raise Unguardable("a dict with a key that is not a string or number")
                 dicts.append(item)
+                addresses.append(key)
                 stack.extend(item.values())
             elif plain[kind] if kind in plain else plain.setdefault(kind, _plain_model(item)):
                 fields, extra, private = _SLOTS(item)[1:]
                 if type(fields) is not set or extra is not None or private is not None:
                     raise Unguardable(f"a {kind.__name__} with extra or private values")
                 models.append(item)
-                dicts.append(item.__dict__)
-                stack.extend(item.__dict__.values())
+                space = item.__dict__
+                dicts.append(space)
+                addresses.append(id(space))
+                stack.extend(space.values())
             else:
                 raise Unguardable(f"a value of type {kind.__name__}")
-        versions = _versions(dicts)
+        versions = _versions(dicts, addresses)
         if versions is None:
             raise Unguardable("dict versions cannot be read on this Python")
         self._dicts = dicts  # held: a version is read at its dict's address
         self._lists = lists
         self._models = models
         self._versions = versions
-        self._was = self._now()
         fields = [model.__pydantic_fields_set__ for model in models]
+        self._fields = fields
+        self._was = self._now()
         self._parts: list[object] = [*lists, *dicts, *models, *fields]
         self._weakly: list[object] = [*models, *fields]
 
@@ -128,9 +133,13 @@ class Guard(Generic[T]):
 
     def _now(self) -> tuple[list[int], list[object]]:
         """The dicts' versions and the lengths of the lists and sets (numbers, compared by
-        value), and every object the lists, models and sets hold (compared by identity)."""
+        value), and every object the lists, models and sets hold (compared by identity).
+
+        The sets are those the guard was made with: each model's set is compared by identity
+        with its slot (one of the objects the model holds), so a set replaced shows there,
+        and one edited in place shows in its length or its items."""
         models = self._models
-        fields = [model.__pydantic_fields_set__ for model in models]
+        fields = self._fields
         numbers = [*self._versions(), *map(len, self._lists), *map(len, fields)]
         held = [
             *chain.from_iterable(self._lists),
