@@ -472,7 +472,20 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
         return exc.what
     except (SpecError, OSError):
         return None
+    if found == "jsonl" and not _names_a_task(path):
+        return None  # one object on one line that is no row of ours: not a format to suggest
     return LOOKS[found] if found is not None and found != given else None
+
+
+def _names_a_task(path: Path) -> bool:
+    """The first line of *path* is an object with a ``task_id`` of its own, as every row of
+    ours is (a results document written on one line is not a row because it is one line)."""
+    unread: tuple[type[BaseException], ...] = (ValueError, RecursionError, SpecError, *DAMAGED)
+    try:
+        first = json.loads(_BREAK.split(_head(path), 1)[0])
+    except unread:
+        return False
+    return isinstance(first, dict) and "task_id" in first
 
 
 def _folder_format(path: Path) -> Format | None:

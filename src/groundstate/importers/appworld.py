@@ -189,6 +189,14 @@ def _row(where: str, index: int, task_id: str, report: dict[str, Any]) -> Import
             raise SpecError(
                 where, "success", f"{success}, but {len(failures)} of {counted(ran, 'test')} failed"
             )
+    if success and (total == 0 or (total is None and passes == [] and failures == [])):
+        raise SpecError(
+            where, "success", "true, but no test ran ("
+            + ("num_tests 0" if total == 0 else "passes and failures empty")
+            + "): AppWorld's success is every test passing, so nothing graded this final "
+            "state (each AppWorld task has tests: a task evaluated without them is none of its)",
+        )  # fmt: skip
+    _counts(where, report, success, total, passes, failures)
     difficulty = report.get("difficulty")
     level = None if difficulty is None else checked(where, "difficulty", as_integer, difficulty)
     reason = "success" if success else FAILURE
@@ -212,10 +220,49 @@ def _row(where: str, index: int, task_id: str, report: dict[str, Any]) -> Import
     )
 
 
+def _counts(
+    where: str,
+    report: dict[str, Any],
+    success: bool,
+    total: int | None,
+    passes: list[Any] | None,
+    failures: list[Any] | None,
+) -> None:
+    """``pass_count`` and ``fail_count`` (``TestTracker``'s properties, which tools around
+    AppWorld write beside or instead of the lists), where given, must be the tests': read
+    past, a ``success`` beside a ``fail_count`` of 1 passed a task whose test failed."""
+    given = {name: report.get(name) for name in ("pass_count", "fail_count")}
+    if given == {"pass_count": None, "fail_count": None}:
+        return
+    counts = {k: None if v is None else integer(where, k, v) for k, v in given.items()}
+    for name, listed in (("pass_count", passes), ("fail_count", failures)):
+        if counts[name] is not None and listed is not None and counts[name] != len(listed):
+            key = "passes" if name == "pass_count" else "failures"
+            raise SpecError(where, name, f"{counts[name]}, but {key} holds {len(listed)}")
+    passed, failed = counts["pass_count"], counts["fail_count"]
+    if total is not None and passed is not None and failed is not None and passed + failed != total:
+        raise SpecError(where, "num_tests", f"{total}, but pass_count and fail_count sum to "
+                        f"{passed + failed}")  # fmt: skip
+    wrong = (failed is not None and success != (failed == 0)) or (
+        passed is not None and total is not None and success != (passed == total)
+    )
+    if wrong:
+        raise SpecError(
+            where, "success", f"{str(success).lower()}, but pass_count is {passed} and "
+            f"fail_count {failed} of {total} tests: AppWorld's success is every test passing",
+        )  # fmt: skip
+
+
 def _tests(where: str, report: dict[str, Any], name: str) -> list[Any] | None:
     value = report.get(name)
     if value is not None and not isinstance(value, list):
         raise SpecError(where, name, f"must be a list of tests, got {type(value).__name__}")
+    for index, test in enumerate(value or ()):  # TestTracker's: {requirement, label, ...}
+        if not isinstance(test, dict) or not isinstance(test.get("requirement"), str):
+            raise SpecError(
+                where, f"{name}[{index}]", f"must be a test ({{requirement, label}}, as "
+                f"AppWorld writes each), got {test!r}"[:300],
+            )  # fmt: skip
     return value
 
 

@@ -660,7 +660,11 @@ class _Lock:
     ``<org>/<name>``) and that task's content (``task.digest``, ``sha256:<hex>``); and
     ``harbor: {version, git_commit_hash}``, the harness that ran. Unlike ``config.json`` it
     names the tasks of every dataset, a registry's too, so which planned trials have no
-    result is told by name; a trial it does not plan is refused."""
+    result is told by name; a trial it does not plan is refused. ``task.digest`` is not
+    compared with the trials' ``task_checksum``: Harbor computes them differently (the lock's
+    is its packager's content hash, or a registry package's own, prefixed ``sha256:``; a
+    trial's is ``Task.checksum``, ``dirhash`` of the whole task folder), so one task's two
+    differ by design, and a mismatch says nothing about which task ran."""
 
     where: str
     planned: dict[str, int]

@@ -66,19 +66,38 @@ container; ``unknown``: declared, never set): they follow ``--errors``, as does 
 known here (with a warning)."""
 PASSED = "passed"
 """A test's status in ``parser_results`` when it passed (``UnitTestStatus.PASSED``)."""
+STATUSES = (PASSED, "failed")
+"""Every status ``parser_results`` holds (``UnitTestStatus``: a pytest skip or xfail is
+written ``passed``, an error ``failed``)."""
 
 
-def _tests(where: str, given: Any, resolved: bool) -> dict[str, Any] | None:
-    """The trial's ``parser_results`` (test -> ``passed``/``failed``), checked against its
+def _tests(where: str, given: Any, resolved: bool | None) -> dict[str, Any] | None:
+    """The trial's ``parser_results`` (test -> ``passed``/``failed``, Terminal-Bench's two
+    ``UnitTestStatus`` values: any other is none it wrote), checked against its
     ``is_resolved``, which Terminal-Bench computes from them (``_is_resolved``: every test
-    passed): a trial that says otherwise is a file it did not write, and was decided by
-    ``is_resolved`` alone (an edited ``true`` passed a trial whose tests failed). ``None``:
-    not given. Terminal-Bench also calls a trial with no test results (``{}``: the test output
-    held no status line, which the system under test can bring about) resolved; the caller
-    reads that as ungraded."""
+    passed) whatever the trial's ``failure_mode`` (after an agent's failure the tests still
+    run, and both are written): a trial that says otherwise is a file it did not write, and
+    was decided by ``is_resolved`` alone (an edited ``true`` passed a trial whose tests
+    failed). Test results beside an ``is_resolved`` of null are none it wrote either (it sets
+    both together). ``None``: not given. Terminal-Bench also calls a trial with no test
+    results (``{}``: the test output held no status line, which the system under test can
+    bring about) resolved; the caller reads that as ungraded."""
     if given is None:
         return None
     tests = mapping(where, "parser_results", given)
+    for name, status in tests.items():
+        if status not in STATUSES:
+            raise SpecError(
+                where, f"parser_results.{name}", f"must be 'passed' or 'failed' (Terminal-"
+                f"Bench's test statuses), got {status!r}",
+            )  # fmt: skip
+    if resolved is None:
+        if tests:
+            raise SpecError(
+                where, "is_resolved", f"null, but parser_results holds {len(tests)} test "
+                "results: Terminal-Bench sets is_resolved from them whenever it has them",
+            )  # fmt: skip
+        return tests
     failed = [name for name, status in tests.items() if status != PASSED]
     if resolved and failed:
         raise SpecError(
@@ -227,6 +246,7 @@ class TerminalBenchSource:
         tokens = (count(where, "total_input_tokens", given[0]),
                   count(where, "total_output_tokens", given[1]))  # fmt: skip
         agent = [trial.get(k) for k in ("agent_started_at", "agent_ended_at")]
+        tests = _tests(where, trial.get("parser_results"), resolved)  # whatever the mode
         common: dict[str, Any] = {
             "line": line,
             "task_id": task_key(where, "task_id", trial.get("task_id")),
@@ -251,7 +271,6 @@ class TerminalBenchSource:
                 **common, success=False, terminal_reason="grader_failure",
                 mapped="not graded -> grader_failure",
             )  # fmt: skip
-        tests = _tests(where, trial.get("parser_results"), resolved)
         if tests == {} and resolved:  # no test gave a verdict: not a pass
             reason = UNGRADED[self.errors]
             return ImportedRow(
