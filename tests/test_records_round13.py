@@ -200,10 +200,19 @@ def _stopped(store: Path) -> str:
 
 
 def _without_sessions(store: Path) -> None:
-    """*store* as a groundstate from before sessions left it: no table, no triggers."""
+    """*store* as a groundstate from before sessions left it: no ``sessions`` table, nor any
+    table added after it (the store refuses a table missing beside a later one as dropped),
+    and none of their triggers."""
+    later = ("sessions", "session_chains", "invalid_task_chains", "started_tries")
     with sqlite3.connect(store) as db:
+        marks = ", ".join("?" * len(later))
+        triggers = db.execute(
+            f"SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN ({marks})",
+            later,
+        ).fetchall()
         db.executescript(
-            "DROP TRIGGER sessions_updated; DROP TRIGGER sessions_deleted; DROP TABLE sessions;"
+            "".join(f"DROP TRIGGER {name};" for (name,) in triggers)
+            + "".join(f"DROP TABLE IF EXISTS {table};" for table in later)
         )
 
 
