@@ -278,7 +278,7 @@ _COSTING_ELSEWHERE = (
     # ¿hay algún cargo?", "Oui, y a-t-il des frais ?", "Ja, kostet das etwas?", "Sim, tem
     # alguma taxa?", "Sì, ma ci sono costi?", "Ja, maar zijn er kosten?", "Ja, finns det en
     # avgift?"; "¿perderé mis puntos?", "Verliere ich meine Punkte?"
-    r"\b(cargos?|comisi[oó]n(es)?|tarifas?|cuesta|costar[aá]|coste|costos?|cobr(a|an|ar|ar[aá]n?"
+    r"\b(cargos?|comisi[oó]n(?:es)?|tarifas?|cuesta|costar[aá]|coste|costos?|cobr(a|an|ar|ar[aá]n?"
     r"|en|ado|ada)|pagar|perder[eé]?|pierdo|pierda|penalizaci[oó]n|multas?|recargos?"
     r"|afectar[aá]|frais|co[uû]t(e|era|s)?|payer|paierai|factur[ée](e|es|s|r|ra)?|perdre|perdrai"
     r"|perds|p[ée]nalit[ée]s?|commission|suppl[ée]ment|pr[ée]lev[ée]e?"
