@@ -19,7 +19,9 @@ seeing the one before:
   of the piece's own, the functions of the ``time`` module, the recursion limit and switch
   interval (``sys.setrecursionlimit``, ``sys.setswitchinterval``), the warning filters, the
   environment variables, the process's descriptor, CPU, file size and memory limits
-  (``resource.setrlimit``), an interval timer armed (``signal.alarm``), the umask, the
+  (``resource.setrlimit``), an interval timer armed (``signal.alarm``), the handlers of
+  the signals that end a process or that the harness sets (:data:`_HANDLED`, set in the
+  main thread through its loop) and the submitting thread's blocked signals, the umask, the
   locale, the root logger's configuration and ``sqlite3``'s adapters and converters
   (``register_adapter(str, ...)``). A piece the caller gives up on (see :func:`abandon`)
   has them put back then, by the caller;
@@ -256,7 +258,8 @@ class _SharedHooks(NamedTuple):
     streams, the garbage collector's callbacks and the hooks for errors nobody catches (code
     of the piece's that any thread would run: the episode's, a grader's), the recursion limit,
     the GIL's switch interval, the warning filters, the environment variables, the
-    process's resource limits and interval timers, its umask and locale, the root logger's
+    process's resource limits, interval timers and signal handlers, its umask and locale,
+    the submitting thread's blocked signals, the root logger's
     configuration, and ``sqlite3``'s adapters and converters.
 
     A tuple of tuples (no dict, no list: nothing in it can be edited), taken by
@@ -283,6 +286,9 @@ class _SharedHooks(NamedTuple):
     logging: _LoggingState
     sqlite: tuple[tuple[tuple[Any, Any], ...], tuple[tuple[Any, Any], ...]]
     warnings: tuple[Any, tuple[Any, ...], Any]
+    handlers: tuple[tuple[int, Any], ...]
+    blocked: tuple[int, frozenset[int] | None]
+    """The submitting thread (its ``threading.get_ident()``) and the signals it blocked."""
 
 
 def _shared_hooks() -> _SharedHooks:
@@ -306,6 +312,8 @@ def _shared_hooks() -> _SharedHooks:
         _logging_state(),
         (tuple(sqlite3.adapters.items()), tuple(sqlite3.converters.items())),
         (warnings.filters, tuple(warnings.filters), warnings.showwarning),
+        tuple([(number, signal.getsignal(number)) for number in _HANDLED]),
+        (threading.get_ident(), blocked_signals()),
     )
 
 
@@ -373,6 +381,20 @@ def _put_back_settings(shared: _SharedHooks) -> None:
     for which, armed in shared.timers:
         if not armed and signal.getitimer(which) != (0.0, 0.0):
             signal.setitimer(which, 0.0)
+    # A piece cannot set a signal handler from its own thread, but it can hand the call to
+    # the loop of the main thread (``call_soon_threadsafe(signal.signal, SIGINT, SIG_IGN)``,
+    # the episode's or the batch's loop found with ``gc.get_objects()``), or block SIGINT
+    # and SIGTERM there (``pthread_sigmask``): the user's Ctrl-C, and ``run``'s handler
+    # that stores the batch's interruption, were gone for the rest of the process. Put back
+    # by the caller in the main thread (only there can a handler be set); the mask by the
+    # thread that submitted the piece, which is the thread it was read in.
+    for number, handler in shared.handlers:
+        if signal.getsignal(number) is not handler:
+            with suppress(ValueError, TypeError, OSError):  # not the main thread; None: C's
+                signal.signal(number, handler)
+    ident, mask = shared.blocked
+    if ident == threading.get_ident():
+        put_back_blocked(mask)
     # ``GROUNDSTATE_TMPDIR`` pointed at a file failed every later environment's build (an
     # invalid attempt each), a proxy variable sent later attempts' model calls through
     # the agent's own server.
@@ -458,6 +480,15 @@ def _put_back_logging(state: _LoggingState) -> None:
 
 _LIMITS = (resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_AS)
 """The process's resource limits an agent could set against the harness (``setrlimit``)."""
+
+_HANDLED_NAMES = (
+    "SIGINT SIGTERM SIGHUP SIGQUIT SIGPIPE SIGCHLD SIGXCPU SIGXFSZ"
+    " SIGALRM SIGVTALRM SIGPROF SIGUSR1 SIGUSR2"
+)
+_HANDLED = tuple(getattr(signal, name) for name in _HANDLED_NAMES.split() if hasattr(signal, name))
+"""The signals whose handlers a piece may not leave changed: those the harness sets
+(``run``'s SIGINT and SIGTERM, the signals it ignores while a batch runs), and those whose
+default action ends the process or that Python itself sets (SIGPIPE ignored)."""
 
 _TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 """The process's interval timers (``signal.alarm`` arms the first), whose signals end it."""

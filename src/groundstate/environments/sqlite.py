@@ -265,6 +265,11 @@ class SqliteEnvironment(ClosesOnExit):
     _tracker: ChangeTracker
     _version: int
     """The live file's change counter after the last commit the harness saw."""
+    _changed_at: int
+    """The live file's inode change time then (see :meth:`LiveFile.version`)."""
+    _unseen: str | None = None
+    """A write behind the gateway found before a later commit of the harness's took its
+    count (see :meth:`_check_tracking`), until the next reset."""
     _changes: int
     """The agent connection's change count after the last tool call."""
 
@@ -405,7 +410,8 @@ class SqliteEnvironment(ClosesOnExit):
         for name in os.listdir(self._live.parent):  # a stale journal would be replayed
             if name.startswith(f"{self._live.name}-"):
                 (self._live.parent / name).unlink(missing_ok=True)
-        unseen = self._file.change_counter() != self._version or not self._tracker.complete
+        unseen = self._file.version() != (self._version, self._changed_at)
+        unseen = unseen or not self._tracker.complete
         self._file.write(self._baseline.image)
         # Drop every cached page, not only those a changed counter would: a write that
         # bypassed SQLite and left the counter alone must not survive in a cache.
@@ -659,10 +665,13 @@ class SqliteEnvironment(ClosesOnExit):
         on the agent's connection outside a tool call, or one by another connection (the
         file's change counter moved since the last commit the harness saw). Returns the
         file's change counter."""
-        version = self._file.change_counter()
-        if version < 0 or version != self._version or self._moved():
+        version = self._file.version()
+        if version[0] < 0 or version != (self._version, self._changed_at) or self._moved():
             self._tracker.complete = False
-        return version
+            # Named now: a tool's commit next would take the moved counter and change time
+            # for its own (its counter move in the range allowed), and hide the write.
+            self._unseen = self._unseen or self._outside_write()
+        return version[0]
 
     def written_outside_calls(self) -> str | None:
         """What changed the database since the harness last saw a commit of its own (a tool
@@ -713,14 +722,18 @@ class SqliteEnvironment(ClosesOnExit):
         return None
 
     def _outside_write(self) -> str | None:
+        if self._unseen is not None:
+            return self._unseen
         if os.path.exists(f"{self._live}-wal"):  # (a Path would cost more than the stat)
             return "a write-ahead log appeared beside the database (another connection)"
         if self._file.replaced():  # a solved copy renamed over it, say
             return "the database file was replaced or removed (another file in its place)"
         with self._failing():
-            version = self._file.change_counter()
+            version, changed_at = self._file.version()
         if version != self._version:
             return "the database file changed outside any tool call (another connection)"
+        if changed_at != self._changed_at:  # its bytes written, the header's counter put back
+            return "the database file was written outside any tool call, its counter kept"
         if self._agent.total_changes != self._changes:
             return "the agent's connection wrote outside any tool call"
         return None
@@ -732,8 +745,10 @@ class SqliteEnvironment(ClosesOnExit):
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
         harness's (*allowed*: the counter moves it may have made; None: no check)."""
-        version = self._file.change_counter()
-        if allowed is not None and (version - self._version not in allowed):
+        version, self._changed_at = self._file.version()
+        if allowed is None:  # a reset's (or the pool's): nothing before it is this attempt's
+            self._unseen = None
+        elif version - self._version not in allowed:
             self._tracker.complete = False
         self._version, self._changes = version, self._agent.total_changes
 

@@ -117,12 +117,23 @@ class LiveFile:
         whose header is not sound (not SQLite's magic string, or a page count that does not
         fit the file's size): a write that bypassed SQLite and left the counter alone is
         still seen when it broke the header."""
+        return self.version()[0]
+
+    def version(self) -> tuple[int, int]:
+        """The :meth:`change_counter` and the file's inode change time in nanoseconds (-1
+        when unreadable), read with the same two system calls. Any write to the file moves
+        the change time, and no process can set it back: a write that put the header's
+        counter back as it was (a raw ``os.pwrite`` of its four bytes after an ``UPDATE``),
+        or that bypassed SQLite and left it alone, still moves it (unless made within the
+        same tick of the file system's clock as the harness's last look, on a file system
+        whose times are coarse). ``os.utime`` sets the modification time, not this one."""
         try:
             header = os.pread(self._fd, 32, 0)
-            size = os.fstat(self._fd).st_size
+            stat = os.fstat(self._fd)
         except OSError:
-            return -1
-        return int.from_bytes(header[24:28], "big") if _sound(header, size) else -1
+            return -1, -1
+        counter = int.from_bytes(header[24:28], "big") if _sound(header, stat.st_size) else -1
+        return counter, stat.st_ctime_ns
 
     def header(self) -> bytes:
         """The file's 100-byte header (b"" when unreadable): its change counter, journal mode
