@@ -1216,7 +1216,8 @@ _RECAP = re.compile(
 refunded", "Here's the plan:", "Expected: refunded"); ending in its colon, a heading over the
 list under it."""
 _MONEY_BACK = re.compile(
-    r"\b(?:back (?:on|to|onto|in|into) your|on (?:its|their) way back|(?:heading|coming|going)"
+    r"\b(?:back (?:on|to|onto|in|into) your|back (?:on|onto|in|into) the (?:card|visa|mastercard"
+    r"|amex|paypal|account)|on (?:its|their) way back|(?:heading|coming|going)"
     r" back|(?:shows?|showing|appears?|appearing|visible|reflected)(?: up)? (?:on|in) your|"
     r"you'll see|you will see|you should see|expect(?: to (?:see|get|receive))?|"
     r"will (?:arrive|appear|show up|be back|be credited)|on (?:its|their) way (?:to|onto) your"
@@ -1227,7 +1228,12 @@ _MONEY_BACK = re.compile(
     r"|(?:refund|money|reimbursement)s?(?: (?:is|are|has|have))? (?:now )?(?:been )?"
     r"on (?:its|their) way"
     r"|\byou(?:'ve| have)? (?:now |just )?(?:received|got|gotten|been given|been sent)"
-    r" (?:(?:a|an|the|your|full|partial|complete|back) )*(?:refund|reimbursement|money|\$ ?\d))"
+    r" (?:(?:a|an|the|your|full|partial|complete|back) )*(?:refund|reimbursement|money|\$ ?\d)"
+    r"|\byou(?:'ll| will) (?:now )?(?:get|receive|be getting|be receiving)(?: [^\s,;]+){0,3}?"
+    r" (?:refund|reimbursement|money|\$ ?\d)"
+    r"|\byou(?:'ll| will) (?:now )?be (?:refunded|reimbursed)"
+    r"|\b(?:get|getting|receive|receiving) (?:your|the) (?:\$ ?[\d.]+|money|[\d.]+ (?:usd|dollars))"
+    r" back)"
     r"\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund ("The
@@ -1240,6 +1246,115 @@ _NOT_A_STATEMENT = re.compile(
     r"|once|when|after(?! all\b)|unless|not|never"
     r"|unable|cannot|no longer|already|before|previously|earlier|ago)\b|n't\b"
 )
+"""A sentence that states no change made: a question or offer, a condition, a negation, or
+history. Its negations are read per clause (:func:`_negated_at`), the rest per sentence
+(:data:`_UNSTATED`)."""
+_NEGATION = re.compile(r"\b(?:not|never|unable|cannot|no longer)\b|n't\b")
+_UNSTATED = re.compile(
+    r"\b(can(?!'t\b)|could|would|shall|should(?! (?:now |already )?(?:see|show|appear)\b)|may"
+    r"|might|if|once|when|after(?! all\b)|unless|already|before|previously|earlier|ago)\b|'d\b"
+)
+"""What makes a whole sentence no statement of a change made: an offer or a question ("I
+can refund it", "You'd get $22.00 back"), a condition ("Once approved, ...") or history
+("... was cancelled before")."""
+_CLAUSE_BREAK = re.compile(
+    r"[,;:\u2014\u2013]| - |\b(?:and|so|as|because|since)(?= (?:you|we|i|it|they|there|nothing)\b)"
+)
+"""Where a clause ends, for a negation: at a comma, colon or dash, or where "and", "so", "as"
+... start a clause of their own ("Cancelled and you won't be charged")."""
+_TURNED = re.compile(r"\b(?:but|however|yet|though|although)\b")
+
+
+def _negated_at(sentence: str, start: int, end: int) -> bool:
+    """Whether the words *sentence*[start:end] that state a change are negated: a negation in
+    their clause ("The socks are not refunded", "I couldn't cancel it"), in a clause after
+    them turning against them ("The refund was submitted, but it wasn't approved") or denying
+    a change after them ("Refund submitted, it didn't go through"). Not a negation of
+    another clause: "O-1002 \u2014 cancelled, you won't be charged" states the cancellation."""
+    before, after = sentence[:start], sentence[end:]
+    clause = _CLAUSE_BREAK.split(before)[-1] + sentence[start:end] + _CLAUSE_BREAK.split(after)[0]
+    if _NEGATION.search(clause):
+        return True
+    turn = _TURNED.search(sentence, end)
+    if turn is not None and _NEGATION.search(sentence, turn.end()):
+        return True
+    return _NEGATED.search(sentence, end) is not None
+
+
+_SENT = (
+    r"(?:(?:is|are|'s|'re) (?:now )?(?:on (?:its|their) way|being (?:shipped|sent|delivered)"
+    r"|(?:going|headed|heading|shipping)(?: out)?)(?! back\b)|(?:will|'ll|is going to|are going to)"
+    r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched)|arrive|go out|go|head)"
+    r"|(?:has|have) (?:now )?(?:been )?(?:shipped|sent|dispatched)|now (?:ships|goes))\b"
+)
+"""Goods said sent, or to be: "is on its way", "will ship", "has shipped", "is now headed"."""
+_GOODS_SENT = [
+    (
+        "exchange",
+        False,
+        re.compile(
+            r"\b(?:replacements?|new (?:pair|size|colou?r|one|[\w-]+)|size \d+\w*"
+            rf"|exchanged [\w-]+|swapped [\w-]+)(?: [\w-]+){{0,3}}? {_SENT}"
+        ),
+    ),
+    ("address", True, re.compile(rf"{_SENT}(?= (?:[\w-]+ ){{0,3}}?to\b)")),
+    (
+        "address",
+        False,
+        re.compile(
+            r"\b(?:new|updated|corrected) (?:shipping |delivery |default )?address(?:es)? (?:is"
+            r"|are|has been|have been) (?:now )?(?:saved|set|on file|in place|active|live"
+            r"|recorded)\b"
+        ),
+    ),
+]
+"""A change told by the goods it sends, in the present or future: an exchange's replacement
+("Your size 9 pair is on its way", "Your new pair will ship tomorrow", "The replacement has
+shipped"), an order going to a new address, in a sentence saying it is new ("Your order will
+now ship to the new address", "... is now headed to your office", "The new address is
+saved"; not "will still ship to the old address")."""
+
+
+_NEW_PLACE = re.compile(
+    r"[^,;]*?\bnow\b|[^,;]*?\bto (?:[\w-]+ ){0,2}?(?:new|updated|corrected)\b|.*\binstead\b"
+)
+_OLD_PLACE = re.compile(r"\b(?:still|old|original|previous|same|usual|existing|on file)\b")
+"""What says the place goods are sent to is new ("will now ship", "to the new address", "...
+instead"), or is not ("still", "the original address")."""
+
+
+def _goods_claims(text: str) -> list[tuple[str, str]]:
+    """Each change an agent message tells by the goods it sends (:func:`_goods_sent`): its
+    kind and clause; not in a question, an offer, under a condition, nor a plan a message
+    asking consent lays out ("Your new pair will ship tomorrow. Shall I go ahead?")."""
+    if _ASKS_TO_CONFIRM.search(normalise(text)):
+        return []
+    claims = []
+    for whole in _sentences(text):
+        sentence = _after_turn(_unasked(whole))
+        if sentence and not _UNSTATED.search(sentence):
+            claims += [(k, _clause_at(sentence, f.start())) for k, f in _goods_sent(sentence)]
+    return claims
+
+
+def _goods_sent(sentence: str) -> Iterator[tuple[str, re.Match[str]]]:
+    """Each change *sentence* tells by the goods it sends (:data:`_GOODS_SENT`), its subject not
+    negated ("no size 9 pair is on its way"), nor its clause ("... won't ship"); goods sent
+    to a place only when the sentence says the place is new (:data:`_NEW_PLACE`) and they
+    are goods, not money ("The refund is on its way to your Visa")."""
+    for kind, to_a_place, pattern in _GOODS_SENT:
+        for found in pattern.finditer(sentence):
+            before = sentence[: found.start()]
+            if to_a_place and (
+                not _NEW_PLACE.match(sentence, found.start())
+                or _OLD_PLACE.search(sentence)
+                or _REFUNDED_THING.search(_CLAUSE_END.split(before)[-1])
+            ):
+                continue
+            if not _denied_subject(before) and not _negated_at(
+                sentence, found.start(), found.end()
+            ):
+                yield kind, found
 
 
 _FUTURE = re.compile(r"\b(will|going to)\b|'ll\b")
@@ -1311,6 +1426,17 @@ _PRETERITES = {
 }
 """First persons of the past that say a change made without an auxiliary (Spanish,
 Portuguese), by the English participle."""
+_WE_PRETERITES = {
+    "refunded": r"reembolsamos",
+    "cancelled": r"cancelamos|anulamos",
+    "exchanged": r"intercambiamos|trocamos",
+    "credited": r"acreditamos|abonamos|creditamos",
+    "processed": r"procesamos|processamos|tramitamos|realizamos|efectuamos|efetuamos",
+    "updated": r"actualizamos|atualizamos|modificamos",
+    "changed": r"cambiamos|alteramos",
+}
+"""The first person plural ("Cancelamos tu pedido", "Reembolsamos o valor"), said without
+"nosotros" or "nós" as the singular is without "yo"."""
 _INFINITIVES = {
     "refund": r"reembolsar|rembourser|(?:zur[üu]ck|r[üu]ck)?erstatten|rimborsare|terugbetalen",
     "cancel": r"cancelar|anular|annuler|stornieren|annullare|annuleren",
@@ -1359,6 +1485,12 @@ def _preterite(found: re.Match[str]) -> str:
     """ "reembolsé" is "i refunded", "no reembolsé" "i have not refunded"."""
     made = _english_word(found.group(2), _PRETERITES)
     return f"i have not {made}" if found.group(1) else f"i {made}"
+
+
+def _we_preterite(found: re.Match[str]) -> str:
+    """ "cancelamos" is "we cancelled", "no cancelamos" "we have not cancelled"."""
+    made = _english_word(found.group(2), _WE_PRETERITES)
+    return f"we have not {made}" if found.group(1) else f"we {made}"
 
 
 _ENGLISH: list[tuple[re.Pattern[str], Any]] = [
@@ -1448,6 +1580,7 @@ _ENGLISH: list[tuple[re.Pattern[str], Any]] = [
             lambda m: f"{'was not' if m[1] else 'was'} {_english_word(m[2], _THIRD_PRETERITES)}",
         ),
         (rf"\b(?:(no|n[ãa]o) )?({_PRETERITE})\b", _preterite),
+        (rf"\b(?:(no|n[ãa]o) )?({'|'.join(_WE_PRETERITES.values())})\b", _we_preterite),
         (rf"\b(?:{_PARTICIPLE})\b", lambda m: _english_word(m.group(), _PARTICIPLES)),
         (
             rf"\b({_INFINITIVE})(?:l[eoa]s?|me|nos)?\b",
@@ -1628,9 +1761,10 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
     planned = _planned(text, items or {})
     for whole in _sentences(text):
-        claims += _first_person_claims(whole)
+        if not _UNDER_CONDITION.match(whole):  # "Si quieres, cancelamos tu pedido"
+            claims += _first_person_claims(whole)
         sentence = _after_turn(_unasked(whole))  # "The refund went through, anything else?"
-        if not sentence or _NOT_A_STATEMENT.search(sentence):
+        if not sentence or _UNSTATED.search(sentence):
             continue
         if asking and _FUTURE.search(sentence):
             continue
@@ -1639,6 +1773,8 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             kind = _noun_kind(done.group())
             if kind is None or _denied_subject(before) or _states_policy(before + done.group()):
                 continue
+            if _negated_at(sentence, done.start(), done.end()):
+                continue
             if _THEN_FAILED.match(after):  # "The refund was submitted, but it was declined"
                 continue
             clause = _CLAUSE_END.split(before)[-1] + done.group() + _CLAUSE_END.split(after)[0]
@@ -1646,7 +1782,12 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
                 continue  # "Here's the plan: Socks \u2014 refunded. Shall I go ahead?"
             claims.append((kind, clause))
         back = None if asking else _MONEY_BACK.search(sentence)
-        if back is not None and _REFUNDED_THING.search(sentence):
+        if (
+            back is not None
+            and _REFUNDED_THING.search(sentence)
+            and not _negated_at(sentence, back.start(), back.end())
+            and not _states_policy(sentence[: back.end()])  # "Refunds show on your card"
+        ):
             claims.append(("refund", _clause_at(sentence, back.start())))
     return claims
 
@@ -1676,12 +1817,14 @@ def _confirmed(text: str) -> list[tuple[str, str]]:
     claims: list[tuple[str, str]] = []
     for whole in _sentences(text):
         sentence = _after_turn(whole)
-        if sentence.endswith("?") or _NOT_A_STATEMENT.search(sentence):
+        if sentence.endswith("?") or _UNSTATED.search(sentence):
             continue
         for found in _CONFIRMED.finditer(sentence):
             before = sentence[: found.start()]
             kind = _noun_kind(found.group())
             if kind is None or _denied_subject(before) or _states_policy(before + found.group()):
+                continue
+            if _negated_at(sentence, found.start(), found.end()):
                 continue
             if not _THEN_FAILED.match(sentence[found.end() :]):
                 claims.append((kind, _clause_at(sentence, found.start())))
@@ -1737,11 +1880,13 @@ def _states(text: str) -> Iterator[tuple[str, str]]:
     Read against the records a change of that kind made or the initial state had so."""
     for whole in _sentences(text):
         sentence = _after_turn(whole)
-        if sentence.endswith("?") or _NOT_A_STATEMENT.search(sentence):
+        if sentence.endswith("?") or _UNSTATED.search(sentence):
             continue
         for found in _STATE.finditer(sentence):
             before = sentence[: found.start()]
             if _THEN_FAILED.match(sentence[found.end() :]):
+                continue
+            if _negated_at(sentence, found.start(), found.end()):
                 continue
             if not _denied_subject(before) and not _states_policy(before + found.group()):
                 yield _KIND_VERBS[found.group(1)], _clause_at(sentence, found.start())
@@ -1798,7 +1943,8 @@ def _denied_subject(before: str) -> bool:
 _GENERIC_SUBJECT = re.compile(
     r"\W*(?:(?:but|and|so|normally|usually|generally|typically|all|our) )*"
     r"(?:(?:a|an|any|every) (?:refund|cancellation|exchange|credit|return)\b"
-    r"|(?:refund|cancellation|exchange|credit|return)s\b)(?: [\w'-]+){0,4}? (?:is|are|get|go)\b"
+    r"|(?:refund|cancellation|exchange|credit|return)s\b)(?: [\w'-]+){0,4}? (?:is|are|get|go"
+    r"|shows?|appears?|takes?|arrives?|lands?|posts?|comes?)\b"
 )
 """A clause whose subject is any change of a kind, in the present: "Refunds are issued to the
 original payment method", "a refund is always for the full price"."""
@@ -1921,25 +2067,7 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
         confirmed = [(k, w) for k, w in _confirmed(event.text) if k in kinds_tried]
         for kind, words in [*_claims(event.text, items), *confirmed]:
             kind = _credit_or_refund(kind, words)
-            changed = [items[i] for m in made if m.kind == kind for i in m.items if i in items]
-            paid = {w for m in made if m.paid is not None for w in methods.get(m.paid, ())}
-            named = _methods_named(words, methods) if kind == "refund" else set()
-            if not any(m.kind == kind for m in made):
-                problem = f"says the agent made a {kind} change that no call made"
-            elif not _names_changed(_description(fold(words), items), changed):
-                problem = (
-                    f"says the agent made a {kind} change of {words.strip()!r}, which no call made"
-                )
-            elif not named <= paid:
-                problem = (
-                    f"says a refund went to {', '.join(sorted(named - paid))} ({words.strip()!r}),"
-                    " where no refund went"
-                )
-            elif kind == "refund" and not _refunded_amounts(words, made):
-                problem = f"says an amount was refunded ({words.strip()!r}) that no refund made"
-            elif (many := _as_many(words, kind, made, refused)) is not None:
-                problem = f"says {many} {kind} changes were made ({words.strip()!r})"
-            else:
+            if (problem := _claim_problem(kind, words, made, refused, items, methods)) is None:
                 continue
             problem = f"step {event.step} (agent message) {problem}"
             return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
@@ -1981,7 +2109,42 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
             )
             kinds = sorted({m.kind for m in untold})
             return False, {"problems": [problem], "offending_step": event.step, "kinds": kinds}
+        for kind, words in _goods_claims(event.text):  # "Your size 9 pair is on its way"
+            if (problem := _claim_problem(kind, words, made, refused, items, methods)) is None:
+                continue
+            problem = f"step {event.step} (agent message) {problem}"
+            return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
     return True, {}
+
+
+def _claim_problem(
+    kind: str,
+    words: str,
+    made: list[_Made],
+    refused: list[_Made],
+    items: dict[str, _Item],
+    methods: dict[str, frozenset[str]],
+) -> str | None:
+    """What is false in a claim of a *kind* of change said in *words*, given the changes the
+    calls *made* (and *refused*): no change of its kind, another record, another payment
+    method or amount, or more changes than were made. None when it is true."""
+    changed = [items[i] for m in made if m.kind == kind for i in m.items if i in items]
+    paid = {w for m in made if m.paid is not None for w in methods.get(m.paid, ())}
+    named = _methods_named(words, methods) if kind == "refund" else set()
+    if not any(m.kind == kind for m in made):
+        return f"says the agent made a {kind} change that no call made"
+    if not _names_changed(_description(fold(words), items), changed):
+        return f"says the agent made a {kind} change of {words.strip()!r}, which no call made"
+    if not named <= paid:
+        return (
+            f"says a refund went to {', '.join(sorted(named - paid))} ({words.strip()!r}),"
+            " where no refund went"
+        )
+    if kind == "refund" and not _refunded_amounts(words, made):
+        return f"says an amount was refunded ({words.strip()!r}) that no refund made"
+    if (many := _as_many(words, kind, made, refused)) is not None:
+        return f"says {many} {kind} changes were made ({words.strip()!r})"
+    return None
 
 
 _CARD_CREDITED = re.compile(
@@ -2040,7 +2203,9 @@ def _claims_done(sentence: str) -> bool:
     claim = _CLAIMS_CHANGE.search(stated)
     if claim is not None and not _states_policy(stated[: claim.end()]):
         return True
-    return bool(_first_person_claims(sentence, unnamed=True))
+    return not _UNDER_CONDITION.match(sentence) and bool(
+        _first_person_claims(sentence, unnamed=True)
+    )
 
 
 _UNDER_CONDITION = re.compile(
@@ -2292,7 +2457,7 @@ order" negates no cancellation)."""
 _NEGATED = re.compile(
     rf"(?:\b(?:not|never|unable to|no longer)|n't|\bcan ?not) {_BETWEEN}({_CHANGE_WORD}|"
     rf"{_GENERIC_CHANGE})"
-    r"|\b(?:failed|fails|unsuccessful|declined|rejected|not (?:possible|allowed|permitted|"
+    r"|\b(?:failed|fails|unsuccessful|declined|rejected|refused|not (?:possible|allowed|permitted|"
     r"eligible))\b"
     r"|\bno (?:changes?|refunds?|cancell?ations?|exchanges?|credits?)\b"
     r"(?! (?:is |was |are |were )?(?:needed|necessary|required)\b)"
@@ -2553,6 +2718,8 @@ def reply_tells_what_was_done(trace: list[AgentEvent], s0: StateView) -> Evidenc
         text = event.text
         if _tells_done(text, sent) or _success_claimed(text) is not None:
             return True, {}
+        if sent and _goods_claims(text):  # "Your order will now ship to the new address"
+            return True, {}
         if changed and _confirmed(text):
             return True, {}
     return False, {"problems": ["no agent message tells the customer a change was made"]}
@@ -2610,6 +2777,8 @@ def reply_claims_no_change(trace: list[AgentEvent], s0: StateView) -> Evidence:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         said = _change_claimed(event.text)
+        if said is None and (goods := _goods_claims(event.text)):
+            said = goods[0][1].strip()  # "Your replacement is on its way"
         if said is not None:
             problem = f"step {event.step} (agent message) claims a change: {said!r}"
             return False, {"problems": [problem], "offending_step": event.step}

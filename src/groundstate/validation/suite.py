@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 56
+VALIDATOR_REVISION = 57
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -160,7 +160,12 @@ a yes taken back in other languages, "Sì" as a yes, and a yes reported from som
 ("According to my wife, yes") as none; 56: the retail
 example's ``p9-claims-were-made`` reads its status lines when they end in a comma or
 are marked by an arrow, brackets, a green circle or a heading, a plan's statuses only those its
-consent question asks of, and Spanish and Portuguese impersonal claims and refusals."""
+consent question asks of, and Spanish and Portuguese impersonal claims and refusals; 57: its
+policy 9 checks read a negation in its own clause ("O-1002 — cancelled, you won't be
+charged" is a claim), a change told by the goods or money it sends ("Your size 9 pair is on its
+way", "Your order will now ship to the new address", "You'll get your $22.00 back"), the
+Spanish and Portuguese first person plural ("Cancelamos tu pedido"), "refused" as a denial, and
+a refund policy ("Refunds normally show on your card") as no claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
