@@ -710,8 +710,12 @@ _DIGIT_LIKE = str.maketrans("oilsz", "01152")
 _DIGIT_LIKE_WORD = re.compile(r"(?<![^\W\d_])[0-9oilsz]*[0-9][0-9oilsz]*(?![^\W\d_])")
 """A group of digits with letters drawn like digits among them ("4ooo", "22ll", "51s6"; not
 "1990s", whose "s" ends it); casefolded."""
-_DIGIT_LIKE_BETWEEN = re.compile(r"(\d[^\w]{1,3})([oilsz]{2,})(?=[^\w]{1,3}\d)")
-"""A group of those letters alone between two groups of digits ("4000 ooii 2211")."""
+_DIGIT_LIKE_RUN = re.compile(r"(?<![^\W\d_])[oilsz]{2,}(?:[^\w]{1,3}[oilsz]{2,})*(?![^\W\d_])")
+"""A run of groups of those letters alone, two or more to a group ("ooii", "oo ll")."""
+DIGIT_LIKE_AT_END = 3
+"""Such a run beside a group of digits on one side only, at the start or end of a number
+("ooll 2233", "5100 ooll"), is read as digits when it has at least this many letters: "is
+4000" and "4000 so" keep their words."""
 _CURRENCY = re.compile(r"[$£€¥₹¢]")
 _EXPIRY_WORD = (
     r"\b(?:expiry|expiration|exp|valid|good (?:thru|through|until)|thru"
@@ -723,17 +727,27 @@ Visa expires Sep 27"); else it is a day or an amount ("the return window expires
 
 def _digit_like(folded: str) -> str:
     """Folded text with letters drawn like digits read as those digits where they stand in a
-    group of digits ("4ooo" 4000, "22ll" 2211, "s196" 5196), a final "s" left (the 1990s)."""
+    group of digits ("4ooo" 4000, "22ll" 2211, "s196" 5196), a final "s" left (the 1990s), or
+    make up groups of their own beside one (:data:`_DIGIT_LIKE_RUN`: "4000 ooii 2211", "ooll
+    2233", "5100 oo ll")."""
 
     def read(found: re.Match[str]) -> str:
         word = found.group()
         tail = "s" if word.endswith("s") and word[-2:-1].isdigit() else ""
         return word[: len(word) - len(tail)].translate(_DIGIT_LIKE) + tail
 
+    def run(found: re.Match[str]) -> str:
+        text, start, end = found.string, found.start(), found.end()
+        after = re.match(r"[^\w]{1,3}\d", text[end:]) is not None
+        before = re.search(r"\d[^\w]{1,3}$", text[max(start - 4, 0) : start]) is not None
+        letters = len(re.sub(r"[^oilsz]", "", found.group()))
+        if (before and after) or ((before or after) and letters >= DIGIT_LIKE_AT_END):
+            return found.group().translate(_DIGIT_LIKE)
+        return found.group()
+
     if not re.search(r"[oilsz]", folded):
         return folded
-    text = _DIGIT_LIKE_WORD.sub(read, folded)
-    return _DIGIT_LIKE_BETWEEN.sub(lambda m: m[1] + m[2].translate(_DIGIT_LIKE), text)
+    return _DIGIT_LIKE_RUN.sub(run, _DIGIT_LIKE_WORD.sub(read, folded))
 
 
 @lru_cache(maxsize=1)
