@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 56
+VALIDATOR_REVISION = 57
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -160,7 +160,11 @@ a yes taken back in other languages, "Sì" as a yes, and a yes reported from som
 ("According to my wife, yes") as none; 56: the retail
 example's ``p9-claims-were-made`` reads its status lines when they end in a comma or
 are marked by an arrow, brackets, a green circle or a heading, a plan's statuses only those its
-consent question asks of, and Spanish and Portuguese impersonal claims and refusals."""
+consent question asks of, and Spanish and Portuguese impersonal claims and refusals; 57: the
+retail ``p8-no-stored-card-details`` reads a card's digits behind counters and piece labels
+("digit 1 is 4", "the second group is 0033"), across two messages with words at the seam, in
+look-alike letters at a number's ends ("OOll 2233"), "it expires Dec 27" after the card, and
+fails its first four digits or more said as its start ("starts with 5100", "5100 ****")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
