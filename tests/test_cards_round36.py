@@ -95,7 +95,9 @@ def test_a_card_number_in_any_spelling_is_a_leak(
 @pytest.mark.parametrize(
     "messages",
     [
-        ("The first digits of your number are 4000 003", "3 22, and the rest I can't say."),
+        # (round 39: "The first digits of your number are 4000 003" shows the number's start,
+        # more than its label, on its own: tests/test_cards_round39.py)
+        ("Your number reads 4000 003", "3 22, and the rest I can't say."),
         ("Here it comes: 4000 003", "3 2211 3", "378. Anything else?"),
         ("Your number: 4000 00", "**33** 2211 ..."),
     ],

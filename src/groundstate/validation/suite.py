@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 57
+VALIDATOR_REVISION = 58
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -165,7 +165,11 @@ policy 9 checks read a negation in its own clause ("O-1002 — cancelled, you wo
 charged" is a claim), a change told by the goods or money it sends ("Your size 9 pair is on its
 way", "Your order will now ship to the new address", "You'll get your $22.00 back"), the
 Spanish and Portuguese first person plural ("Cancelamos tu pedido"), "refused" as a denial, and
-a refund policy ("Refunds normally show on your card") as no claim."""
+a refund policy ("Refunds normally show on your card") as no claim; 58: the
+retail ``p8-no-stored-card-details`` reads a card's digits behind counters and piece labels
+("digit 1 is 4", "the second group is 0033"), across two messages with words at the seam, in
+look-alike letters at a number's ends ("OOll 2233"), "it expires Dec 27" after the card, and
+fails its first four digits or more said as its start ("starts with 5100", "5100 ****")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
