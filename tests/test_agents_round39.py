@@ -38,16 +38,19 @@ def _run(suite: Suite, fn: Any) -> Any:
 def _live_path(session: Session, how: str) -> str:
     """The live database's path, as an in-process agent finds it: on the environment object
     the session leads to, or among the process's open descriptors."""
+    live = str(session._session._gateway._env._live)  # type: ignore[attr-defined]
     if how == "object":
-        return str(session._session._gateway._env._live)  # type: ignore[attr-defined]
+        return live
+    found = []
     for fd in os.listdir("/proc/self/fd"):
         try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
         except OSError:
             continue
-        if target.endswith("live.db"):
-            return target
-    raise AssertionError("no live database open")
+    # other tests in this process may hold other environments' live.db open (a pool): the
+    # agent's own is the one open among the descriptors that its session leads to as well
+    assert os.path.realpath(live) in found, "the live database is not among open descriptors"
+    return os.path.realpath(live)
 
 
 def _write(path: str, statements: list[str], *, keep_counter: bool) -> None:
