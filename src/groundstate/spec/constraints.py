@@ -89,11 +89,14 @@ _REASON = (
 """What a customer says of the item when saying yes: the reason for the change ("I no longer
 need it", "I don't want them anymore", "they never fit", "it doesn't work"), not a refusal of
 the change ("I don't want it refunded", "I don't need the refund", "I never said yes")."""
-_EXTRAS = (
-    r"(receipt|confirmation|email|e-mail|copy|paperwork|call|text|sms|bag|box|label|printout"
-    r"|survey|update|notification|reminder)s?"
+EXTRA_WORDS = (
+    r"receipt|confirmation|email|e-mail|copy|paperwork|call|text|sms|bag|box|label|printout"
+    r"|survey|update|notification|reminder"
 )
-"""What a customer may say they don't need beside the yes ("Yes, I don't need a receipt")."""
+"""What a customer may say they don't need beside the yes ("Yes, I don't need a receipt"): the
+one list of extras, which the ``confirmed`` reader's side matters
+(``groundstate.grading.constraints._dialogue``) extend with the mail a customer stops."""
+_EXTRAS = rf"({EXTRA_WORDS})s?"
 _IDIOMS = (
     r"(?! (problem|problems|worries|objections?|trouble|bother|rush|hurry|joke|kidding|lie"
     r"|hay (problema|prisa)|pasa nada|te preocupes)\b)"
@@ -232,9 +235,14 @@ policy", "Do it if the store allows it"); not a fact of the user's world ("if my
 agrees", "if it arrives today", "if it's the full price")."""
 _DEFERRING_IF_ELSEWHERE = (
     # "Sí, si es posible", "Oui, si vous voulez", "Ja, wenn es geht", "Sì, se ti va bene",
-    # "Sim, se puder", "Ja, als dat kan": the agent's ease or judgment, as _DEFERRING_IF
-    r"((es |fuera |sea |c'est |est |es |ist |for |è |e |het |dat )?(posible|possible|m[öo]glich"
-    r"|poss[ií]vel|possibile|mogelijk)|(puedes|puede|pueden|quieres|quiere|prefieres|prefiere"
+    # "Sim, se puder", "Ja, als dat kan": the agent's ease or judgment, as _DEFERRING_IF;
+    # with the verb last too ("Ja, wenn es möglich ist", "Ja, als dat mogelijk is", "Oui, si
+    # cela est possible"), and "Sí, si se puede", "Sí, si puede ser", "Sì, se si può", "Sim,
+    # se der", "Ja, als dat lukt", "Ja, als dat goed is"
+    r"(((es|das|dat|het|cela|ça|ce|isso|ciò) )?(es |fuera |sea |c'est |est |es |ist |for |è |e "
+    r"|het |dat )?(posible|possible|m[öo]glich|poss[ií]vel|possibile|mogelijk)( (ist|is|est|è"
+    r"|é|sei|sein sollte|zou zijn))?|se puede|puede ser|se pudiera|si pu[oò]|der( certo)?"
+    r"|(dat|het) (lukt|goed is|mag)|(puedes|puede|pueden|quieres|quiere|prefieres|prefiere"
     r"|vous (pouvez|voulez|pr[ée]f[ée]rez)|tu (peux|veux)|(du|sie) (kannst|k[öo]nnen|willst"
     r"|wollen|m[öo]chtest|m[öo]chten)|(voc[êe] )?(pode|puder|quiser|preferir)|puoi|pu[oò]|vuoi"
     r"|vuole|preferisci|preferisce|(je|u) (wilt|wil|kunt|kan))\b"
@@ -248,6 +256,21 @@ _DEFERRING_IF_ELSEWHERE = (
     r"|gracias|merci|danke|grazie|obrigad[oa]|dank je)\b))"
 )
 """What a foreign "if" after a yes may defer to and stay consent (see :data:`_TERMS`)."""
+_AS_YOU_WISH = (
+    # "Yes, as you wish", "Sí, como quieras", "Oui, comme vous voulez", "Sim, como quiser",
+    # "Sì, come vuoi", "Ja, zoals u wilt": the agent's choice, where a yes opens with "as"
+    r"(you (wish|like|prefer|want|see fit|think best)|(u|je|jij) (wilt|wil)|quieras|quiera"
+    r"|prefieras|prefiera|gustes|guste|vous (voulez|pr[ée]f[ée]rez|le souhaitez)|tu (veux"
+    r"|pr[ée]f[eè]res)|bon vous semble|quiser|preferir|achar melhor|vuoi|vuole|preferisci"
+    r"|preferisce|(sie|du) (wollen|willst|m[öo]chten|m[öo]chtest))"
+    r"(?=[\W_]*($|[.!?,;:)]|(please|por favor|s'il vous pla[iî]t|bitte|per favore|alstublieft"
+    r"|thanks|gracias|merci|danke|grazie|obrigad[oa]|dank je)\b))"
+)
+POLITE_DEFERRING = rf"({_DEFERRING_IF_ELSEWHERE}|{_AS_YOU_WISH})"
+"""What a yes's foreign "if", or its "as" in any language the default reads, may defer to and
+stay consent: "if possible", "if you like", "as you wish" ("Ja, als dat kan", "Sí, como
+quieras"). The one list of these, which the ``confirmed`` reader also reads where a yes's
+"als", "como", "comme" or "as" would open a term of the user's own."""
 _FOR_LATER = (
     rf"(once|after|as soon as|when|whenever|until|till|if(?! {_DEFERRING_IF})|the moment)"
     r" ((my|our|his|her|their)"
@@ -312,7 +335,7 @@ _TERMS = (
     # it to PayPal"), not a polite one ("Yes, if you could", "OK if that's fine")
     rf"|^[\W_]*(yes|yeah|yep|sure|ok|okay)[\W_]*(but )?if (?!{_DEFERRING_IF})"
     r"(?!you (can|could|would|don't mind|'d"
-    r"|want|like|need|please)\b|possible\b|needed\b|necessary\b|so\b|that's (ok|okay|fine"
+    r"|want|like|need|please)\b|(at all )?possible\b|needed\b|necessary\b|so\b|that's (ok|okay|fine"
     r"|alright|all right|possible|the (policy|case))\b"
     r"|it's (ok|okay|fine|alright|all right|possible)\b)"
     rf"|\bprovided(?! (that )?{_DEFERRING_IF}) (that|it|you|they)\b"

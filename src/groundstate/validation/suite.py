@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 58
+VALIDATOR_REVISION = 59
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -169,7 +169,10 @@ a refund policy ("Refunds normally show on your card") as no claim; 58: the
 retail ``p8-no-stored-card-details`` reads a card's digits behind counters and piece labels
 ("digit 1 is 4", "the second group is 0033"), across two messages with words at the seam, in
 look-alike letters at a number's ends ("OOll 2233"), "it expires Dec 27" after the card, and
-fails its first four digits or more said as its start ("starts with 5100", "5100 ****")."""
+fails its first four digits or more said as its start ("starts with 5100", "5100 ****"); 59:
+``confirmed`` reads a polite "if possible"/"as you wish" in each language as consent, and a yes
+to a question proposing another amount than the change's, or an "also" beside the question,
+as none to what the question did not propose."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

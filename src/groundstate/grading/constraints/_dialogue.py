@@ -35,7 +35,9 @@ from groundstate.records import CheckResult
 from groundstate.rounding import inflected
 from groundstate.spec.constraints import (
     DISOWNED_PATTERN,
+    EXTRA_WORDS,
     JOKING_PATTERN,
+    POLITE_DEFERRING,
     TERMS_PATTERN,
     ConfirmedConstraint,
     ConfirmedRule,
@@ -196,7 +198,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?]) ")
 _REFERS_BACK = re.compile(
     r"\b(that|this|these|those|it|them|go ahead|proceed|correct|right|ok|okay|good)\b"
 )
-_ASKS_MORE = re.compile(r"\b(also|too|as well|another|else|other|besides)\b|^\W*(and|or|plus)\b")
+_BESIDES = r"(also|too|as well|another|else|other|besides)"
+"""Words asking about more than what was said before ("... a receipt too?")."""
+_ASKS_MORE = re.compile(rf"\b{_BESIDES}\b|^\W*(and|or|plus)\b")
 # A question of its own starts as one ("Anything else?", "And shall I cancel O-1002?"); a
 # question mark inside a sentence ("the socks (the 3-pack?) to your Visa, shall I?") is none.
 _OPENS_QUESTION = re.compile(
@@ -292,8 +296,11 @@ _ANSWERS_ALL_ACTS = re.compile(
 )
 
 
-# A word of a kind of change, anywhere in a text ("refund", "cancellation", "the return").
-_ABOUT_A_CHANGE = re.compile(r"\b(refund|reimburs|return|cancel|exchang|swap|replac|remov|credit)")
+# The stems of the words of a kind of change ("refund", "cancellation", "the return",
+# "exchanging"): the one list of them, read anywhere in a text (_ABOUT_A_CHANGE), as a word
+# of its own (_KINDS_OF_CHANGE) or after a verb refusing it (_REFUSED_PART, _EXCLUDING).
+_CHANGE_KINDS = r"(refund|reimburs|return|cancel|exchang|swap|replac|remov|credit)"
+_ABOUT_A_CHANGE = re.compile(rf"\b{_CHANGE_KINDS}")
 
 
 def _answers_earlier(answer: str, earlier: str, kept: str) -> bool:
@@ -462,8 +469,7 @@ _TIME_WORDS = re.compile(
 _REFUSED_PART = re.compile(
     r"\b(not (?=(the|my|your|that|this|those|these|l') )|instead of|rather than|in place of"
     r"|(never ?mind|forget)( about)? (?=(the|my|your|those|these) )|except( for)?"
-    r"|(don't|dont|do not|never) (?=(refund|reimburs|return|cancel|exchang|swap"
-    r"|replac|remov|credit)))(?:(?! but\b)[^,.;:!?])*"
+    rf"|(don't|dont|do not|never) (?={_CHANGE_KINDS}))(?:(?! but\b)[^,.;:!?])*"
 )
 # ... an option of a choice turned down for another ("the Visa rather than the gift card")
 _TURNED_DOWN_OPTION = re.compile(r"(rather than|instead of|in place of)\b")
@@ -484,9 +490,8 @@ _REFUSED_FILLER = frozenset(
 # the end of its clause only when nothing but a courtesy follows: "don't send the refund",
 # "stop the refund" or "I'll wait for my wife" are no side matter.
 _EXTRA = (
-    r"(receipt|confirmation|email|e-mail|mail|copy|paperwork|call|phone call|text|text message"
-    r"|sms|message|bag|box|printout|survey|update|notification|reminder|newsletter|marketing"
-    r"|promotion|promo|ad|advert|spam|follow-up|followup)s?"
+    rf"({EXTRA_WORDS}|mail|phone call|text message|message|newsletter|marketing|promotion|promo"
+    r"|ad|advert|spam|follow-up|followup)s?"
 )
 # ... with a word saying which ("no refund receipt", "the marketing emails"), not whose ("I'll
 # wait for my wife's email" waits for a person)
@@ -498,9 +503,11 @@ _EXTRA_OF = (
 # the emails and the refund" stops the refund too), unless an "and" or "but" joins it to a
 # go-ahead of its own ("Stop the emails and go ahead", "No more emails, but yes, proceed"):
 # the go-ahead is read as the rest of the reply ("... and go ahead tomorrow" puts it off)
+_GO_AHEAD_WORDS = r"go ahead|proceed|do it|please do|go for it"
+"""A go-ahead in so many words, joined to a side matter or alone (:data:`_GO_AHEAD`)."""
 _JOINED_GO_AHEAD = (
     r",? (and|but|so) ((then|now|just|please|yes|yeah|sure|ok|okay)\b,? )*"
-    r"(go ahead|proceed|do it|please do|go for it|go on|yes|yeah|sure|ok|okay"
+    rf"({_GO_AHEAD_WORDS}|go on|yes|yeah|sure|ok|okay"
     r"|(process|refund|return|exchange|submit) (it|them|those|these|both|all)|you can)\b"
 )
 _CLAUSE_ENDS = (
@@ -965,7 +972,7 @@ def _agreed_otherwise(
 
 # A question asking about more than the change ("Shall I also refund the hoodie?"); "Or
 # size M?" offers another choice for it.
-_ASKS_BESIDES = re.compile(r"\b(also|too|as well|another|else|other|besides)\b|^\W*(and|plus)\b")
+_ASKS_BESIDES = re.compile(rf"\b{_BESIDES}\b|^\W*(and|plus)\b")
 # A question about the change agreed, in other words than its kind's: "Shall I make it the
 # blue one?", "Would you prefer it in size M?", "How about the navy one instead?", "Or size
 # M?".
@@ -1097,7 +1104,7 @@ _EXCLUDING = re.compile(
     # a change refused by its verb, which stays in the part ("but don't cancel the beanie",
     # "but do not refund the bottle", "never exchange them")
     r"|(?P<verb_refused>don't|dont|do not|never|please don't|please do not) "
-    r"(?=(refund|reimburs|return|cancel|exchang|swap|replac|remov|credit)))"
+    rf"(?={_CHANGE_KINDS}))"
     r"(?P<rest>((?!(on|to|onto|in|for|with|and|but|or|en|a|à|au|sur|auf|zu|em|para|por)\b)"
     r"[\w'-]+ ?){1,4})"
 )
@@ -1229,7 +1236,7 @@ _KEEPING = re.compile(r"(keep|keeping|hold|leave|leaving)\b")
 # The words of a kind of change, whichever a rule's ``asks`` names it by ("refunds",
 # "cancellation", "the exchange"). Not "address", "change" or "update": a rule may ask about
 # an address change in other words ("default", "profile"), and any change is a change.
-_KINDS_OF_CHANGE = re.compile(r"^(refund|reimburs|return|cancel|exchang|swap|replac|remov|credit)")
+_KINDS_OF_CHANGE = re.compile(rf"^{_CHANGE_KINDS}")
 
 
 def _kind_named(phrase: str, asks: re.Pattern[str] | None) -> str | None:
@@ -1373,6 +1380,9 @@ _BUT = r"(but|pero|mais|aber|mas|ma|per[oò]|though|only|just|s[oó]lo|seulement
 _TERM_OPENING = (
     r"(in|with|for|as|at|via|by|through|en|con|por|como|avec|pour|par|comme|mit|als|em|com"
     r"|size|talla|taille|gr[oö](ss|ß)e|tamanho|colou?r)\b"
+    # ... not a deferral to the agent ("Ja, als dat kan": "yes, if that's possible"; "Sí,
+    # como quieras", "Yes, as you wish")
+    rf"(?! {POLITE_DEFERRING})"
     # ... not a courtesy or a word of time ("Yes, with pleasure", "Yes, by all means", "Sí,
     # por supuesto", "in that case", "as discussed")
     r"(?! (the )?(future|meantime|mean time|any case|that case|this case|advance|general|fact"
@@ -2189,7 +2199,7 @@ def _picked(answer: str, options: list[str]) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
-_GO_AHEAD = re.compile(r"\b(go ahead|proceed|do it|please do|go for it)\b")
+_GO_AHEAD = re.compile(rf"\b({_GO_AHEAD_WORDS})\b")
 
 
 def _offers_other_ways(question: str) -> bool:
@@ -2365,17 +2375,19 @@ def _proposes_another(
     way of paying), in any word of it, and none names the value, the yes is to that record.
     A question naming both in the proposing clause ("refund the socks from O-1001 rather than
     O-1003", "from O-1001 and the hoodie from O-1003"), naming neither there ("Shall I refund
-    them to your Visa?"), or asking about more ("... from O-1003 too?") proposes nothing else.
+    them to your Visa?"), or asking about more there ("... from O-1003 too?"; not "The
+    hoodie is also eligible." beside it) proposes nothing else; nor does one naming the
+    change's amount of money there, or amounts it is the sum of (:func:`_amount_proposed`).
     Without ``asks`` the proposing clauses are those in which the agent offers to act ("I can
     refund ...", "Shall I ...", "Would you like me to ..."), not the statements beside them
     ("Your orders O-1001 and O-1003 are both eligible.")."""
-    if _ASKS_MORE.search(yes.answered):
-        return None
     proposes = asks or _OFFERS_TO_ACT
     proposing = [
         clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(proposes, clause)
     ]
-    if not proposing:
+    # asking about more where it proposes, not in a statement beside it ("The shirt is also
+    # eligible. Shall I refund the socks?" proposes the socks alone)
+    if not proposing or any(_ASKS_MORE.search(clause) for clause in proposing):
         return None
     for value in (normalise(v) for v in values):
         own = {w for w in _WORD.findall(value)} - _KINDS_OF_RECORD
@@ -2388,6 +2400,43 @@ def _proposes_another(
             proposed = [o for o in _siblings({value}, earlier) if o in proposed]
         if proposed:
             return proposed[0]
+    return _amount_proposed(yes.answered, values, proposing)
+
+
+def _amount_proposed(asked: str, values: list[str], proposing: list[str]) -> str | None:
+    """The amount of money the proposing clauses of the question *asked* name in the place of
+    the change's, when the question names the change's amount only beside them: "The socks
+    cost $40.00. Shall I refund $22.00 for them?" (or "... $22.00 instead of the full
+    $40.00?") proposes $22.00, so its yes is no yes to a refund of $40.00. A value is an
+    amount when the question names it as money ("$40", "40 dollars"). The clauses naming it
+    (not turned down), or naming amounts it is the sum of ("$18 for the shirt and $22 for
+    the socks. That's $40 in total."), propose it."""
+    offered = {amount for clause in proposing for amount in _chosen_amounts(clause)}
+    if not offered:
+        return None
+    money = _amounts(asked)
+    for value in values:
+        own = _amount_of(normalise(value))
+        if own is None or own not in money or own in offered or own == sum(offered):
+            continue
+        return "the amount " + ", ".join(sorted({f"{a:f}" for a in offered}))
+    return None
+
+
+def _chosen_amounts(text: str) -> set[Decimal]:
+    """The amounts of money normalised *text* names and does not turn down ("$22 rather than
+    $40" names $22)."""
+    kept = " ; ".join(m.group() for m in _MONEY.finditer(text) if chosen_at(text, m.start()))
+    return _amounts(kept) | amounts_in_words(text)  # in words: named, turned down or not
+
+
+def _amount_of(value: str) -> Decimal | None:
+    """The amount a normalised value of a change is ("$40.00", "40", "40.5"), or None."""
+    amounts = _amounts(value)
+    if len(amounts) == 1 and _MONEY.fullmatch(value):
+        return amounts.pop()
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return Decimal(value).normalize()
     return None
 
 
