@@ -153,7 +153,13 @@ def _near_misses(events: list[AgentEvent], seed: int) -> list[AgentEvent]:
     forms = ["Yes, the {} instead.", "Just the {} please.", "Yes, but not the {}.", "Yes, {}."]
     out: list[AgentEvent] = []
     for event in events:
-        if isinstance(event, MessageEvent) and event.role == "user" and rng.random() < 0.4:
+        # no record shown (every tool step dropped, or none ok): nothing to name instead
+        if (
+            shown
+            and isinstance(event, MessageEvent)
+            and event.role == "user"
+            and rng.random() < 0.4
+        ):
             text = rng.choice(forms).format(rng.choice(shown))
             event = event.model_copy(update={"text": text})
         out.append(event)
