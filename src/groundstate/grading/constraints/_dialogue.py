@@ -22,6 +22,7 @@ from groundstate.grading.constraints._text import (
     WORDED_AMOUNT,
     affirms,
     amounts_in_words,
+    amounts_in_words_at,
     chosen_at,
     mentioned_at,
     mentions,
@@ -2054,7 +2055,8 @@ def _picks_offered(question: str, answer: str) -> bool:
 # gift card", "Not the Visa, the gift card", "the Visa rather than the gift card"): its words
 # pick nothing.
 _TURNING_DOWN = re.compile(
-    r"(\b(not|never|instead of|rather than|in place of|except)\b|\b\w*n't\b)"
+    r"(\b(not|never|instead of|rather than|in place of|in lieu of|as opposed to|except)\b"
+    r"|\b\w*n't\b)"
     r"(?:(?! but\b)[^,.;:!?])*"
 )
 
@@ -2124,6 +2126,8 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
         holding = [i for i, option in enumerate(options) if _holds(option, values)]
         if len(holding) > 1 and _TAKING_ANY.search(_kept_part(answer)):
             return True  # "... the socks or the shirt?" "Either.": one of them, not both
+        if _other_amount_picked(answer, options, values):
+            return True
         if not holding or len(holding) == len(options):
             continue
         if _TO_ALL.search(_kept_part(answer)) and all(
@@ -2134,6 +2138,23 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
         if picked is not None and picked not in holding:
             return True
     return False
+
+
+def _other_amount_picked(answer: str, options: list[str], values: list[str]) -> bool:
+    """Whether *answer* picks an option of a choice naming another amount of money than the
+    change's, which another option names: "$22 now to your Visa, or $40 as store credit?"
+    "The $22 one." picks no refund of $40, whatever the way of paying."""
+    picked = _picked(answer, options)
+    if picked is None:
+        return False
+    amounts = [_amounts(option) for option in options]
+    own = {amount for value in values if (amount := _amount_of(normalise(value))) is not None}
+    return any(
+        own_amount not in amounts[picked]
+        and bool(amounts[picked])
+        and any(own_amount in theirs for theirs in amounts)
+        for own_amount in own
+    )
 
 
 _OPENING_WORDS = frozenset(_PICKING_WORDS - {"it", "them", "that", "those", "this", "these"})
@@ -2152,9 +2173,14 @@ def _alternatives(options: list[str]) -> list[str]:
         if word not in _OPENING_WORDS:
             break
         opening.append(word)
+    first = options[0]
+    after = options[1].split(maxsplit=len(opening))[len(opening) :]
+    if after and _MONEY.match(after[0]) and _MONEY.search(first):
+        # an option opening with an amount stands for the first's last amount ("the socks,
+        # $22 now, or $40 as store credit?": "$22 now")
+        return [first[[*_MONEY.finditer(first)][-1].start() :], *options[1:]]
     if not opening:
         return options
-    first = options[0]
     # a determiner or preposition stands for any of its kind ("your Visa or the gift card")
     kind = next((words for words in _STANDING_IN if opening[0] in words), opening)
     cut = max(
@@ -2411,7 +2437,7 @@ def _amount_proposed(asked: str, values: list[str], proposing: list[str]) -> str
     amount when the question names it as money ("$40", "40 dollars"). The clauses naming it
     (not turned down), or naming amounts it is the sum of ("$18 for the shirt and $22 for
     the socks. That's $40 in total."), propose it."""
-    offered = {amount for clause in proposing for amount in _chosen_amounts(clause)}
+    offered = {amount for clause in proposing for amount in _chosen_amounts(_proposal(clause))}
     if not offered:
         return None
     money = _amounts(asked)
@@ -2425,9 +2451,32 @@ def _amount_proposed(asked: str, values: list[str], proposing: list[str]) -> str
 
 def _chosen_amounts(text: str) -> set[Decimal]:
     """The amounts of money normalised *text* names and does not turn down ("$22 rather than
-    $40" names $22)."""
+    $40" names $22, as does "twenty-two dollars instead of the full forty dollars")."""
     kept = " ; ".join(m.group() for m in _MONEY.finditer(text) if chosen_at(text, m.start()))
-    return _amounts(kept) | amounts_in_words(text)  # in words: named, turned down or not
+    worded = {amount for at, amount in amounts_in_words_at(text) if chosen_at(text, at)}
+    return _amounts(kept) | worded
+
+
+# An aside of a proposing clause telling what was paid or what something cost, bracketed or
+# after ", which" ("Shall I refund $22 (you paid $40)?", "... for the socks, which cost $40?").
+_ASIDE = re.compile(r"\([^()]*\)|, (?:which|that) [^,;:!?()]*")
+_PAST_OR_PRICE = re.compile(
+    r"\b(paid|pay|cost|costs|was|were|originally|original|price|priced|bought|purchased"
+    r"|charged|spent|ordered|full|retail|list)\b"
+)
+
+
+def _proposal(clause: str) -> str:
+    """A proposing *clause* without its asides telling what was paid or what something cost
+    (:data:`_ASIDE`), when what is left names an amount of money: the amount there is the one
+    proposed. An aside that is the amount alone ("Shall I refund the socks ($40)?") stays."""
+    asides = [found for found in _ASIDE.finditer(clause) if _PAST_OR_PRICE.search(found[0])]
+    if not asides:
+        return clause
+    left = clause
+    for found in reversed(asides):
+        left = f"{left[: found.start()]} {left[found.end() :]}"
+    return left if _chosen_amounts(left) else clause
 
 
 def _amount_of(value: str) -> Decimal | None:

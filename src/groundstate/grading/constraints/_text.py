@@ -340,12 +340,17 @@ def chosen_at(normalised_text: str, start: int) -> bool:
 
 
 _TURNED_DOWN = re.compile(
-    r"(?:\b(?:not|never|instead of|rather than|in place of|except)|n't)"
-    r"(?: (?:to|on|onto|in|into|for|from|with|by|the|a|an|your|my|our|its|their|this|that))* ?$"
+    r"(?:\b(?:not(?! (?:only|just|merely|simply)\b)|never|instead of|rather than|in place of"
+    r"|in lieu of|as opposed to|except)|n't)"
+    r"(?: (?:to|on|onto|in|into|for|from|with|by|of|the|a|an|your|my|our|its|their|this|that"
+    r"|full|whole|entire|original|originally|remaining|complete|total|usual|standard|regular"
+    r"|initial|outstanding|partial|only|just|merely|amount|price|sum|cost|value|balance"
+    r"|charge|purchase))* ?$"
 )
-"""Just before a value: "not", "instead of" and at most prepositions and articles after it
-("not to your", "instead of the"). "You don't need the bottle" does not turn the bottle
-down."""
+"""Just before a value: "not", "instead of", "as opposed to" and after it at most
+prepositions, articles and the words describing the amount or thing turned down ("not to
+your", "instead of the full", "rather than the original price of"). "You don't need the
+bottle" does not turn the bottle down, nor does "not only the socks" (but also ...)."""
 
 
 _SPELLED_CHARS = 500
@@ -508,11 +513,18 @@ def amounts_in_words(normalised_text: str) -> set[Decimal]:
     "twenty-two dollars and fifty cents") or the other languages of the default yes
     ("veintidós dólares", "vingt-deux dollars", "zweiundzwanzig Dollar", "vinte e dois
     dólares"; see :func:`amounts_in_other_words`)."""
-    found = {amount for _, amount in amounts_in_other_words(normalised_text)}
+    return {amount for _, amount in amounts_in_words_at(normalised_text)}
+
+
+def amounts_in_words_at(normalised_text: str) -> list[tuple[int, Decimal]]:
+    """:func:`amounts_in_words`, each with where its words start (to read whether the text
+    turns it down there: "twenty-two dollars instead of forty dollars"; :func:`chosen_at`)."""
+    found = amounts_in_other_words(normalised_text)
     for amount in _WORDED_AMOUNT.finditer(normalised_text):
         cents = amount["cents"] or "0"
         hundredths = int(cents) if cents.isdigit() else words_value(cents)
-        found.add((Decimal(words_value(amount["dollars"])) + Decimal(hundredths) / 100).normalize())
+        value = Decimal(words_value(amount["dollars"])) + Decimal(hundredths) / 100
+        found.append((amount.start(), value.normalize()))
     return found
 
 
