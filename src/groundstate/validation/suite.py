@@ -172,7 +172,9 @@ look-alike letters at a number's ends ("OOll 2233"), "it expires Dec 27" after t
 fails its first four digits or more said as its start ("starts with 5100", "5100 ****"); 59:
 ``confirmed`` reads a polite "if possible"/"as you wish" in each language as consent, and a yes
 to a question proposing another amount than the change's, or an "also" beside the question,
-as none to what the question did not propose."""
+as none to what the question did not propose; 60: ``confirmed`` reads an amount turned down
+with words describing it ("instead of the full $40"), in an aside of what was paid, or in words,
+and another option picked by its amount, as no proposal of that amount."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
