@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 60
+VALIDATOR_REVISION = 61
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -174,7 +174,13 @@ fails its first four digits or more said as its start ("starts with 5100", "5100
 to a question proposing another amount than the change's, or an "also" beside the question,
 as none to what the question did not propose; 60: ``confirmed`` reads an amount turned down
 with words describing it ("instead of the full $40"), in an aside of what was paid, or in words,
-and another option picked by its amount, as no proposal of that amount."""
+and another option picked by its amount, as no proposal of that amount; 61: the retail policy 9
+checks read a status followed or opened by a clause of its own ("O-1002 — cancelled and you
+won't be charged", "Not to worry — socks refunded"), money said back ("Your money's back"),
+goods sent to a street the initial state has nowhere ("will ship to 200 W Adams Street"),
+Portuguese "se" as a condition and Spanish and Portuguese rules in the present ("Cancelamos
+pedidos pendientes después de 30 días") as no claim, and goods "on their way" with a negated
+subject as telling nothing."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
