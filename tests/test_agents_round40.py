@@ -1,14 +1,19 @@
 """Round 40: an in-process agent that sends its own process SIGINT or SIGTERM (the signals
 that interrupt a batch) under ``run``: its own attempt is its prohibited action, and the
-batch goes on; a signal from outside the process still interrupts the batch."""
+batch goes on; a signal from outside the process still interrupts the batch. And the SQLite
+environment's file written by another hand while a tool call runs."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +22,7 @@ import yaml
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
 from groundstate.validation.suite import ensure_valid
@@ -199,3 +205,87 @@ def test_a_signal_from_another_process_still_interrupts_the_batch(
     assert "interrupted by SIGINT" in err
     with RunStore(tmp_path / "runs.db") as runs:
         assert runs.runs(runs.batch().batch_id) == []
+
+
+# --- the database file written by another hand while a tool call runs ------------------------
+
+FIXTURE = """
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE cards (id INTEGER PRIMARY KEY, number TEXT);
+INSERT INTO items VALUES (1, 'pen');
+INSERT INTO cards VALUES (1, '4111-xxxx');
+"""
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    fixture = tmp_path / "shop.sql"
+    fixture.write_text(FIXTURE, encoding="utf-8")
+    with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as environment:
+        environment.reset()
+        yield environment
+
+
+def _raw(path: Path, old: bytes, new: bytes) -> None:
+    """Replace *old* by *new* in the file's bytes, past SQLite (no counter moved)."""
+    data = path.read_bytes()
+    assert data.count(old) == 1
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, new, data.index(old))
+    finally:
+        os.close(fd)
+
+
+def _sql(path: Path, statement: str, *, keep_counter: bool) -> None:
+    """Commit *statement* on a connection of its own; with *keep_counter*, then put the
+    header's change counter (and its version-valid-for number) back with a raw write."""
+    header = path.read_bytes()[:100]
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute(statement)
+    finally:
+        db.close()
+    if keep_counter:
+        fd = os.open(path, os.O_RDWR)
+        try:
+            os.pwrite(fd, header[24:28], 24)
+            os.pwrite(fd, header[92:96], 92)
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("how", ["raw", "sql", "sql-counter-kept"])
+def test_a_write_by_another_hand_during_a_tools_call_is_not_taken_for_its_commit(
+    shop: SqliteEnvironment, how: str
+) -> None:
+    """A thread of the agent's writes the file while one of its tool calls runs (before the
+    tool's own first write, which takes the write lock), then the tool writes and commits.
+    Before: the call's commit took the file's change (its counter move, or its change time)
+    for its own, and the write was seen by nothing (``written_outside_calls`` None). The
+    file is looked at just before the call's commit too (nothing of the call's is in it
+    then: the harness's connection does not spill its cache), and the write is named."""
+    live = Path(shop._live)
+    time.sleep(0.05)  # past the file system clock's tick of the harness's last look
+    with shop.tool_transaction():
+        if how == "raw":
+            _raw(live, b"4111-xxxx", b"9999-xxxx")
+        else:
+            statement = "UPDATE cards SET number = '9999-xxxx'"
+            _sql(live, statement, keep_counter=how == "sql-counter-kept")
+        shop.agent_db.execute("UPDATE items SET name = 'ink' WHERE id = 1")
+    reason = shop.written_outside_calls()
+    assert reason is not None and "while a tool call ran" in reason
+
+
+def test_a_tools_own_commit_is_not_taken_for_a_write_by_another_hand(
+    shop: SqliteEnvironment,
+) -> None:
+    """Many rows written by one call (4 MB, past the 2 MB the connection caches): its own
+    commit, not another hand's (a cache spilled mid-call would write the file early)."""
+    with shop.tool_transaction():
+        for n in range(2, 8000):
+            shop.agent_db.execute("INSERT INTO items VALUES (?, ?)", (n, "x" * 500))
+    with shop.tool_transaction():
+        shop.agent_db.execute("UPDATE items SET name = 'ink' WHERE id = 1")
+    assert shop.written_outside_calls() is None
