@@ -30,7 +30,7 @@ from groundstate.validation.suite import ensure_valid
 from .conftest import BANK, BANK_SYSTEM
 
 AGENT = """
-import os, signal, time
+import os, signal, subprocess, sys, time
 
 async def agent(session):
     hold = os.environ.get('ROUND5_HOLD')
@@ -44,7 +44,10 @@ async def agent(session):
         with open(count, 'a') as f:
             f.write('x')
         if os.path.getsize(count) >= int(os.environ['ROUND5_STOP_AT']):
-            os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C lands mid-batch
+            # As a Ctrl-C lands mid-batch: from another process (the agent's own
+            # ``os.kill`` is refused, its attempt a prohibited action: round 40).
+            kill = f"import os, signal; os.kill({os.getpid()}, signal.SIGINT)"
+            subprocess.run([sys.executable, "-c", kill], check=True)
     if session.seed % 3 == 0:
         await session.call('explode', {})  # a broken tool: an invalid try
     await session.say('What is your PIN?')

@@ -57,6 +57,7 @@ from groundstate.errors import (
     TimeLimitReached,
     exception_text,
 )
+from groundstate.exitcause import TRY, forget_interruption, interruption_sent
 from groundstate.gateway import NotJson, ToolGateway
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, assertions_later
@@ -131,6 +132,9 @@ OUTSIDE = "outside_gateway"
 """The stage of a write the environment saw that no tool call made."""
 REBOUND = "harness_code"
 """The stage of a stop for the harness's code found rebound (see :mod:`groundstate.bindings`)."""
+SIGNALLED = "signal"
+"""The stage of a stop for an interruption (SIGINT, SIGTERM) the agent sent its own process
+in-process: the batch's interruptions are its user's (see :mod:`groundstate.exitcause`)."""
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted). Read when a wait begins, not
@@ -228,8 +232,9 @@ class Stop:
     """The stop (an :class:`AgentStop` or an :class:`EnvironmentFailure`)."""
     stage: str
     """Where it happened: ``tool_call``, ``message``, ``usage``, ``give_up``, ``time_limit``,
-    ``user_simulator``, ``final`` (the final reply broke the protocol) or ``outside_gateway``
-    (the environment was written behind the gateway)."""
+    ``user_simulator``, ``final`` (the final reply broke the protocol), ``outside_gateway``
+    (the environment was written behind the gateway), ``harness_code`` or ``signal`` (the
+    agent sent its own process an interruption)."""
     step: int
     at: float
 
@@ -884,7 +889,10 @@ def _gives_way(stop: Stop, stage: str) -> bool:
     :meth:`EpisodeSession.latch`)."""
     if isinstance(stop.error, ConversationOver):
         return True
-    return isinstance(stop.error, EnvironmentFailure | TimeLimitReached) and stage == REBOUND
+    return isinstance(stop.error, EnvironmentFailure | TimeLimitReached) and stage in (
+        REBOUND,
+        SIGNALLED,
+    )
 
 
 def _check_headroom() -> None:
@@ -1114,6 +1122,7 @@ async def run_attempt(
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
+    forget_interruption(TRY.get())
     return output
 
 
@@ -1171,6 +1180,7 @@ async def _episode(
         _rebound(session, progress, seal, restores, mark, held, read_code=False)
         _closed(env, session)
         _resystemed(system, shape, session)
+        _signalled(session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
             await _unheld(session, session.end)
@@ -1201,6 +1211,7 @@ async def _episode(
             _rebound(session, progress, seal, restores, None, held, read_code=False)
             or _closed(env, session)
             or _resystemed(system, shape, session)
+            or _signalled(session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
             or (reports_writes and _untraced_change(session, read, progress))
@@ -1271,6 +1282,20 @@ def _resystemed(system: SystemSpec, shape: str | None, session: EpisodeSession) 
         return False
     why = "the system's fields (budgets, limits, stop conditions) were changed in memory"
     session.latch(ProhibitedAction(why), REBOUND)
+    return True
+
+
+def _signalled(session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the attempt's agent sent its own process SIGINT or
+    SIGTERM (``os.kill(os.getpid(), SIGINT)``, ``signal.raise_signal``, ``os.killpg``,
+    ``signal.pthread_kill``) while a batch ran it in-process: refused as it was made (see
+    :mod:`groundstate.exitcause`); before, it stopped the whole batch as the user's Ctrl-C
+    does, its own attempt unstored."""
+    call = interruption_sent(TRY.get())
+    if call is None:
+        return False
+    why = f"the agent sent its own process an interruption: {call} (the batch's are its user's)"
+    session.latch(ProhibitedAction(why), SIGNALLED)
     return True
 
 

@@ -18,6 +18,12 @@ pool worker tells its parent: no code of an agent's could still run then) is a c
 Python constraint or outcome check that ends the process): its mark says so (``grading``),
 and the resume records a grader failure, rerun under the invalid-run policy, as the pool does.
 
+The same wrappers refuse SIGINT and SIGTERM an agent's code sends this process while a
+handler of Python's takes them (``run``'s: they would stop the batch as the user's Ctrl-C
+does, the agent's try unstored and run again on resume): ``PermissionError``, the signal
+never sent, and the try noted (:func:`interruption_sent`), which the episode makes its
+prohibited action. Whose code it is: see :func:`_agents_sending`.
+
 Module globals bound to the originals before the batch (``from os import _exit`` at an
 agent's import) are bound to the wrappers while it runs. Not seen: a call into libc through
 ``ctypes``, a reference kept elsewhere (a default argument, a class attribute), a crash in C
@@ -29,6 +35,7 @@ reads its workers' exit status, records those as the agent's crash.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -43,7 +50,7 @@ from typing import Any
 
 from groundstate.bindings import HARNESS
 from groundstate.leftovers import ENDED_BY_USER_CODE
-from groundstate.ourthreads import Threads, present
+from groundstate.ourthreads import Threads, foreign, present
 from groundstate.store import note_exit_cause
 
 TRY: ContextVar[str | None] = ContextVar("groundstate_try", default=None)
@@ -98,10 +105,15 @@ class ExitWatch:
         with _lock:
             self.in_flight.add(run_id)
 
+    finished: set[str] = field(default_factory=set)
+    """The tries that were in flight and have ended (an agent past its time limit may still
+    run)."""
+
     def ended(self, run_id: str) -> None:
         with _lock:
             self.in_flight.discard(run_id)
             self.grading.discard(run_id)
+            self.finished.add(run_id)
 
 
 def _unlisted() -> int:
@@ -159,7 +171,13 @@ def _blame(call: str, undo: bool = False) -> None:
 
 def _wrap(name: str, original: Callable[..., Any], ends: Callable[..., bool]) -> Any:
     def wrapper(*args: Any) -> Any:
-        if not (_watches and ends(*args)):
+        if not _watches:
+            return original(*args)
+        if _interrupts(name, args):
+            senders = _agents_sending()
+            if senders is not None:
+                _refuse(senders, f"{name}({', '.join(map(_shown, args))})")
+        if not ends(*args):
             return original(*args)
         call = f"{name}({', '.join(map(_shown, args))})"
         _blame(call)
@@ -181,6 +199,88 @@ def _wrap(name: str, original: Callable[..., Any], ends: Callable[..., bool]) ->
 
 
 _os_exit = os._exit
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+"""The signals that interrupt a batch (``run``'s handlers; Python's own for SIGINT)."""
+
+_AIMED: dict[str, Callable[..., bool]] = {
+    "os.kill": lambda pid, sig: isinstance(pid, int) and _ours(pid),
+    "os.killpg": lambda pgid, sig: isinstance(pgid, int) and pgid in (0, os.getpgrp()),
+    "signal.raise_signal": lambda sig: True,
+    "signal.pthread_kill": lambda thread, sig: True,  # a thread of this process
+}
+"""For each call that sends a signal, whether it sends it to this process."""
+
+_sent: dict[str, str] = {}
+"""The tries whose agent sent this process an interruption (refused): their run id → the
+call (read by the episode, :func:`interruption_sent`)."""
+
+
+def _interrupts(name: str, args: tuple[Any, ...]) -> bool:
+    """Whether the call *name* with *args* would interrupt the batch: SIGINT or SIGTERM sent
+    to this process while a handler of Python's (``run``'s, or ``KeyboardInterrupt``'s)
+    takes it. (Left to its default action, SIGTERM ends the process: a crash, as above.)"""
+    aimed = _AIMED.get(name)
+    try:
+        if aimed is None or not aimed(*args) or int(args[-1]) not in INTERRUPTS:
+            return False
+        return callable(signal.getsignal(int(args[-1])))
+    except Exception:  # refused by the call itself (a bad argument)
+        return False
+
+
+def _agents_sending() -> list[str] | None:
+    """The tries in flight an agent's call being made now is laid at, or None when it is not
+    an agent's. An agent's: made in a thread at an agent's work (told by the work the
+    harness gave it, which the agent's code cannot rename: laid at its try, at none once
+    that try has ended, as for an agent left running past its time limit), or in a try's
+    context (its tasks, ``asyncio.to_thread``) while it is in flight and not graded (then a
+    check's), or in a thread neither the harness's nor its host's without a try's context
+    (a thread an agent started: laid at every try in flight, as a process-ending call is).
+    The user's Ctrl-C does not pass here, nor is a host's thread's or the main thread's."""
+    from groundstate.loopthreads import working  # it imports this module's importers
+
+    with _lock:
+        flights = set().union(*(w.in_flight for w in _watches))
+        grading = set().union(*(w.grading for w in _watches))
+        finished = set().union(*(w.finished for w in _watches))
+        known = [w.known for w in _watches]
+    me = threading.current_thread()
+    name, context = working().get(id(me), ("", None))
+    if context is not None and name.startswith("agent-"):
+        run_id = context.get(TRY)
+        if run_id in flights:
+            return [run_id]
+        return [] if run_id in finished else None  # the canary's oracle, the smoke run: not
+    run_id = TRY.get()
+    if run_id is not None:
+        return [run_id] if run_id in flights and run_id not in grading else None
+    if me is threading.main_thread() or any(k.get(id(me)) is me for k in known):
+        return None
+    return sorted(flights) if flights and any(t is me for t in foreign()) else None
+
+
+def _refuse(run_ids: list[str], call: str) -> None:
+    """Note *call* against each try of *run_ids* and refuse it: the signal is not sent."""
+    with _lock:
+        for run_id in run_ids:
+            _sent.setdefault(run_id, call)
+    raise PermissionError(
+        errno.EPERM,
+        f"{call}: an agent may not interrupt the batch it runs in (its attempt is stopped)",
+    )
+
+
+def interruption_sent(run_id: str | None) -> str | None:
+    """The call by which the agent of the try *run_id* sent this process SIGINT or SIGTERM
+    while a batch ran it in-process (refused: see :func:`_refuse`), if any."""
+    with _lock:
+        return _sent.get(run_id) if run_id is not None else None
+
+
+def forget_interruption(run_id: str | None) -> None:
+    with _lock:
+        _sent.pop(run_id or "", None)
 
 
 def _said(call: str, status: Any) -> Any:

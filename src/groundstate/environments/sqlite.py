@@ -565,6 +565,9 @@ class SqliteEnvironment(ClosesOnExit):
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
         self._agent.execute("PRAGMA synchronous = OFF")
+        # Nothing of a call's is written to the file before its commit (no cache spilled
+        # mid-transaction): a change of the file seen then is another hand's (see _effects).
+        self._agent.execute("PRAGMA cache_spill = OFF")
         control = self._control  # both outlive this environment in the pool: not self
         determinism.controlled(self._agent, lambda: _clock_of(control))
         kinds = self._baseline.kinds
@@ -737,6 +740,18 @@ class SqliteEnvironment(ClosesOnExit):
         if self._agent.total_changes != self._changes:
             return "the agent's connection wrote outside any tool call"
         return None
+
+    def _written_during_call(self) -> None:
+        """Name a change of the file since the call began, looked at just before its commit
+        (nothing of the call's is in the file yet: its connection spills no cache): another
+        connection's commit (the counter moved), or bytes written past SQLite, its counter
+        put back or left alone (the change time moved), by a thread of the agent's while the
+        call ran. Before, the call's commit took that change for its own: its counter move
+        within the one allowed, the change time read again after it. Not seen: a write in the
+        instant between this look and the commit."""
+        if self._file.version() != (self._version, self._changed_at):
+            why = "the database file was written while a tool call ran, not by the call"
+            self._unseen = self._unseen or why
 
     def _moved(self) -> bool:
         """Whether the agent's connection wrote a row since the last sync."""
@@ -985,6 +1000,8 @@ class SqliteEnvironment(ClosesOnExit):
             writes = [write for write in writes if write.table not in compared_before]
             writes += compared
             written = sorted({*written, *(write.table for write in compared)})
+            if touched or written or self._moved():
+                self._written_during_call()
             with _DEFERRED:
                 self._harness("COMMIT")
             self._tracker.add(touched)
