@@ -298,7 +298,13 @@ def test_a_mutant_that_crashes_the_environment_is_an_error_not_a_kill(tmp_path: 
     assert errored.reason is not None and errored.reason.startswith("environment_failure")
     assert figures.errors == 1 and figures.per_class["arg"].errors == 1
     assert figures.killed + figures.errors + len(figures.survivors) == figures.generated
-    assert figures.score == figures.killed / figures.generated
+    # the extra calls the strict shop refuses change nothing: equivalent, out of the score
+    assert figures.equivalent == sum(s.equivalent is not None for s in figures.survivors)
+    from groundstate.validation.mutation import REFUSED_EXTRA
+
+    refused = [s for s in figures.survivors if s.equivalent == REFUSED_EXTRA]
+    assert refused and all(s.id.startswith("extra:") for s in refused)
+    assert figures.score == figures.killed / (figures.generated - figures.equivalent)
 
 
 def test_drop_and_move_only_touch_steps_that_guard_a_write(tmp_path: Path) -> None:

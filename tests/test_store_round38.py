@@ -53,22 +53,21 @@ def _jsonl(tmp_path: Path, *rows: dict[str, object]) -> Path:
 # --- task ids -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("task_id", [" ", "\u3000", " t1", "t1 ", "t1\u00a0", "\u2003t1"])
-def test_a_blank_or_space_padded_task_id_is_refused(
-    store: Store, tmp_path: Path, task_id: str
-) -> None:
+@pytest.mark.parametrize("task_id", [" ", "\u3000", "\u00a0\u2003"])
+def test_a_blank_task_id_is_refused(store: Store, tmp_path: Path, task_id: str) -> None:
     path = _jsonl(tmp_path, {"task_id": "t1", "attempt": 0, "success": True},
                   {"task_id": task_id, "attempt": 0, "success": True})  # fmt: skip
     err = store.refused(path)
-    assert f"{path}:2: task_id:" in err
-    assert ("blank" in err) if not task_id.strip() else ("starts or ends with" in err)
+    assert f"{path}:2: task_id:" in err and "blank" in err
 
 
-def test_a_space_padded_task_id_in_a_quoted_csv_cell_is_refused(
-    store: Store, tmp_path: Path
-) -> None:
-    err = store.refused(_csv(tmp_path, 't1,0,true\n"t1 ",1,false\n'))
-    assert "rows.csv:3: task_id:" in err and "'t1 '" in err
+def test_a_space_padded_task_id_is_kept_as_written(store: Store, tmp_path: Path) -> None:
+    """Our own exports carry ids as stored, padded ones too (``test_exports_roundtrip``,
+    ``test_reports_adversarial``): an import gives them back exactly."""
+    ids = [" t1", "t1 ", "t1\u00a0"]
+    path = _jsonl(tmp_path, *({"task_id": t, "attempt": 0, "success": True} for t in ids))
+    batch = store.imported(path)
+    assert {key[0] for key in store.runs(batch)} == set(ids)
 
 
 def test_ids_holding_characters_that_do_not_show_are_still_kept_as_written(

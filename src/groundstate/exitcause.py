@@ -241,9 +241,9 @@ def _agents_sending() -> list[str] | None:
     from groundstate.loopthreads import working  # it imports this module's importers
 
     with _lock:
-        flights = set().union(*(w.in_flight for w in _watches))
-        grading = set().union(*(w.grading for w in _watches))
-        finished = set().union(*(w.finished for w in _watches))
+        flights = set().union(*[w.in_flight for w in _watches])
+        grading = set().union(*[w.grading for w in _watches])
+        finished = set().union(*[w.finished for w in _watches])
         known = [w.known for w in _watches]
     me = threading.current_thread()
     name, context = working().get(id(me), ("", None))

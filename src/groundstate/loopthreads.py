@@ -485,7 +485,7 @@ _HANDLED_NAMES = (
     "SIGINT SIGTERM SIGHUP SIGQUIT SIGPIPE SIGCHLD SIGXCPU SIGXFSZ"
     " SIGALRM SIGVTALRM SIGPROF SIGUSR1 SIGUSR2"
 )
-_HANDLED = tuple(getattr(signal, name) for name in _HANDLED_NAMES.split() if hasattr(signal, name))
+_HANDLED = tuple([getattr(signal, n) for n in _HANDLED_NAMES.split() if hasattr(signal, n)])
 """The signals whose handlers a piece may not leave changed: those the harness sets
 (``run``'s SIGINT and SIGTERM, the signals it ignores while a batch runs), and those whose
 default action ends the process or that Python itself sets (SIGPIPE ignored)."""

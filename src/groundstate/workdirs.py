@@ -9,10 +9,13 @@ gone the next time ``groundstate run`` starts.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from groundstate.leftovers import at_exit
@@ -30,16 +33,47 @@ def temp_root() -> Path:
 def process_dir() -> Path:
     """This process's folder (made on first use; removed at exit)."""
     path = temp_root() / f"pid-{os.getpid()}"
-    path.mkdir(parents=True, exist_ok=True)
     if os.getpid() not in _registered:  # a forked child registers its own
+        # A folder of this name before this process's first use is a dead process's that had
+        # the same id (ids are reused; a killed run leaves its folder): its work directories'
+        # names could collide with ours, and nobody else owns them.
+        shutil.rmtree(path, ignore_errors=True)
         _registered.add(os.getpid())
         at_exit(remove_own)
+    path.mkdir(parents=True, exist_ok=True)
     return path
 
 
+_made = itertools.count()
+"""Numbers this process's work directories (their names rest on no random stream)."""
+
+
 def make_workdir(prefix: str = "env-") -> Path:
-    """A fresh, empty work directory owned by this process."""
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=process_dir()))
+    """A fresh, empty work directory owned by this process. Named by a counter, not by
+    ``tempfile``'s random names: code an attempt or a check ran may have made every stream
+    draw the same number (``random.Random.random`` rebound), and the next directory's name
+    would then be taken ("No usable temporary directory name found")."""
+    parent = process_dir()
+    while True:
+        path = parent / f"{prefix}{next(_made)}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:  # a name taken by hand: take the next
+            continue
+        return path
+
+
+@contextmanager
+def scratch_dir(prefix: str) -> Iterator[str]:
+    """A fresh folder of this process's (:func:`make_workdir`), removed on leaving: for
+    ``tempfile.TemporaryDirectory``'s uses where checks or an attempt's code run inside, whose
+    random names a rebound stream makes the same every time (a killed run's leftover of that
+    name then stops every later one)."""
+    path = make_workdir(prefix)
+    try:
+        yield str(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_own() -> None:

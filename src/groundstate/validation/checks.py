@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import (
     AbstractContextManager,
@@ -121,6 +120,7 @@ from groundstate.validation.skew import (
     time_zone,
     tool_namespaces,
 )
+from groundstate.workdirs import scratch_dir
 
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
@@ -241,7 +241,7 @@ def _rebuilt_hash(proof: Proof) -> str:
     either can answer for it, and the fixture really is built twice.
     """
     fixture = proof.suite.fixture_path(proof.task)
-    with tempfile.TemporaryDirectory(prefix="groundstate-rebuild-") as folder:
+    with scratch_dir("groundstate-rebuild-") as folder:
         copy = Path(folder) / fixture.name
         if fixture.is_dir():  # a new path is enough: a folder's cache is keyed by path too
             shutil.copytree(fixture, copy, symlinks=True)

@@ -13,7 +13,6 @@ the kind's own :class:`~groundstate.environments.base.ResetProbes`.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import datetime
@@ -32,6 +31,7 @@ from groundstate.validation.probes import (
     quote,
     unrestored_after_reset,
 )
+from groundstate.workdirs import scratch_dir
 
 SEED = 0
 
@@ -73,7 +73,7 @@ def check_environment(target: EnvironmentMaker | str, *, fixture: Path | None = 
     """
     if not isinstance(target, str):
         return _run_checks(target)
-    with tempfile.TemporaryDirectory(prefix="groundstate-conformance-") as folder:
+    with scratch_dir("groundstate-conformance-") as folder:
         if fixture is None:
             probes = getattr(environment_kind(target).build, "conformance", SQL)
             fixture = cast(ConformanceProbes, probes).fixture(Path(folder))

@@ -122,6 +122,7 @@ def mutation_test(proof: Proof) -> MutationFigures:
     """Generate the task's mutants, replay each, and count them."""
     mutants, distinct = generate(proof)
     declared = {e.mutant: e.reason for e in proof.task.equivalent_mutants}
+    oracle_states = {proof.run(name).final_state_hash for name in proof.of_kind("oracle")}
     counts = {name: ClassCounts() for name in CLASSES}
     survivors: list[MutantRecord] = []
     errored: list[MutantRecord] = []
@@ -138,7 +139,10 @@ def mutation_test(proof: Proof) -> MutationFigures:
                 )
         if run.success:
             outcome = ClassCounts(generated=1, survived=1)
-            survivors.append(record.model_copy(update={"equivalent": declared.get(mutant.id)}))
+            reason = declared.get(mutant.id)
+            if reason is None and _changed_nothing(mutant, run, oracle_states):
+                reason = REFUSED_EXTRA
+            survivors.append(record.model_copy(update={"equivalent": reason}))
         elif run.terminal_reason.split("/")[0] in KILLING_REASONS and (
             run.terminal_reason not in LIMITS
         ):
@@ -157,6 +161,21 @@ def mutation_test(proof: Proof) -> MutationFigures:
         errored=errored,
         stale_equivalents=[m for m in declared if m not in surviving],
         candidates=distinct if distinct > len(mutants) else None,
+    )
+
+
+REFUSED_EXTRA = "the unasked call was refused: the final state is the oracle's (equivalent)"
+"""Why an ``extra`` mutant that changed nothing is equivalent without a declaration: the
+tool refused the unasked write (the room taken, the record locked), so no grader of the
+state can tell it from the oracle, and a suite's authors need not list every such call."""
+
+
+def _changed_nothing(mutant: Mutant, run: AgentRun, oracle_states: set[str | None]) -> bool:
+    """An ``extra`` near miss whose final state is an oracle's: its unasked write was refused."""
+    return (
+        mutant.mutant_class == "extra"
+        and run.final_state_hash is not None
+        and run.final_state_hash in oracle_states
     )
 
 

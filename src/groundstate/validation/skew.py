@@ -68,6 +68,7 @@ from groundstate.spec.suite import Suite
 from groundstate.tools import declared_tools
 from groundstate.trace import TraceEvent
 from groundstate.validation.numpy_chance import NumpyChance
+from groundstate.workdirs import scratch_dir
 
 SKEW = 0.001
 """How close to one end of its range a skewed random stream stays."""
@@ -640,7 +641,7 @@ def skewed(
     for is noted in *asked*.
     """
     with (
-        tempfile.TemporaryDirectory(prefix=f"{MACHINES[high]}-") as temp,
+        scratch_dir(f"{MACHINES[high]}-") as temp,
         _skewed(high, list(namespaces), process_wide, temp, asked if asked is not None else {}),
         _argv(high) if process_wide else nullcontext(),  # after: the skew sees the real argv
     ):
@@ -1274,7 +1275,7 @@ def elsewhere() -> Iterator[None]:
     path relative to where ``validate`` was started (not to its own ``__file__``) fails.
     Process-wide: only for the short gradings of ``grader_determinism``."""
     start = os.getcwd()
-    with tempfile.TemporaryDirectory(prefix="groundstate-cwd-") as folder:
+    with scratch_dir("groundstate-cwd-") as folder:
         os.chdir(folder)
         try:
             yield
