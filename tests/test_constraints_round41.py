@@ -522,3 +522,64 @@ def test_a_nested_value_the_tool_schema_refuses_is_a_check_error(
     assert len(errors) == 1, errors
     assert f"hard_process_constraints[2].{field}" in errors[0]
     assert "schema of tool 'ship'" in errors[0]
+
+
+# --- 6. a pattern with a character normalised text never holds ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "field", "char"),
+    [
+        ({"never": {"message": "agent", "matches": "I\u2019m sorry"}}, "never.matches", "\u2019"),
+        ({"never": {"message": "agent", "matches": "stra\u00dfe"}}, "never.matches", "\u00df"),
+        ({"never": {"message": "agent", "matches": "100\u00a0USD"}}, "never.matches", "\u00a0"),
+        ({"never": {"message": "agent", "matches": "card\tnumber"}}, "never.matches", "\t"),
+        ({"never": {"message": "user", "matches": "\uff21BC"}}, "never.matches", "\uff21"),
+        (
+            {"at_least": {"n": 1, "match": {"message": "agent", "matches": "r\u0435fund"}}},
+            "at_least.match.matches",
+            "\u0435",  # a Cyrillic e
+        ),
+        (
+            {"confirmed": {"change": {"tool": "transfer"}, "names": [], "asks": "\u200btransfer"}},
+            "confirmed.asks",
+            "\u200b",
+        ),
+    ],
+)
+def test_a_pattern_with_a_character_normalised_text_never_holds_is_a_check_error(
+    edited_bank: EditTask, rule: dict[str, Any], field: str, char: str
+) -> None:
+    errors = _errors(edited_bank(_add(rule)).root)
+    assert len(errors) == 1, errors
+    assert f"hard_process_constraints[2].{field}" in errors[0]
+    assert repr(char) in errors[0] and "normalised text" in errors[0]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["i'm sorry", "I'M SORRY", "strasse", "caf\u00e9", "\u0434\u0436", r"\b\d{13,19}\b"],
+)
+def test_controls_a_pattern_normalised_text_can_hold_checks_clean(
+    edited_bank: EditTask, pattern: str
+) -> None:
+    rule = {"never": {"message": "agent", "matches": pattern}}
+    assert _errors(edited_bank(_add(rule)).root) == []
+
+
+def test_controls_the_default_yes_and_no_check_clean(edited_bank: EditTask) -> None:
+    rule = {"confirmed": {"change": {"tool": "transfer"}, "names": ["args.amount"]}}
+    assert _errors(edited_bank(_add(rule)).root) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [("Don\u2019t", "Don't"), ("Stra\u00dfe 5", "STRASSE 5"), ("\uff11\uff12\uff13", "123")],
+)
+def test_a_tau2_value_to_communicate_is_folded_as_the_text_is(value: str, said: str) -> None:
+    import re
+
+    from groundstate.grading.constraints import normalise
+    from groundstate.tau2.policy import info_pattern
+
+    assert re.search(info_pattern(value), normalise(f"Note: {said}."))
