@@ -299,6 +299,9 @@ def test_every_kind_on_an_empty_trajectory() -> None:
         },
         {"before": {"first": {"tool": "a"}, "then": {"tool": "t"}, "where": {"ok": "yes"}}},
         {"confirmed": {"change": {"tool": "t"}, "names": ["tool.name"]}},
+        {"never": {"tool": "*", "where": {"tool": None}}},
+        {"never": {"tool": "*", "where": {"error": 404}}},
+        {"never": {"message": "agent", "where": {"text": True}}},
     ],
 )
 def test_a_condition_no_step_can_meet_is_refused(rule: dict[str, Any]) -> None:
@@ -334,6 +337,15 @@ def _add(rule: dict[str, Any]) -> Any:
         task["hard_process_constraints"].append({"id": "new", **rule})
 
     return change
+
+
+def test_a_condition_no_step_can_meet_names_file_field_and_values(edited_bank: EditTask) -> None:
+    with pytest.raises(SpecError) as error:
+        edited_bank(_add({"never": {"tool": "*", "where": {"error_class": "permision_denied"}}}))
+    message = str(error.value)
+    assert "tasks/transfer.yaml" in message
+    assert "hard_process_constraints[2].never" in message
+    assert "'permision_denied'" in message and "permission_denied" in message
 
 
 def test_a_misspelt_tool_in_a_condition_is_refused_naming_file_and_field(

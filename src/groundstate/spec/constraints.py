@@ -554,21 +554,24 @@ _FIELD_VALUES: dict[str, tuple[JsonScalar, ...]] = {
     "error_class": (*get_args(ErrorClass), None),
 }
 """The values a step's field can hold, where it holds only a few."""
+_TEXT_FIELDS = ("tool", "error", "text")
+"""A step's fields holding text (``error`` and ``text`` may be null)."""
 
 
-def _check_value(path: str, expected: JsonScalar, what: str) -> None:
-    """A condition on a step's own field (``ok``, ``role``, ``error_class``, ``tool``) that
-    no step can meet would make a ``never`` hold, and a ``before`` fail, on every attempt:
-    ``ok: "true"``, ``error_class: permision_denied``, ``role: assistant``."""
+def _check_value(path: str, expected: JsonScalar) -> None:
+    """A condition on a step's own field (``ok``, ``role``, ``error_class``, ``tool``,
+    ``error``, ``text``) that no step can meet would make a ``never`` hold, and a ``before``
+    fail, on every attempt: ``ok: "true"``, ``error_class: permision_denied``, ``role:
+    assistant``, ``tool: 5``."""
     if variable(expected) is not None:
         return
     value = literal(expected)
     held = _FIELD_VALUES.get(path)
     if held is not None and not any(type(value) is type(v) and value == v for v in held):
         shown = ", ".join("null" if v is None else str(v).lower() for v in held)
-        raise ValueError(f"{what} condition {path}: {value!r} is none of its values ({shown})")
-    if path == "tool" and not isinstance(value, str):
-        raise ValueError(f"{what} condition tool: {value!r} is no tool's name")
+        raise ValueError(f"where {path}: {value!r} is none of its values ({shown})")
+    if path in _TEXT_FIELDS and not (isinstance(value, str) or (value is None and path != "tool")):
+        raise ValueError(f"where {path}: {value!r} is not text")
 
 
 class WriteMatch(Strict):
@@ -667,11 +670,10 @@ class Match(Strict):
         if self.final is not None and self.message != "agent":
             raise ValueError("'final' applies to agent messages only")
         roots = MESSAGE_ROOTS if self.is_message else TOOL_ROOTS
-        what = "a message" if self.is_message else "a tool call"
         for path in [*self.where, *self.capture.values()]:
-            _check_path(path, roots, what)
+            _check_path(path, roots, "a message" if self.is_message else "a tool call")
         for path, value in self.where.items():
-            _check_value(path, value, what)
+            _check_value(path, value)
         return self
 
 
@@ -716,7 +718,7 @@ class BeforeRule(Strict):
         roots = MESSAGE_ROOTS if self.then.is_message else TOOL_ROOTS
         for path, value in self.where.items():
             _check_path(path, roots, "a 'then'")
-            _check_value(path, value, "a 'then'")
+            _check_value(path, value)
             name = variable(value)
             if name is not None and name not in self.first.capture:
                 raise ValueError(f"where {path}: ${name} is not captured by 'first'")
