@@ -595,3 +595,11 @@ def test_a_tau2_value_to_communicate_is_folded_as_the_text_is(value: str, said: 
     from groundstate.tau2.policy import info_pattern
 
     assert re.search(info_pattern(value), normalise(f"Note: {said}."))
+
+
+def test_every_refused_argument_of_a_match_is_reported(edited_bank: EditTask) -> None:
+    rule = {"never": {"tool": "transfer", "args": {"amount": "30", "target": 5}}}
+    errors = _errors(edited_bank(_add(rule)).root)
+    assert len(errors) == 2, errors
+    assert any("never.args.amount" in e for e in errors)
+    assert any("never.args.target" in e for e in errors)

@@ -409,8 +409,8 @@ def _constraint_arg_problems(suite: Suite) -> Iterator[SuiteProblem]:
             # Only the members given: a match names a few, never all that are required.
             validator = jsonschema.Draft202012Validator(_loosened(declared.parameters))
             found = [sorted(validator.iter_errors(shape), key=str) for shape in shapes]
-            if all(found):  # no shape the value may stand in is accepted
-                error = found[0][0]
+            # refused when no shape the value may stand in is accepted
+            for error in found[0] if all(found) else []:
                 inside = "".join(f".{part}" for part in error.absolute_path)
                 field_name = f"{at}{where}" + (inside if where.endswith(".args") else "")
                 reason = f"constraint {constraint.id!r}: {error.message} "
