@@ -113,7 +113,7 @@ def test_a_constraint_naming_a_missing_tool(bank: Path) -> None:
         2,
         [
             f"{bank / TASK}:{at}: hard_process_constraints[0].before.then.tool: "
-            "'transfers' is not in the task's available_tools"
+            "'transfers' is not in the task's available_tools (did you mean 'transfer'?)"
         ],
     )
 
@@ -129,7 +129,7 @@ def test_a_constraint_set_naming_a_missing_tool(bank: Path) -> None:
         2,
         [
             f"{bank / 'suite.yaml'}:{at}: constraint_sets.policy[0].never.tool: "
-            "'read_audti' is not a tool of the suite"
+            "'read_audti' is not a tool of the suite (did you mean 'read_audit'?)"
         ],
     )
 

@@ -176,7 +176,8 @@ ORDER = {"order_id": "O-1", "customer_id": "C-1", "items": [{"id": "I-1"}, {"id"
     [
         ({"output.customer_id": "C-1"}, True),
         ({"output.customer_id": "C-2"}, False),
-        ({"output.items.*.id": "I-1"}, False),  # every element must satisfy it
+        ({"output.items.*.id": "I-1"}, True),  # some element satisfies it
+        ({"output.items.*.id": "I-9"}, False),
         ({"output.items.0.id": "I-1"}, True),
         ({"output.items.-1.id": "I-2"}, True),
         ({"output.items.5.id": "I-2"}, False),
@@ -199,9 +200,9 @@ def test_where_compares_exactly() -> None:
     assert matches(Match(tool="*", where={"args.code": "1"}), event)
 
 
-def test_an_empty_list_satisfies_a_star_condition() -> None:
+def test_an_empty_list_satisfies_no_star_condition_of_a_match() -> None:
     event = Trace().call("list_orders", {}, {"orders": []}).events[0]
-    assert matches(Match(tool="*", where={"output.orders.*.customer_id": "C-1"}), event)
+    assert not matches(Match(tool="*", where={"output.orders.*.customer_id": "C-1"}), event)
 
 
 def test_a_double_dollar_is_a_literal_dollar() -> None:

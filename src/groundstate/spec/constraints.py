@@ -6,7 +6,7 @@ The reference is ``docs/constraints.md``; ``groundstate.grading.constraints`` ev
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -29,6 +29,7 @@ from groundstate.spec.strict import (
     one_key_of,
     own_default,
 )
+from groundstate.trace import ErrorClass
 
 TOOL_ROOTS = ("args", "output", "error", "error_class", "tool", "ok")
 """Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``,
@@ -543,6 +544,34 @@ def _check_path(path: str, roots: tuple[str, ...], what: str) -> None:
         raise ValueError(f"{what} path {path!r} has an empty segment")
     if segments[0] not in roots:
         raise ValueError(f"{what} path {path!r} must start with one of: {', '.join(roots)}")
+    if len(segments) > 1 and segments[0] not in ("args", "output"):
+        raise ValueError(f"{what} path {path!r}: {segments[0]} is one value, with nothing in it")
+
+
+_FIELD_VALUES: dict[str, tuple[JsonScalar, ...]] = {
+    "ok": (True, False),
+    "role": ("agent", "user"),
+    "error_class": (*get_args(ErrorClass), None),
+}
+"""The values a step's field can hold, where it holds only a few."""
+_TEXT_FIELDS = ("tool", "error", "text")
+"""A step's fields holding text (``error`` and ``text`` may be null)."""
+
+
+def _check_value(path: str, expected: JsonScalar) -> None:
+    """A condition on a step's own field (``ok``, ``role``, ``error_class``, ``tool``,
+    ``error``, ``text``) that no step can meet would make a ``never`` hold, and a ``before``
+    fail, on every attempt: ``ok: "true"``, ``error_class: permision_denied``, ``role:
+    assistant``, ``tool: 5``."""
+    if variable(expected) is not None:
+        return
+    value = literal(expected)
+    held = _FIELD_VALUES.get(path)
+    if held is not None and not any(type(value) is type(v) and value == v for v in held):
+        shown = ", ".join("null" if v is None else str(v).lower() for v in held)
+        raise ValueError(f"where {path}: {value!r} is none of its values ({shown})")
+    if path in _TEXT_FIELDS and not (isinstance(value, str) or (value is None and path != "tool")):
+        raise ValueError(f"where {path}: {value!r} is not text")
 
 
 class WriteMatch(Strict):
@@ -566,7 +595,8 @@ class Match(Strict):
     tool: str | None = None
     """Tool name; ``"*"`` matches every tool call (as does leaving it unset with ``writes``)."""
     args: dict[str, Any] = Field(default_factory=dict)
-    """Arguments that must be equal (a subset of the call's arguments)."""
+    """Arguments the call must have, each holding the value given (an object given: the
+    members given, others may stand beside them at any depth; a list: the same elements)."""
     ok: StrictBool | None = None
     """``True``: only calls that succeeded; ``False``: only calls that failed; unset: both."""
     writes: WriteMatch | None = None
@@ -582,7 +612,8 @@ class Match(Strict):
     """With ``message: agent``: ``True`` selects only the agent's final reply, ``False`` only
     the other messages; unset: both."""
     where: dict[str, JsonScalar] = Field(default_factory=dict)
-    """Conditions ``path: value`` on the step; every one must hold (see the paths reference)."""
+    """Conditions ``path: value`` on the step; every one must hold, each by some value its path
+    reaches (through ``*``, one element will do; see the paths reference)."""
     capture: dict[str, str] = Field(default_factory=dict)
     """``name: path``: values to bind from the step (only in ``before.first``)."""
 
@@ -641,6 +672,8 @@ class Match(Strict):
         roots = MESSAGE_ROOTS if self.is_message else TOOL_ROOTS
         for path in [*self.where, *self.capture.values()]:
             _check_path(path, roots, "a message" if self.is_message else "a tool call")
+        for path, value in self.where.items():
+            _check_value(path, value)
         return self
 
 
@@ -685,6 +718,7 @@ class BeforeRule(Strict):
         roots = MESSAGE_ROOTS if self.then.is_message else TOOL_ROOTS
         for path, value in self.where.items():
             _check_path(path, roots, "a 'then'")
+            _check_value(path, value)
             name = variable(value)
             if name is not None and name not in self.first.capture:
                 raise ValueError(f"where {path}: ${name} is not captured by 'first'")
@@ -875,6 +909,9 @@ def named_tools(model: BaseModel, field: str = "") -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     if isinstance(model, Match) and model.tool not in (None, "*"):
         found.append((f"{field}.tool", str(model.tool)))
+    condition = getattr(model, "where", {}).get("tool")  # ``where: {tool: cancel_order}``
+    if isinstance(condition, str) and variable(condition) is None:
+        found.append((f"{field}.where.tool", str(literal(condition))))
     for name in type(model).model_fields:
         value = getattr(model, name)
         if isinstance(value, BaseModel):

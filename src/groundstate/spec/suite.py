@@ -810,7 +810,8 @@ def _check_tools_named(
     """A match naming a tool that cannot be called would hold vacuously: refuse it."""
     for where, tool in named_tools(constraint):
         if tool not in tools:
-            yield SpecError(file, f"{field_name}{where}", f"{tool!r} is {why}")
+            reason = f"{tool!r} is {why}" + did_you_mean(tool, tools)
+            yield SpecError(file, f"{field_name}{where}", reason)
 
 
 def _check_args_named(

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from groundstate.grading.constraints import fold
 from groundstate.tau2.retail_checks import CONFIRMED_ASKS, WRITE_TOOLS
 
 ORDER_WRITES = sorted(WRITE_TOOLS - {"modify_user_address"})
@@ -184,8 +185,9 @@ def communicate_constraints(values: list[str]) -> list[dict[str, Any]]:
 
 
 def info_pattern(value: str) -> str:
-    """A pattern for *value* in normalised text, a comma allowed between two digits."""
-    text = " ".join(value.casefold().split())
+    """A pattern for *value* in normalised text, a comma allowed between two digits; its
+    characters folded as the text's are (a typographic apostrophe would be found nowhere)."""
+    text = " ".join(fold(value).split())
     return "".join(
         re.escape(char) + (",?" if char.isdigit() and text[i + 1 : i + 2].isdigit() else "")
         for i, char in enumerate(text)

@@ -53,12 +53,24 @@ from groundstate.errors import (
     SpecError,
     one_line,
 )
+from groundstate.grading.constraints import normalise
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.paths import as_given
 from groundstate.rounding import counted
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
-from groundstate.spec.constraints import HardConstraint, named_tables, tool_matches
+from groundstate.spec.constraints import (
+    NO_PATTERN,
+    YES_PATTERN,
+    BeforeConstraint,
+    ConfirmedRule,
+    HardConstraint,
+    Match,
+    literal,
+    named_tables,
+    tool_matches,
+    variable,
+)
 from groundstate.spec.files import line_of, read_yaml, with_line
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
@@ -242,6 +254,7 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _tool_problems(suite)
     yield from _solution_problems(suite)
     yield from _constraint_arg_problems(suite)
+    yield from _pattern_problems(suite)
     if "sql" not in environment_capabilities(suite.config.environment):
         return  # the static checks of fixtures and assertions read SQL tables
     by_fixture: dict[Path, list[AgentTask]] = {}
@@ -341,32 +354,128 @@ def _written_at(suite: Suite, task: AgentTask) -> Iterator[tuple[Path, str, Hard
         yield task_file, f"hard_process_constraints[{i}]", constraint
 
 
-def _constraint_arg_problems(suite: Suite) -> Iterator[SuiteProblem]:
-    """A match's ``args`` value the tool's schema refuses (``amount: "30"`` for an integer)
-    selects only calls the gateway refused: a ``never`` on it holds vacuously."""
-    seen: set[str] = set()  # a set's constraint is checked once, not per including task
+def _each_constraint(suite: Suite) -> Iterator[tuple[Path, str, HardConstraint]]:
+    """Each constraint the suite's tasks hold, with where it is written: a set's once, not
+    once per task including it."""
+    seen: set[str] = set()
     for _, task in sorted(suite.tasks.items()):
         for path, at, constraint in _written_at(suite, task):
-            if f"{path}:{at}" in seen:
+            if f"{path}:{at}" not in seen:
+                seen.add(f"{path}:{at}")
+                yield path, at, constraint
+
+
+def _pattern_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """A ``matches`` or ``asks`` pattern with a character normalised text never holds (a
+    typographic apostrophe, ``ß``, a non-breaking space, a tab, a fullwidth or look-alike
+    letter): it searches normalised text, so ``never: {message: agent, matches: "I\u2019m
+    sorry"}`` holds on every attempt, and an ``at_least`` on it fails on every one."""
+    for path, at, constraint in _each_constraint(suite):
+        for where, pattern in _patterns(constraint):
+            dead = [c for c in sorted(set(pattern)) if normalise(f"a{c}a") != f"a{c.lower()}a"]
+            if dead:
+                shown = ", ".join(f"{c!r} (read as {normalise(f'a{c}a')[1:-1]!r})" for c in dead)
+                field_name = f"{at}{where}"
+                yield SuiteProblem(
+                    file=str(path),
+                    line=line_of(path, field_name),
+                    field=field_name,
+                    reason=f"constraint {constraint.id!r}: the pattern searches normalised text, "
+                    f"which never holds {shown}: write it as normalised text reads",
+                )
+
+
+def _patterns(model: BaseModel, field: str = "") -> Iterator[tuple[str, str]]:
+    """``(field, pattern)`` of each pattern written in *model* (not the default yes and no)."""
+    if isinstance(model, Match) and model.matches not in (None, YES_PATTERN, NO_PATTERN):
+        yield f"{field}.matches", str(model.matches)
+    if isinstance(model, ConfirmedRule) and model.asks is not None:
+        yield f"{field}.asks", model.asks
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            yield from _patterns(value, f"{field}.{name}")
+
+
+def _constraint_arg_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """A match's ``args`` value, or a ``where`` value at a path into ``args``, that the tool's
+    schema refuses (``amount: "30"`` for an integer) selects only calls the gateway refused:
+    a ``never`` on it holds vacuously."""
+    for path, at, constraint in _each_constraint(suite):
+        for where, tool, shapes in _argument_values(constraint):
+            declared = suite.tools.get(tool)
+            if declared is None:
                 continue
-            seen.add(f"{path}:{at}")
-            for where, match in tool_matches(constraint):
-                declared = suite.tools.get(str(match.tool))
-                if declared is None or not match.args:
-                    continue
-                # Only the arguments given: a match names a few, never all that are required.
-                schema = {**declared.parameters, "required": []}
-                validator = jsonschema.Draft202012Validator(schema)
-                for error in sorted(validator.iter_errors(match.args), key=str):
-                    inside = "".join(f".{part}" for part in error.absolute_path)
-                    field_name = f"{at}{where}.args{inside}"
-                    reason = f"constraint {constraint.id!r}: {error.message} "
-                    yield SuiteProblem(
-                        file=str(path),
-                        line=line_of(path, field_name),
-                        field=field_name,
-                        reason=reason + f"(schema of tool {match.tool!r}): no accepted call has it",
-                    )
+            # Only the members given: a match names a few, never all that are required.
+            validator = jsonschema.Draft202012Validator(_loosened(declared.parameters))
+            found = [sorted(validator.iter_errors(shape), key=str) for shape in shapes]
+            # refused when no shape the value may stand in is accepted
+            for error in found[0] if all(found) else []:
+                inside = "".join(f".{part}" for part in error.absolute_path)
+                field_name = f"{at}{where}" + (inside if where.endswith(".args") else "")
+                reason = f"constraint {constraint.id!r}: {error.message} "
+                yield SuiteProblem(
+                    file=str(path),
+                    line=line_of(path, field_name),
+                    field=field_name,
+                    reason=reason + f"(schema of tool {tool!r}): no accepted call has it",
+                )
+
+
+def _argument_values(constraint: HardConstraint) -> Iterator[tuple[str, str, list[Any]]]:
+    """``(field, tool, shapes)``: each ``args`` of a match naming a tool, and each literal
+    ``where`` value at a path into the arguments of such a match (or of a ``before``'s
+    ``then``), as the arguments that would hold it (a number in a path may index a list or
+    name a key: one shape each)."""
+    conditions = []
+    for where, match in tool_matches(constraint):
+        conditions.append((where, match.tool, match.where))
+        if match.args:
+            yield f"{where}.args", str(match.tool), [match.args]
+    if isinstance(constraint, BeforeConstraint):
+        conditions.append((".before", constraint.before.then.tool, constraint.before.where))
+    for where, tool, condition in conditions:
+        for at, value in condition.items():
+            segments = at.split(".")
+            if segments[0] == "args" and tool not in (None, "*") and variable(value) is None:
+                yield f"{where}.where.{at}", str(tool), _shapes(segments[1:], literal(value))
+
+
+def _shapes(segments: list[str], value: Any) -> list[Any]:
+    """The arguments holding *value* at *segments* below them: ``*`` a list's element, a
+    number a list's element or a key, any other segment a key."""
+    if not segments:
+        return [value]
+    head, inner = segments[0], _shapes(segments[1:], value)
+    shapes: list[Any] = [{head: v} for v in inner] if head != "*" else []
+    if head == "*" or head.removeprefix("-").isdecimal():
+        shapes += [[v] for v in inner]
+    return shapes
+
+
+_WHOLE_ONLY = frozenset(
+    {"required", "minItems", "minProperties", "dependentRequired", "dependencies", "contains"}
+)
+"""Schema keywords about what else an object or list holds, which a match does not give."""
+_VALUES = frozenset({"enum", "const", "default", "examples"})
+"""Schema keywords whose values are data, not schemas."""
+_NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+"""Schema keywords mapping names to schemas (a property may be called ``required``)."""
+
+
+def _loosened(schema: Any) -> Any:
+    """*schema* without the keywords of :data:`_WHOLE_ONLY`, at any depth."""
+    if isinstance(schema, list):
+        return [_loosened(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    loose: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NAMED and isinstance(value, dict):
+            loose[key] = {name: _loosened(item) for name, item in value.items()}
+        elif key not in _WHOLE_ONLY:
+            loose[key] = value if key in _VALUES else _loosened(value)
+    return loose
 
 
 def _fails_by_problems(

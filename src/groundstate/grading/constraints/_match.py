@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from groundstate.environments.base import RowWrite
-from groundstate.grading.constraints._paths import holds, same
+from groundstate.grading.constraints._paths import same, selects
 from groundstate.grading.constraints._text import message_text, normalise
 from groundstate.spec.constraints import Match, WriteMatch
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
@@ -45,7 +45,7 @@ class CompiledMatch:
             selected = match.message == event.role and self._text_matches(event)
         else:
             selected = not match.is_message and self.call_matches(event)
-        return selected and (not match.where or holds(event, match.where, {}))
+        return selected and (not match.where or selects(event, match.where))
 
     def _text_matches(self, event: MessageEvent) -> bool:
         match = self.match
@@ -118,11 +118,26 @@ texts kept); longer ones are searched every time."""
 
 
 def _has_args(args: Any, wanted: dict[str, Any]) -> bool:
-    """Each wanted argument is present and equal, exactly as ``where`` compares (``true`` is not
-    ``1``, and ``null`` is not a missing argument), at any depth."""
-    return isinstance(args, dict) and all(
-        name in args and same(args[name], value) for name, value in wanted.items()
-    )
+    """The call's arguments (an object) include *wanted*: see :func:`_includes`."""
+    return isinstance(args, dict) and _includes(args, wanted)
+
+
+def _includes(value: Any, wanted: Any) -> bool:
+    """*value* has what *wanted* gives: an object each member given (others may be there, at
+    any depth, as beside the arguments named: ``{country: KP}`` is in an address with a city
+    too), a list the same elements in the same order, a scalar the same value exactly as
+    ``where`` compares it (``true`` is not ``1``, ``null`` is not a missing member)."""
+    if isinstance(wanted, dict):
+        return isinstance(value, dict) and all(
+            name in value and _includes(value[name], item) for name, item in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(value, list)
+            and len(value) == len(wanted)
+            and all(_includes(v, w) for v, w in zip(value, wanted, strict=True))
+        )
+    return same(value, wanted)
 
 
 _COMPILED: dict[int, CompiledMatch] = {}

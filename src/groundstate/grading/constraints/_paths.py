@@ -95,12 +95,32 @@ def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
 
 
 def holds(event: AgentEvent, where: dict[str, JsonScalar], bindings: Bindings) -> bool:
-    """Every condition holds: at each path, every value reached equals the expected value.
+    """Every condition of ``before.where`` holds: at each path, every value reached equals
+    the expected value (every order a call reads must be licensed).
 
     ``"$name"`` expects the captured value (with ``*`` in the capture: one of the values).
     A missing path fails; an empty list under ``*`` has no value that could fail.
     """
     return all(_condition(event, path, expected, bindings) for path, expected in where.items())
+
+
+def selects(event: AgentEvent, where: dict[str, JsonScalar]) -> bool:
+    """Every condition of a match's ``where`` holds: at each path, some value reached equals
+    the expected literal. A match picks out the steps a rule is about: a refund of items
+    ``["I-1", "I-2"]`` is a refund of ``I-1`` (``args.items.*: I-1``), whatever else it holds
+    beside it, and a refund of no item is none. Under ``*``, an element the rest of the path
+    is missing from is passed over, not the whole step."""
+    return all(_some(event, path, literal(expected)) for path, expected in where.items())
+
+
+def _some(event: AgentEvent, path: str, expected: JsonScalar) -> bool:
+    root, *rest = _segments(path)
+    if root not in _fields(type(event)):
+        return False
+    values = [getattr(event, root)]
+    for segment in rest:
+        values = [found for value in values for found in _step(value, segment) or ()]
+    return any(same(value, expected) for value in values)
 
 
 def _condition(event: AgentEvent, path: str, expected: JsonScalar, bindings: Bindings) -> bool:
