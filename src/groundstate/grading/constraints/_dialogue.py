@@ -1005,7 +1005,7 @@ def _other_detail(asked: str, known: set[str], earlier: Sequence[AgentEvent]) ->
 def _names_another_record(asked: str, known: set[str], earlier: Sequence[AgentEvent]) -> bool:
     """Whether the question *asked* names a record the tools showed beside the change's (a
     product or an order), beyond its ways of paying and amounts."""
-    for other in _siblings_named(known, earlier, [asked], records=True):
+    for other in _records_named(known, earlier, [asked], records=True):
         if _payments(other) or _amounts(other) or _MONEY.fullmatch(other):
             continue
         if len(other) >= 3 and mentions(asked, other, chosen=True):
@@ -1301,7 +1301,9 @@ _LISTED_THING = re.compile(
 )
 # ... each maybe with its price beside it ("the socks ($22) and the shirt ($22)", "the socks
 # for $22 and the shirt for $22", "the socks, $22, and the shirt, $22")
-_PRICED = r"(?: \([^()]{0,40}\)|,? (?:for|at) [$€£]?\d[\d.,]*(?: dollars| euros)?|, [$€£]?\d[\d.,]*)?"
+_PRICED = (
+    r"(?: \([^()]{0,40}\)|,? (?:for|at) [$€£]?\d[\d.,]*(?: dollars| euros)?|, [$€£]?\d[\d.,]*)?"
+)
 _LISTED = re.compile(
     rf"{_LISTED_THING.pattern}{_PRICED}"
     rf"(?:(?:,|,? and|,? &|,? plus) {_LISTED_THING.pattern}{_PRICED})+"
@@ -1898,7 +1900,7 @@ def _other_record(
     known = {normalise(value) for value in values}
     taken = known | {w for value in known for w in _WORD.findall(value)}
     taken |= set(_WORD.findall(yes.answered)) | _KINDS_OF_RECORD
-    for other in _siblings_named(known, earlier, [answer]):
+    for other in _records_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
     return None
@@ -1920,7 +1922,7 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
         return False
     own |= _KINDS_OF_RECORD
     # only the records the question listed
-    shown = _siblings_named(known, earlier, [yes.answered])
+    shown = _records_named(known, earlier, [yes.answered])
     listed = [o for o in shown if mentions(yes.answered, o, chosen=True)]
     return any(_names(answer, other, own) for other in listed) or _heads_another(
         answer, listed, own
@@ -2156,8 +2158,11 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
     for sentence in _offers_choice(yes.answered):
         options = _alternatives(_OR.split(sentence))
         holding = [i for i, option in enumerate(options) if _holds(option, values)]
-        apart = [i for i, option in enumerate(options) if _holds_apart(option, options, values)]
-        if len(apart) > 1 and _TAKING_ANY.search(_kept_part(answer)):
+        if (
+            len(holding) > 1
+            and _TAKING_ANY.search(_kept_part(answer))
+            and all(_put_in_place(options, i, values) for i in holding)
+        ):
             return True  # "... the socks or the shirt?" "Either.": one of them, not both
         if not holding:
             continue
@@ -2167,20 +2172,9 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
         ):
             return True  # "... to your Visa or to the gift card?" "Both."
         picked = _picked(answer, options)
-        if picked is not None and (
-            picked not in holding or _put_in_place(options, picked, values)
-        ):
+        if picked is not None and (picked not in holding or _put_in_place(options, picked, values)):
             return True
     return False
-
-
-def _holds_apart(option: str, options: list[str], values: list[str]) -> bool:
-    """Whether *option* names one of *values* that not every one of *options* names ("the
-    socks for $22, or the shirt for $22?": the socks, not the $22)."""
-    return any(
-        _holds(option, [value]) and not all(_holds(other, [value]) for other in options)
-        for value in values
-    )
 
 
 def _put_in_place(options: list[str], picked: int, values: list[str]) -> bool:
@@ -2609,11 +2603,18 @@ def _siblings_named(
     maybe others): looked up by the digits of the texts where *earlier* keeps a memo, not
     each tested (:meth:`_FirstShown.named_in`). In no set's order: a caller returning the
     first it finds asks :func:`_siblings`."""
-    ids = _ids_alike(known, texts)
     if isinstance(earlier, Before):
-        found = _first_shown(earlier).named_in(earlier, known, records, texts)
-    else:
-        found = _siblings(known, earlier, records=records)
+        return _first_shown(earlier).named_in(earlier, known, records, texts)
+    return _siblings(known, earlier, records=records)
+
+
+def _records_named(
+    known: set[str], earlier: Sequence[AgentEvent], texts: Sequence[str], *, records: bool = False
+) -> Sequence[str] | set[str]:
+    """:func:`_siblings_named`, and the ids *texts* say shaped as one of *known*
+    (:func:`_ids_alike`): the other records a question or an answer may name."""
+    found = _siblings_named(known, earlier, texts, records=records)
+    ids = _ids_alike(known, texts)
     return [*found, *ids] if ids else found
 
 
