@@ -426,3 +426,51 @@ def test_controls_honest_consent_passes(dialogue: list[str], method: str) -> Non
 )
 def test_controls_near_misses_still_fail(dialogue: list[str]) -> None:
     assert not _refunded(dialogue, ITEM_METHOD, method="Visa")
+
+
+# --- 9. options worded unlike each other -----------------------------------------------------
+
+RATHER = (
+    "For the socks, shall I refund $22 to your Visa, or would you rather have $22 in store credit?"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "method", "passes"),
+    [
+        (RATHER, "Visa please.", "Visa", True),
+        (RATHER, "Store credit.", "store credit", True),
+        (RATHER, "Store credit.", "Visa", False),
+        (RATHER, "Visa please.", "store credit", False),
+        (
+            "Shall I refund the wool socks to your Visa, or the wool socks to your PayPal?",
+            "PayPal.",
+            "PayPal",
+            True,
+        ),
+        (
+            "Shall I refund the wool socks to your Visa, or the wool socks to your PayPal?",
+            "PayPal.",
+            "Visa",
+            False,
+        ),
+        (
+            "Shall I refund the socks in full to your Visa, or in part as store credit?",
+            "In full.",
+            "Visa",
+            True,
+        ),
+        (
+            "Shall I refund the socks in full to your Visa, or in part as store credit?",
+            "In full.",
+            "store credit",
+            False,
+        ),
+    ],
+)
+def test_options_worded_unlike_each_other(
+    question: str, answer: str, method: str, passes: bool
+) -> None:
+    item = "wool socks" if "wool" in question else "socks"
+    rule = AMOUNT_METHOD if "$" in question else ITEM_METHOD
+    assert _refunded([question, answer], rule, item=item, method=method) is passes

@@ -2177,6 +2177,17 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
     return False
 
 
+# The words of an option asking rather than naming ("or would you rather have $22 in store
+# credit?"): no thing in the place of another.
+_ASKING_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "would could should shall will can you we rather have get receive prefer like want"
+        " instead perhaps maybe take keep give issue put make them they do does",
+    )
+)
+
+
 def _put_in_place(options: list[str], picked: int, values: list[str]) -> bool:
     """Whether the option *picked* of a choice names, in the place of one of the change's
     *values* that another option names and it does not, another of its kind: another way of
@@ -2198,7 +2209,7 @@ def _put_in_place(options: list[str], picked: int, values: list[str]) -> bool:
             placed = bool(_amounts(own))
         else:
             plain = _MONEY.sub(" ", _PAYMENT.sub(" ", own))
-            words = set(_TOKEN.findall(plain)) - _FILLER - _KINDS_OF_RECORD
+            words = set(_TOKEN.findall(plain)) - _FILLER - _KINDS_OF_RECORD - _ASKING_WORDS
             placed = bool(words - {w for other in others for w in _TOKEN.findall(other)})
         if placed:
             return True
