@@ -1297,7 +1297,7 @@ _LISTED_WORD = (
     r"|instead|first|then)\b)[^\W\d_][\w'-]*"
 )
 _LISTED_THING = re.compile(
-    rf"\b(?:the|your|my|these|those) ({_LISTED_WORD}(?: {_LISTED_WORD}){{0,2}})"
+    rf"\b(?:the|your|my|these|those) ({_LISTED_WORD}(?: {_LISTED_WORD}){{0,4}})"
 )
 # ... each maybe with its price beside it ("the socks ($22) and the shirt ($22)", "the socks
 # for $22 and the shirt for $22", "the socks, $22, and the shirt, $22")
