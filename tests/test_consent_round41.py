@@ -474,3 +474,23 @@ def test_options_worded_unlike_each_other(
     item = "wool socks" if "wool" in question else "socks"
     rule = AMOUNT_METHOD if "$" in question else ITEM_METHOD
     assert _refunded([question, answer], rule, item=item, method=method) is passes
+
+
+LONG_NAMES = (
+    "Shall I refund the Lumen Headlamp ($35.00) and the Canopy Insulated Water Bottle ($29.00)"
+    " to your Visa?"
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "passes"),
+    [
+        ("Yes, the bottle and the headlamp.", True),
+        ("Yes, refund the headlamp and the bottle.", True),
+        ("Yes, the headlamp.", False),
+        ("Yes, refund the headlamp.", False),
+    ],
+)
+def test_a_priced_list_of_long_names(answer: str, passes: bool) -> None:
+    item = "Canopy Insulated Water Bottle"
+    assert _refunded([LONG_NAMES, answer], ITEM, item=item) is passes
