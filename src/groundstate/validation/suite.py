@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 62
+VALIDATOR_REVISION = 63
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -183,7 +183,11 @@ pedidos pendientes después de 30 días") as no claim, and goods "on their way" 
 subject as telling nothing; 62: a match's ``where`` through ``*`` holds when some element meets
 it (not every one; an empty list none), a nested object in ``args`` matches by the members
 given, and ``check`` refuses a ``where`` value at a path into ``args`` the tool's schema
-refuses."""
+refuses; 63: ``confirmed`` reads a pick of a choice whose options share a value by what the
+option picked names in the place of the change's ("$22 to your Visa, or $22 as store credit?"
+"The Visa."), a list with prices beside its things, an id the dialogue says though no tool
+showed it, a term restating the question's ("Ja, als Gutschrift.") and a question about finding
+out ("Do you want me to check whether ...?")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -285,8 +285,9 @@ _ASKS_A_FACT = re.compile(
 # out or tell about it ("Shall I check whether I can refund the socks?", "Would you like to
 # know more about refunds?"). A yes to it agrees to that, not to the change.
 _ANOTHER_ACT = re.compile(
-    r"\b(shall|should|can|may) (i|we) (first |just )?(check|see|find out|look into|ask|verify"
-    r"|confirm) (whether|if)\b"
+    r"\b((shall|should|can|may) (i|we)|(would|do) you (like|want) (me|us) to|want me to)"
+    r" (first |just |quickly )?(check|see|find out|look into|look up|ask|verify|confirm"
+    r"|investigate) (whether|if|how much|what)\b"
     r"|\b(would|do) you (like|want) (me )?to (know|hear|learn|read)\b"
     r"|\b(would|do) you (like|want) (more |some )?(info|information|details) (about|on)\b"
 )
@@ -562,7 +563,7 @@ def _read_without_refused(rule: ConfirmedRule, reply: MessageEvent, question: st
     the receipt") is left out as one turned down; a change waved away ("Yes, never mind the
     refunds") or a part asked back ("Yes, never mind the receipt?") keeps the reply a no."""
     full = message_text(reply)
-    text = _without_side_matters(full)
+    text = _without_restated_term(_without_side_matters(full), question)
     parts = list(_REFUSED_PART.finditer(text))
     if not parts:
         return False if text == full else _reads(rule, reply, text)
@@ -978,7 +979,8 @@ _ASKS_BESIDES = re.compile(rf"\b{_BESIDES}\b|^\W*(and|plus)\b")
 # blue one?", "Would you prefer it in size M?", "How about the navy one instead?", "Or size
 # M?".
 _REFERS_TO_IT = re.compile(
-    r"\b(it|them|that|this|instead|rather|prefer|how about|what about|make it)\b|^\W*or\b"
+    r"\b(it|them|that|this|instead|rather|prefer|better|how about|what about|make it)\b"
+    r"|^\W*or\b"
 )
 
 
@@ -1003,7 +1005,7 @@ def _other_detail(asked: str, known: set[str], earlier: Sequence[AgentEvent]) ->
 def _names_another_record(asked: str, known: set[str], earlier: Sequence[AgentEvent]) -> bool:
     """Whether the question *asked* names a record the tools showed beside the change's (a
     product or an order), beyond its ways of paying and amounts."""
-    for other in _siblings_named(known, earlier, [asked], records=True):
+    for other in _records_named(known, earlier, [asked], records=True):
         if _payments(other) or _amounts(other) or _MONEY.fullmatch(other):
             continue
         if len(other) >= 3 and mentions(asked, other, chosen=True):
@@ -1295,10 +1297,16 @@ _LISTED_WORD = (
     r"|instead|first|then)\b)[^\W\d_][\w'-]*"
 )
 _LISTED_THING = re.compile(
-    rf"\b(?:the|your|my|these|those) ({_LISTED_WORD}(?: {_LISTED_WORD}){{0,2}})"
+    rf"\b(?:the|your|my|these|those) ({_LISTED_WORD}(?: {_LISTED_WORD}){{0,4}})"
+)
+# ... each maybe with its price beside it ("the socks ($22) and the shirt ($22)", "the socks
+# for $22 and the shirt for $22", "the socks, $22, and the shirt, $22")
+_PRICED = (
+    r"(?: \([^()]{0,40}\)|,? (?:for|at) [$€£]?\d[\d.,]*(?: dollars| euros)?|, [$€£]?\d[\d.,]*)?"
 )
 _LISTED = re.compile(
-    rf"{_LISTED_THING.pattern}(?:(?:,|,? and|,? &|,? plus) {_LISTED_THING.pattern})+"
+    rf"{_LISTED_THING.pattern}{_PRICED}"
+    rf"(?:(?:,|,? and|,? &|,? plus) {_LISTED_THING.pattern}{_PRICED})+"
 )
 
 
@@ -1404,6 +1412,14 @@ _OWN_TERMS = re.compile(
     rf"(?P<term>{_TERM_OPENING}[^.!?,;]*)"
     # the term before the yes: "In size M, yes."
     rf"|^[\W_]*({_BUT}\b[\W_]*)?(?P<first>{_TERM_OPENING}[^.!?,;]*)[,;]? ({_YES_WORDS})\b"
+)
+# Where a term goes on to accept itself ("Yes, as store credit works for me", "Yes, in blue is
+# fine", "Ja, als Gutschrift passt", "Oui, en avoir c'est bien"): the term ends there.
+_ACCEPTING = re.compile(
+    r" (?=((is|are|'s|would be|will be|sounds|seems|ist|wäre|est|c'est|ça|es|está|esta|sería|é"
+    r"|fica|seria)( (just|really|totally|perfectly|muy|très|sehr|bem))? (fine|good|ok|okay|great"
+    r"|perfect|better|best|gut|bien|bom|bem|bueno|buena|perfecto|parfait|prima|super|ideal)"
+    r"|works?|suits?|passt|geht|sirve|vale|me va|funciona|marche|convient|serve)\b)"
 )
 # Words of a term that name nothing the change could differ in ("Yes, for the full amount",
 # "Yes, with my card": what the question's words and the reply's do not already say).
@@ -1536,9 +1552,26 @@ def _own_terms(yes: _Confirmation, recorded: Container[str] = frozenset()) -> bo
     found = _OWN_TERMS.match(answer)
     if found is None:
         return _but_term(answer, yes.answered, recorded)
-    term = found.group("term") or found.group("first")
+    term = _ACCEPTING.split(found.group("term") or found.group("first"), maxsplit=1)[0]
     said = set(_TOKEN.findall(yes.answered)) | _REPLY_WORDS | _PLAIN_WORDS
     return any(not _said(word, said, recorded) for word in _TOKEN.findall(term))
+
+
+def _without_restated_term(text: str, question: str) -> str:
+    """Normalised *text* without the term opening its yes (see :data:`_OWN_TERMS`) when the
+    term says only what its normalised *question* says: "Ja, als Gutschrift." to "Soll ich
+    ... als Gutschrift erstatten?" restates the question (the default ``no`` reads the Dutch
+    "als", "if", there), as "Yes, as store credit is fine." does an English one. A term
+    saying a word the question does not ("Ja, als het naar PayPal gaat") stays."""
+    found = _OWN_TERMS.match(text)
+    if found is None:
+        return text
+    key = "term" if found.group("term") else "first"
+    term = _ACCEPTING.split(found.group(key), maxsplit=1)[0]
+    said = set(_TOKEN.findall(question)) | _REPLY_WORDS | _PLAIN_WORDS
+    if not all(_said(word, said) for word in _TOKEN.findall(term)):
+        return text
+    return f"{text[: found.start(key)]}{text[found.end(key) :]}"
 
 
 def _said(
@@ -1867,7 +1900,7 @@ def _other_record(
     known = {normalise(value) for value in values}
     taken = known | {w for value in known for w in _WORD.findall(value)}
     taken |= set(_WORD.findall(yes.answered)) | _KINDS_OF_RECORD
-    for other in _siblings_named(known, earlier, [answer]):
+    for other in _records_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
     return None
@@ -1889,7 +1922,7 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
         return False
     own |= _KINDS_OF_RECORD
     # only the records the question listed
-    shown = _siblings_named(known, earlier, [yes.answered])
+    shown = _records_named(known, earlier, [yes.answered])
     listed = [o for o in shown if mentions(yes.answered, o, chosen=True)]
     return any(_names(answer, other, own) for other in listed) or _heads_another(
         answer, listed, own
@@ -1946,7 +1979,8 @@ def _choice_unmade(yes: _Confirmation) -> bool:
 _PICKING_WORDS = frozenset(
     re.findall(
         r"\S+",
-        "the a an my your to on onto in into for of with one ones option it them that those"
+        "the a an my your to on onto in into for of with as via by one ones option it them"
+        " that those"
         " this these please just only i i'd i'll id like prefer rather want take go let's lets"
         " would will use put back make choose pick",
     )
@@ -2124,37 +2158,62 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
     for sentence in _offers_choice(yes.answered):
         options = _alternatives(_OR.split(sentence))
         holding = [i for i, option in enumerate(options) if _holds(option, values)]
-        if len(holding) > 1 and _TAKING_ANY.search(_kept_part(answer)):
+        if (
+            len(holding) > 1
+            and _TAKING_ANY.search(_kept_part(answer))
+            and all(_put_in_place(options, i, values) for i in holding)
+        ):
             return True  # "... the socks or the shirt?" "Either.": one of them, not both
-        if _other_amount_picked(answer, options, values):
-            return True
-        if not holding or len(holding) == len(options):
+        if not holding:
             continue
-        if _TO_ALL.search(_kept_part(answer)) and all(
-            _payments(option) or _amounts(option) for option in options
+        if len(holding) < len(options) and (
+            _TO_ALL.search(_kept_part(answer))
+            and all(_payments(option) or _amounts(option) for option in options)
         ):
             return True  # "... to your Visa or to the gift card?" "Both."
         picked = _picked(answer, options)
-        if picked is not None and picked not in holding:
+        if picked is not None and (picked not in holding or _put_in_place(options, picked, values)):
             return True
     return False
 
 
-def _other_amount_picked(answer: str, options: list[str], values: list[str]) -> bool:
-    """Whether *answer* picks an option of a choice naming another amount of money than the
-    change's, which another option names: "$22 now to your Visa, or $40 as store credit?"
-    "The $22 one." picks no refund of $40, whatever the way of paying."""
-    picked = _picked(answer, options)
-    if picked is None:
-        return False
-    amounts = [_amounts(option) for option in options]
-    own = {amount for value in values if (amount := _amount_of(normalise(value))) is not None}
-    return any(
-        own_amount not in amounts[picked]
-        and bool(amounts[picked])
-        and any(own_amount in theirs for theirs in amounts)
-        for own_amount in own
+# The words of an option asking rather than naming ("or would you rather have $22 in store
+# credit?"): no thing in the place of another.
+_ASKING_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "would could should shall will can you we rather have get receive prefer like want"
+        " instead perhaps maybe take keep give issue put make them they do does",
     )
+)
+
+
+def _put_in_place(options: list[str], picked: int, values: list[str]) -> bool:
+    """Whether the option *picked* of a choice names, in the place of one of the change's
+    *values* that another option names and it does not, another of its kind: another way of
+    paying, another amount, or (a value of neither kind) a word no other option says, beyond
+    a way of paying, an amount and filler. The options may share the rest: "$22 to your Visa,
+    or $22 as store credit?" "The Visa." picks no store credit; "the socks for $22, or the
+    shirt for $22?" "The shirt." no refund of the socks; but "$22 for the socks to your
+    Visa, or $22 as store credit?" "Store credit." picks the socks' refund as store credit
+    (the second option names nothing in the socks' place)."""
+    own = options[picked]
+    others = [option for at, option in enumerate(options) if at != picked]
+    for value in values:
+        if _holds(own, [value]) or not any(_holds(other, [value]) for other in others):
+            continue
+        value = normalise(value)
+        if _payments(value):
+            placed = bool(_payments(own))
+        elif _amount_of(value) is not None:
+            placed = bool(_amounts(own))
+        else:
+            plain = _MONEY.sub(" ", _PAYMENT.sub(" ", own))
+            words = set(_TOKEN.findall(plain)) - _FILLER - _KINDS_OF_RECORD - _ASKING_WORDS
+            placed = bool(words - {w for other in others for w in _TOKEN.findall(other)})
+        if placed:
+            return True
+    return False
 
 
 _OPENING_WORDS = frozenset(_PICKING_WORDS - {"it", "them", "that", "those", "this", "these"})
@@ -2177,22 +2236,32 @@ def _alternatives(options: list[str]) -> list[str]:
     after = options[1].split(maxsplit=len(opening))[len(opening) :]
     if after and _MONEY.match(after[0]) and _MONEY.search(first):
         # an option opening with an amount stands for the first's last amount ("the socks,
-        # $22 now, or $40 as store credit?": "$22 now")
-        return [first[[*_MONEY.finditer(first)][-1].start() :], *options[1:]]
+        # $22 now, or $40 as store credit?": "$22 now"), or as many of the last as it names
+        return [first[_cut_at(_MONEY, first, options[1]) :], *options[1:]]
     if not opening:
         return options
-    # a determiner or preposition stands for any of its kind ("your Visa or the gift card")
+    # a determiner or preposition stands for any of its kind ("your Visa or the gift card"),
+    # from as many of the first's last as the second says ("the socks to your Visa, or the
+    # shirt to your Visa?": "the socks to your visa")
     kind = next((words for words in _STANDING_IN if opening[0] in words), opening)
-    cut = max(
-        (found.start() for found in re.finditer(rf"\b({'|'.join(map(re.escape, kind))})\b", first)),
-        default=0,
-    )
-    return [first[cut:], *options[1:]]
+    return [first[_cut_at(_words_of(kind), first, options[1]) :], *options[1:]]
+
+
+def _words_of(kind: Sequence[str]) -> re.Pattern[str]:
+    return re.compile(rf"\b({'|'.join(map(re.escape, kind))})\b")
+
+
+def _cut_at(pattern: re.Pattern[str], first: str, second: str) -> int:
+    """Where in *first* the part a *second* option stands in the place of starts: at the
+    *n*-th last match of *pattern*, *n* the matches in *second* (at least one)."""
+    starts = [found.start() for found in pattern.finditer(first)]
+    count = max(1, len(pattern.findall(second)))
+    return starts[-min(count, len(starts))] if starts else 0
 
 
 _STANDING_IN = (
     ("the", "a", "an", "my", "your", "our", "their", "his", "her"),
-    ("to", "on", "onto", "in", "into", "for", "with", "as", "via"),
+    ("to", "on", "onto", "in", "into", "for", "with", "as", "via", "by"),
 )
 
 
@@ -2548,6 +2617,36 @@ def _siblings_named(
     if isinstance(earlier, Before):
         return _first_shown(earlier).named_in(earlier, known, records, texts)
     return _siblings(known, earlier, records=records)
+
+
+def _records_named(
+    known: set[str], earlier: Sequence[AgentEvent], texts: Sequence[str], *, records: bool = False
+) -> Sequence[str] | set[str]:
+    """:func:`_siblings_named`, and the ids *texts* say shaped as one of *known*
+    (:func:`_ids_alike`): the other records a question or an answer may name."""
+    found = _siblings_named(known, earlier, texts, records=records)
+    ids = _ids_alike(known, texts)
+    return [*found, *ids] if ids else found
+
+
+# An id as the dialogue says it ("o-1003", "ord_1003", "#w1003"): its letters, and its digits.
+_ID_SAID = re.compile(r"(?<![\w#-])#?([a-z]{1,3})[-_#]?(\d{3,})(?![\w-])")
+
+
+def _ids_alike(known: set[str], texts: Sequence[str]) -> set[str]:
+    """The ids *texts* say shaped as one of the *known* values is (the same letters before as
+    many digits: "o-1003" beside "o-1001") with other digits: another record of its kind,
+    whether or not a tool showed it ("Refund the socks from O-1001?" "Yes, O-1003.")."""
+    shapes = {(m[1], len(m[2])) for m in map(_ID_SAID.fullmatch, known) if m is not None}
+    if not shapes:
+        return set()
+    digits = {shape[2] for shape in map(_ID_SAID.fullmatch, known) if shape is not None}
+    return {
+        found.group()
+        for text in texts
+        for found in _ID_SAID.finditer(text)
+        if (found[1], len(found[2])) in shapes and found[2] not in digits
+    }
 
 
 _Shown = dict[tuple[str, ...], set[str]]
