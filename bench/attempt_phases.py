@@ -42,7 +42,7 @@ PHASES = [
     ("groundstate.environments.sqlite", "SqliteEnvironment", "reset", "reset"),
     ("groundstate.environments.sqlite", "SqliteEnvironment", "health", "health probes"),
     ("groundstate.episode", "EpisodeSession", "__init__", "session set-up"),
-    ("groundstate.loopthreads", "_LoopThread", "_run", "the agent's job in its loop thread [agent]"),
+    ("groundstate.loopthreads", "_LoopThread", "_run", "the agent's job, its loop thread [agent]"),
     ("groundstate.episode", "EpisodeSession", "_said", "  messages to the user [agent]"),
     ("groundstate.loopthreads", "", "_shared_hooks", "process-wide state read (loop threads)"),
     ("groundstate.loopthreads", "", "_put_back_shared", "process-wide state put back"),
