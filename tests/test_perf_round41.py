@@ -220,3 +220,71 @@ def test_the_bench_compares_two_trees_side_by_side(tmp_path: Path) -> None:
     assert rows["a [attempt]"] == ("-", "1.000 (  1.0)")
     assert rows["b"] == ("2.000 (  1.0)", "-")
     assert rows["whole attempt, process CPU"] == ("10.000", "10.000")
+
+
+# --- reading /proc/self/status ----------------------------------------------------------------
+
+STATUS = Path("/proc/self/status")
+
+
+def _fields() -> dict[str, str]:
+    """Each field of ``/proc/self/status``, as a plain parse of its text reads it."""
+    found = {}
+    for line in STATUS.read_bytes().decode("ascii", "replace").splitlines():
+        name, _, value = line.partition(":")
+        found.setdefault(name, value.strip())
+    return found
+
+
+@pytest.mark.skipif(not STATUS.exists(), reason="Linux /proc")
+def test_proc_status_reads_each_field_as_the_file_says() -> None:
+    from groundstate.loopthreads import proc_status
+
+    fields = _fields()
+    for name in ("Umask", "SigIgn", "SigBlk", "Pid", "PPid"):
+        assert proc_status(name) == fields[name], name
+    assert proc_status("No such field") is None
+    assert proc_status("") is None
+
+
+@pytest.mark.skipif(not STATUS.exists(), reason="Linux /proc")
+def test_the_umask_is_read_without_setting_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Setting the mask to read it races with threads creating files meanwhile: read from
+    /proc, the mask is never set, whatever it is."""
+    from groundstate import loopthreads
+
+    before = os.umask(0o027)
+    try:
+        calls: list[int] = []
+        real = os.umask
+        monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real(mask))
+        assert loopthreads.umask() == 0o027
+        assert calls == []
+    finally:
+        monkeypatch.undo()
+        os.umask(before)
+
+
+@pytest.mark.skipif(not Path("/proc/self/comm").exists(), reason="Linux /proc")
+def test_a_process_named_in_other_than_ascii_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent renames its process (``/proc/self/comm``, ``prctl``) with a non-ASCII byte:
+    reading the status as ASCII text raised ``UnicodeDecodeError`` on its ``Name:`` line. The
+    umask was then read by setting it (the race above), and a pool worker's look for what an
+    attempt left (``SigIgn``, the ignored signals) raised."""
+    from groundstate import loopthreads
+
+    comm = Path("/proc/self/comm")
+    name = comm.read_bytes().rstrip(b"\n")
+    mask = os.umask(0o022)
+    try:
+        comm.write_bytes("gs-\u00e9".encode())
+        calls: list[int] = []
+        real = os.umask
+        monkeypatch.setattr(os, "umask", lambda m: calls.append(m) or real(m))
+        assert loopthreads.proc_status("SigIgn") == _fields()["SigIgn"]
+        assert loopthreads.umask() == 0o022
+        assert calls == []
+    finally:
+        monkeypatch.undo()
+        comm.write_bytes(name)
+        os.umask(mask)

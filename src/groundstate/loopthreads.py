@@ -434,12 +434,29 @@ def umask() -> int:
 
 
 def proc_status(field: str) -> str | None:
-    """The value of *field* in ``/proc/self/status`` (Linux); None where it is not there."""
-    with suppress(OSError), open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            name, _, value = line.partition(":")
-            if name == field:
-                return value.strip()
+    """The value of *field* in ``/proc/self/status`` (Linux); None where it is not there.
+
+    Read as bytes through the descriptor (``os.open``, ``os.read``), not a text file iterated
+    line by line: read once per attempt (the umask), where the file object's own calls (its
+    buffer, decoder, ``isatty`` and ``seek`` probes, each releasing the GIL) cost twice the
+    read itself."""
+    try:
+        fd = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 16384):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    name = field.encode("ascii", "replace")
+    for line in b"".join(chunks).split(b"\n"):
+        key, _, value = line.partition(b":")
+        if key == name and line:
+            return value.strip().decode("ascii", "replace")
     return None
 
 
