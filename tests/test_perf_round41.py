@@ -288,3 +288,32 @@ def test_a_process_named_in_other_than_ascii_is_read(monkeypatch: pytest.MonkeyP
         monkeypatch.undo()
         comm.write_bytes(name)
         os.umask(mask)
+
+
+class _Liar(tuple):  # type: ignore[type-arg]
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = tuple.__hash__
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        5,
+        (),
+        ((), ()),
+        "shape",
+        _Liar(((), ())),
+        ((), _Liar((1, 2))),
+    ],
+    ids=["int", "empty", "empty-parts", "text", "lying-tuple", "lying-counts"],
+)
+def test_a_stored_shape_of_another_form_is_a_change_not_a_crash(
+    retail: Suite, stored: object
+) -> None:
+    """``suite.graders`` is the suite's, which an in-process agent reaches: one it set to
+    something else (or to an object that says it equals anything) is a change of the task,
+    found without raising and without running its code."""
+    task = retail.tasks[sorted(retail.tasks)[0]]
+    assert _regraded(task, stored)

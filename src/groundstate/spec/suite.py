@@ -340,10 +340,18 @@ def grader_shape(task: AgentTask) -> GraderShape:
     return tuple(objects), tuple(counts)
 
 
-def same_grader_shape(now: GraderShape, loaded: GraderShape) -> bool:
+def same_grader_shape(now: GraderShape, loaded: object) -> bool:
     """Whether two :func:`grader_shape` results hold the same objects (``is``, never ``==``:
-    an equal copy swapped in is a change) and the same counts."""
+    an equal copy swapped in is a change) and the same counts. A *loaded* shape of another
+    form (``suite.graders`` is reachable by an in-process agent) is not the same: compared
+    by the harness's own types only, so no code of the agent's runs here."""
+    if type(loaded) is not tuple or len(loaded) != 2:
+        return False
     (objects, counts), (then, counted) = now, loaded
+    if type(then) is not tuple or type(counted) is not tuple:
+        return False
+    if not all(type(count) is int for count in counted):
+        return False
     return len(objects) == len(then) and all(map(is_, objects, then)) and counts == counted
 
 
