@@ -452,12 +452,15 @@ def proc_status(field: str) -> str | None:
         return None
     finally:
         os.close(fd)
-    name = field.encode("ascii", "replace")
-    for line in b"".join(chunks).split(b"\n"):
-        key, _, value = line.partition(b":")
-        if key == name and line:
-            return value.strip().decode("ascii", "replace")
-    return None
+    # The field's line found, not every line split (the kernel escapes a newline in the
+    # process's name, the one field an agent sets: no line can be forged).
+    text, name = b"\n" + b"".join(chunks), b"\n" + field.encode("ascii", "replace") + b":"
+    at = text.find(name) if field else -1
+    if at < 0:
+        return None
+    end = text.find(b"\n", at + 1)
+    value = text[at + len(name) : end if end >= 0 else len(text)]
+    return value.strip().decode("ascii", "replace")
 
 
 _LoggingState = tuple[tuple[logging.Handler, ...], tuple[Any, ...], int, int, bool]
