@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -317,3 +318,51 @@ def test_a_stored_shape_of_another_form_is_a_change_not_a_crash(
     found without raising and without running its code."""
     task = retail.tasks[sorted(retail.tasks)[0]]
     assert _regraded(task, stored)
+
+
+# --- signal handlers read around the agent's thread -------------------------------------------
+
+
+def test_the_handlers_are_read_without_signal_getsignal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``signal.getsignal`` makes an enum of ``SIG_DFL``/``SIG_IGN`` (ten times the read, 13
+    signals as each attempt's agent starts and again after): the handlers are read as set,
+    each the handler ``signal.getsignal`` names."""
+    from groundstate import loopthreads
+
+    expected = {number: signal.getsignal(number) for number in loopthreads._HANDLED}
+    calls: list[int] = []
+    real = signal.getsignal
+    monkeypatch.setattr(signal, "getsignal", lambda n: calls.append(n) or real(n))
+    read = dict(loopthreads._shared_hooks().handlers)
+    assert calls == []
+    assert read.keys() == expected.keys()
+    for number, handler in read.items():
+        if isinstance(expected[number], signal.Handlers):
+            assert handler == expected[number] and type(handler) is int, number
+        else:
+            assert handler is expected[number], number
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR2"), reason="POSIX")
+def test_a_handler_changed_meanwhile_is_put_back_as_it_was() -> None:
+    """A handler set (``SIG_IGN``, a function) over one read as ``SIG_DFL``, or over a
+    function, is put back as read; one left as read is not set again."""
+    from groundstate import loopthreads
+
+    number = signal.SIGUSR2
+    before = signal.getsignal(number)
+    try:
+        for first, meanwhile in (
+            (signal.SIG_DFL, signal.SIG_IGN),
+            (signal.SIG_IGN, signal.SIG_DFL),
+            (lambda *a: None, signal.SIG_IGN),
+            (signal.SIG_DFL, lambda *a: None),
+        ):
+            signal.signal(number, first)
+            shared = loopthreads._shared_hooks()
+            signal.signal(number, meanwhile)
+            loopthreads._put_back_settings(shared)
+            now = signal.getsignal(number)
+            assert now == first if isinstance(first, int) else now is first
+    finally:
+        signal.signal(number, before)
