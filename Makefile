@@ -62,6 +62,7 @@ test: $(VENV)/.installed-test
 # and the side-by-side with Inspect AI (skipped unless inspect_ai is installed). See docs/scale.md.
 bench: $(VENV)/.installed-test
 	$(PY) bench/overhead.py $(BENCH_ARGS)
+	$(PY) bench/attempt_phases.py
 	$(PY) bench/size_curve.py $(BENCH_ARGS)
 	$(PY) bench/call_checks.py $(BENCH_ARGS)
 	$(PY) bench/startup.py

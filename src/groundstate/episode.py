@@ -83,7 +83,7 @@ from groundstate.returned import (
     stable_repr,
     type_name,
 )
-from groundstate.spec.suite import Suite, grader_shape
+from groundstate.spec.suite import Suite, grader_shape, same_grader_shape
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
 from groundstate.trace import (
@@ -1505,7 +1505,7 @@ def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
     loaded = suite.graders.get(task.task_id)
     if loaded is None or suite.tasks.get(task.task_id) is not task:
         return False  # a task made apart from its suite (a mutant, a test's)
-    if grader_shape(task) == loaded:
+    if same_grader_shape(grader_shape(task), loaded):
         return False
     why = "the task's fields (limits, conditions or grading) were changed in memory since loading"
     session.latch(ProhibitedAction(why), REBOUND)

@@ -312,7 +312,7 @@ def _shared_hooks() -> _SharedHooks:
         _logging_state(),
         (tuple(sqlite3.adapters.items()), tuple(sqlite3.converters.items())),
         (warnings.filters, tuple(warnings.filters), warnings.showwarning),
-        tuple([(number, signal.getsignal(number)) for number in _HANDLED]),
+        tuple([(number, _handler(number)) for number in _HANDLED]),
         (threading.get_ident(), blocked_signals()),
     )
 
@@ -389,7 +389,7 @@ def _put_back_settings(shared: _SharedHooks) -> None:
     # by the caller in the main thread (only there can a handler be set); the mask by the
     # thread that submitted the piece, which is the thread it was read in.
     for number, handler in shared.handlers:
-        if signal.getsignal(number) is not handler:
+        if _handler(number) is not handler:
             with suppress(ValueError, TypeError, OSError):  # not the main thread; None: C's
                 signal.signal(number, handler)
     ident, mask = shared.blocked
@@ -434,13 +434,33 @@ def umask() -> int:
 
 
 def proc_status(field: str) -> str | None:
-    """The value of *field* in ``/proc/self/status`` (Linux); None where it is not there."""
-    with suppress(OSError), open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            name, _, value = line.partition(":")
-            if name == field:
-                return value.strip()
-    return None
+    """The value of *field* in ``/proc/self/status`` (Linux); None where it is not there.
+
+    Read as bytes through the descriptor (``os.open``, ``os.read``), not a text file iterated
+    line by line: read once per attempt (the umask), where the file object's own calls (its
+    buffer, decoder, ``isatty`` and ``seek`` probes, each releasing the GIL) cost twice the
+    read itself."""
+    try:
+        fd = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 16384):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # The field's line found, not every line split (the kernel escapes a newline in the
+    # process's name, the one field an agent sets: no line can be forged).
+    text, name = b"\n" + b"".join(chunks), b"\n" + field.encode("ascii", "replace") + b":"
+    at = text.find(name) if field else -1
+    if at < 0:
+        return None
+    end = text.find(b"\n", at + 1)
+    value = text[at + len(name) : end if end >= 0 else len(text)]
+    return value.strip().decode("ascii", "replace")
 
 
 _LoggingState = tuple[tuple[logging.Handler, ...], tuple[Any, ...], int, int, bool]
@@ -489,6 +509,11 @@ _HANDLED = tuple([getattr(signal, n) for n in _HANDLED_NAMES.split() if hasattr(
 """The signals whose handlers a piece may not leave changed: those the harness sets
 (``run``'s SIGINT and SIGTERM, the signals it ignores while a batch runs), and those whose
 default action ends the process or that Python itself sets (SIGPIPE ignored)."""
+
+_handler: Callable[[int], Any] = getattr(sys.modules.get("_signal"), "getsignal", signal.getsignal)
+"""A signal's handler as set (``SIG_DFL`` and ``SIG_IGN`` as their numbers): CPython's
+``_signal.getsignal``, which ``signal`` imports; ``signal.getsignal`` makes an enum of each
+(ten times the read: 13 signals read as each attempt's agent starts, and again after)."""
 
 _TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 """The process's interval timers (``signal.alarm`` arms the first), whose signals end it."""

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import is_
 from pathlib import Path
 from typing import Any, Literal
 
@@ -132,6 +133,10 @@ class SuiteConfig(Strict):
         return "off" if value is False else value
 
 
+GraderShape = tuple[tuple[object, ...], tuple[int, ...]]
+"""What :func:`grader_shape` gives: the grading objects themselves, and the counts beside them."""
+
+
 @dataclass
 class Suite:
     root: Path
@@ -144,7 +149,7 @@ class Suite:
     """The Python files the tasks' graders call (checks, judges), as imported when the suite
     was loaded, by file name: grading calls these, the code its grader revision hashes, not
     what the file holds when an attempt is graded (an in-process agent may rewrite it)."""
-    graders: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
+    graders: dict[str, GraderShape] = field(default_factory=dict, compare=False, repr=False)
     """Each task's :func:`grader_shape` when the suite was loaded, by task id."""
 
     @property
@@ -304,27 +309,50 @@ def _case_collisions(root: Path, files: dict[str, str]) -> Iterator[SpecError]:
             )
 
 
-def grader_shape(task: AgentTask) -> tuple[int, ...]:
-    """The identity of the objects that grade and bound *task*: its fields, those of its
-    sections (``terminal_conditions``, ``permissions``...), its assertion, constraint and
-    rubric lists, their items and the items' fields. Models are frozen, but lists are not,
-    and ``object.__setattr__`` passes: an in-process agent that empties or swaps them, or
-    raises its ``step_limit`` or turns ``on_prohibited_action`` to ``continue``, changes
-    this (one that edits a field's own list or dict in place does not; a full walk costs
-    about a millisecond per retail task, too much for every attempt), and so does a change
-    in place of its table permissions (a few items: an agent that loosened them loosened
-    every later attempt's)."""
+def grader_shape(task: AgentTask) -> GraderShape:
+    """The objects that grade and bound *task*: its fields, those of its sections
+    (``terminal_conditions``, ``permissions``...), its assertion, constraint and rubric lists,
+    their items and the items' fields; and beside them the lists' lengths and a hash of its
+    table permissions. Models are frozen, but lists are not, and ``object.__setattr__``
+    passes: an in-process agent that empties or swaps them, or raises its ``step_limit`` or
+    turns ``on_prohibited_action`` to ``continue``, changes this (one that edits a field's own
+    list or dict in place does not; a full walk costs about a millisecond per retail task, too
+    much for every attempt), and so does a change in place of its table permissions (a few
+    items: an agent that loosened them loosened every later attempt's).
+
+    Compared by identity (:func:`same_grader_shape`), not by ``id()``: each ``id`` call runs
+    the process's audit hooks (groundstate's own is Python), some 200 per attempt of a retail
+    task, and an object freed and another made at its address had the same ``id``."""
     fields = vars(task).values()
-    shape: list[int] = [*map(id, fields), hash(tuple(task.permissions.tables.items()))]
+    objects: list[object] = [*fields]
     for section in fields:
         if isinstance(section, BaseModel):
-            shape += map(id, vars(section).values())
+            objects += vars(section).values()
+    counts = [hash(tuple(task.permissions.tables.items()))]
     for items in (task.outcome_assertions, task.hard_process_constraints):
-        shape += (id(items), len(items), *map(id, items))
+        objects += (items, *items)
+        counts.append(len(items))
         for item in items:
-            shape += map(id, vars(item).values())
+            objects += vars(item).values()
     rubric = task.partial_credit_rubric
-    return (*shape, id(rubric), len(rubric), *map(id, rubric))
+    objects += (rubric, *rubric)
+    counts.append(len(rubric))
+    return tuple(objects), tuple(counts)
+
+
+def same_grader_shape(now: GraderShape, loaded: object) -> bool:
+    """Whether two :func:`grader_shape` results hold the same objects (``is``, never ``==``:
+    an equal copy swapped in is a change) and the same counts. A *loaded* shape of another
+    form (``suite.graders`` is reachable by an in-process agent) is not the same: compared
+    by the harness's own types only, so no code of the agent's runs here."""
+    if type(loaded) is not tuple or len(loaded) != 2:
+        return False
+    (objects, counts), (then, counted) = now, loaded
+    if type(then) is not tuple or type(counted) is not tuple:
+        return False
+    if not all(type(count) is int for count in counted):
+        return False
+    return len(objects) == len(then) and all(map(is_, objects, then)) and counts == counted
 
 
 def _pin_checks(suite: Suite) -> None:
