@@ -305,3 +305,55 @@ def test_a_reward_within_float_noise_of_1_is_a_success(
     batch = store.imported(_near_one(tmp_path, 1 - 1e-9)[harness])
     [(reason, _)] = store.runs(batch).values()
     assert reason == "success"
+
+
+# --- a field that decides an attempt, stripped: read as never graded, out of the denominator ---
+
+
+@pytest.mark.parametrize("key", ["exception_info", "verifier_result"])
+def test_a_harbor_trial_without_what_decides_it_is_refused(
+    store: Store, tmp_path: Path, key: str
+) -> None:
+    """Harbor writes both for every trial (``null`` when none): a trial that raised, its
+    ``exception_info`` taken out, read as never graded (invalid) instead of a crash counted
+    against the system."""
+    errored = trial("a", "a__1", None, "RuntimeError", minute=0)
+    del errored[key]
+    folder = job(tmp_path / "job", [errored, trial("a", "a__2", {"reward": 1.0}, minute=1)])
+    err = store.refused(folder)
+    assert f"a__1/result.json: {key}: required (null when there is none)" in err
+
+
+def test_a_harbor_trial_with_both_null_is_still_never_graded(store: Store, tmp_path: Path) -> None:
+    """False-positive guard: both given as ``null`` is what Harbor writes for a trial its
+    verifier never graded."""
+    folder = job(tmp_path / "job", [trial("a", "a__1", None, minute=0),
+                                    trial("a", "a__2", {"reward": 1.0}, minute=1)])  # fmt: skip
+    batch = store.imported(folder)
+    assert store.runs(batch)[("a", 1, 0)][0] == "grader_failure"
+
+
+def test_a_tau2_simulation_without_its_reward_info_is_refused(store: Store, tmp_path: Path) -> None:
+    """A failed simulation stripped of ``reward_info`` read as never graded: out of every
+    denominator, the task's pass rate up."""
+    failed = simulation(1, 0, 0.0)
+    del failed["reward_info"]
+    path = write_json(tmp_path / "tau2.json", tau2_file([failed, simulation(1, 1, 1.0)]))
+    err = store.refused(path)
+    assert "simulations[0]: reward_info: required (null when never evaluated)" in err
+
+
+def test_a_tau2_reward_info_without_its_reward_is_refused(store: Store, tmp_path: Path) -> None:
+    graded = simulation(1, 0, 0.0, reward_info={"reward_breakdown": {"DB": 0.0}})
+    path = write_json(tmp_path / "tau2.json", tau2_file([graded, simulation(1, 1, 1.0)]))
+    err = store.refused(path)
+    assert "simulations[0]: reward_info.reward: required" in err
+
+
+def test_a_tau2_simulation_never_evaluated_is_still_read(store: Store, tmp_path: Path) -> None:
+    """False-positive guard: ``reward_info: null`` is what τ² writes for a simulation it never
+    evaluated: an invalid attempt, kept."""
+    path = write_json(tmp_path / "tau2.json", tau2_file([simulation(1, 0, None, reward_info=None),
+                                                        simulation(1, 1, 1.0)]))  # fmt: skip
+    batch = store.imported(path)
+    assert store.runs(batch)[("1", 1, 0)][0] == "grader_failure"
