@@ -339,8 +339,9 @@ class TerminalBenchSource:
         return str(self.path) if is_trial(self._run) else f"{self.path}:results[{line - 1}]"
 
     def warnings(self) -> list[str]:
-        """None; but a run whose figures contradict its trials is refused (called once every
-        trial was read, before anything is stored)."""
+        """The trials invalid here, named (:func:`_invalid`); a run whose figures contradict
+        its trials is refused (called once every trial was read, before anything is
+        stored)."""
         if self._seen is None:  # the trials not read yet: read (and checked) now
             deque(self.rows(), maxlen=0)
         invalid = _invalid(self.path, self._seen or [])
