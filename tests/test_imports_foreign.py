@@ -156,7 +156,8 @@ def test_tau2_abnormal_ends_decide_before_the_reward(tmp_path: Path, end: str, r
 
 
 def test_tau2_normal_end_without_a_reward_is_a_grader_failure(tmp_path: Path) -> None:
-    simulation = {"id": "s", "task_id": "t", "trial": 2, "termination_reason": "user_stop"}
+    simulation = {"id": "s", "task_id": "t", "trial": 2, "termination_reason": "user_stop",
+                  "reward_info": None}  # fmt: skip
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"info": {}, "tasks": [], "simulations": [simulation]}))
     (run,) = _runs(tmp_path, path).values()

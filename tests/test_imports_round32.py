@@ -239,7 +239,7 @@ def test_inspect_grades_read_as_inspect_reads_them(
 
 @pytest.mark.parametrize(
     ("value", "said"),
-    [("c", "'c' is not a verdict"), ("inf", "inf is not a verdict"), (None, "None is not a "
+    [("c", "'c' is not a verdict"), ("inf", "'inf' is not a verdict"), (None, "None is not a "
      "verdict"), ({"a": 1, "b": 0}, "a value per key (a, b): choose one with --scorer m.KEY"),
      ([], "a value per position (none)"), (1.5, "1.5 is not a verdict")],
 )  # fmt: skip

@@ -192,7 +192,7 @@ LONE = "\\ud800"  # as JSON writes it: legal JSON, no valid Unicode
         ("tau.json", f'[{{"task_id":"t{LONE}","trial":0,"reward":1.0,"info":{{}}}}]', "task_id"),
         (
             "tau2.json",
-            f'{{"simulations":[{{{SIM},"task_id":"{LONE}","reward_info":{{}}}}]}}',
+            f'{{"simulations":[{{{SIM},"task_id":"{LONE}","reward_info":null}}]}}',
             "task_id",
         ),
         ("log.json", SAMPLES + f'"id":"a{LONE}","scores":{{}}}}]}}', "id"),

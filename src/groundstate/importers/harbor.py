@@ -249,6 +249,7 @@ class HarborSource:
     def _row(self, where: str, trial: dict[str, Any]) -> ImportedRow:
         task = task_key(where, "task_name", trial.get("task_name"))
         label = checked(where, "trial_name", _name, trial.get("trial_name"))
+        _written(where, trial)
         verified = mapping(where, "verifier_result", trial.get("verifier_result"))
         rewards = mapping(where, "verifier_result.rewards", verified.get("rewards"))
         if not rewards:
@@ -963,6 +964,24 @@ def _steps_graded(where: str, trial: dict[str, Any]) -> None:
                 where, f"step_results[{index}].verifier_result.rewards", "a step is graded "
                 "where the trial is not (Harbor aggregates its steps' rewards into the "
                 "trial's verifier_result): which reward decides would be a guess",
+            )  # fmt: skip
+
+
+WRITTEN = ("verifier_result", "exception_info")
+"""What decides a trial, which Harbor writes for every trial (``TrialResult.model_dump_json``,
+``null`` when there is none)."""
+
+
+def _written(where: str, trial: dict[str, Any]) -> None:
+    """A trial without :data:`WRITTEN` is none Harbor wrote: one stripped of its
+    ``exception_info`` read as never graded (``grader_failure``, out of every denominator),
+    though it raised and ``--errors agent`` counts it against the system."""
+    for key in WRITTEN:
+        if key not in trial:
+            raise SpecError(
+                where, key, "required (null when there is none): Harbor writes every trial's "
+                "verifier_result and exception_info; without it, what decides the trial is "
+                "a guess",
             )  # fmt: skip
 
 

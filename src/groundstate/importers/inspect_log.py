@@ -59,7 +59,8 @@ from groundstate.rounding import counted
 SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 """Inspect's letter grades (correct, incorrect, partial, no answer) as rewards."""
 WORD_VALUES = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
-"""Words Inspect's own ``value_to_float`` reads as rewards (any case), as do numbers in text."""
+"""Words Inspect's own ``value_to_float`` reads as rewards (any case, but no space around
+them: it lowers the value and compares), as do numbers in text (:func:`_numeral`)."""
 RETRIED_ERROR = "environment_failure/harness_error"
 """An error Inspect retried (``error_retries``, with ``--retry-on-error``): an invalid try
 before the sample's final one, whatever ``--errors`` says, since Inspect itself reran it and
@@ -925,9 +926,9 @@ def _own_row(where: str, common: dict[str, Any], own: dict[str, Any]) -> Importe
 def _reward(where: str, name: str | None, value: Any) -> float:
     if isinstance(value, str) and value in SCORE_VALUES:
         return SCORE_VALUES[value]
-    if isinstance(value, str) and value.strip().lower() in WORD_VALUES:
-        return WORD_VALUES[value.strip().lower()]
-    if isinstance(value, str):
+    if isinstance(value, str) and value.lower() in WORD_VALUES:
+        return WORD_VALUES[value.lower()]
+    if isinstance(value, str) and _numeral(value):
         with contextlib.suppress(ValueError):  # a number in text, as Inspect reads it
             value = float(value)
     if isinstance(value, bool):
@@ -938,9 +939,21 @@ def _reward(where: str, name: str | None, value: Any) -> float:
     raise SpecError(
         where,
         f"scores.{name}.value",
-        f"{value!r} is not a verdict (C, I, P, N, yes/no, true/false or a number in [0, 1]); "
-        "choose another --scorer",
+        f"{value!r} is not a verdict (C, I, P, N, yes/no, true/false or a number in [0, 1])"
+        + (", and Inspect's own metrics read it as 0" if isinstance(value, str) else "")
+        + "; choose another --scorer",
     )
+
+
+def _numeral(text: str) -> bool:
+    """*text* is a number Inspect's ``value_to_float`` reads as one: digits with dots
+    (``value.replace(".", "").isnumeric()``). Any other text it reads as 0, a failure, with a
+    warning: ``" yes"``, ``"1e0"``, ``"+1"`` or ``" 1"`` read as 1 here (Python's ``float``
+    takes them) passed samples Inspect's own metrics failed; they are refused as no verdict.
+    Digits of other scripts, which Inspect reads, are refused too: none of its scorers
+    writes them, and no file of ours holds them as numbers."""
+    digits = text.replace(".", "")
+    return digits.isascii() and digits.isdigit()
 
 
 GRADER = "grader"

@@ -36,9 +36,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     amount,
-    as_integer,
     count,
-    lax,
     read_json_object,
     task_key,
 )
@@ -244,7 +242,7 @@ class SweBenchSource:
                 )  # fmt: skip
         listed = {o.instance for o in outcomes}
         unlisted = [instance for instance in submitted if instance not in listed]
-        total = _count(self._report.get("total_instances"))
+        total = count(str(self.path), "total_instances", self._report.get("total_instances"))
         held = len(outcomes) + len(self._ids("incomplete_ids"))
         if unlisted and (total is None or held < total):
             first = unlisted[0]
@@ -427,7 +425,7 @@ class SweBenchSource:
         given = section.get(COUNTS.get(name, ""))
         if name in ADVISORY and key not in section:
             given = None  # a count kept beside a list trimmed away: nothing to compare
-        if given is not None and _count(given) != len(ids):
+        if given is not None and count(str(self.path), COUNTS[name], given) != len(ids):
             raise SpecError(
                 self.path,
                 COUNTS[name],
@@ -752,10 +750,3 @@ def _reason(end: End, errors: ErrorPolicy) -> str:
 def _shown(ids: list[Any]) -> str:
     shown = ", ".join(repr(str(i)) for i in ids[:5])
     return shown + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
-
-
-def _count(value: Any) -> int | None:
-    try:
-        return lax(as_integer)(value)
-    except ValueError:
-        return None

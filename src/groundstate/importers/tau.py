@@ -587,7 +587,7 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
     end = item.get("termination_reason")
     if not isinstance(end, str):
         raise SpecError(where, "termination_reason", f"required: text, got {end!r}")
-    scored = mapping(where, "reward_info", item.get("reward_info"))
+    scored = _reward_info(where, item)
     reward = (
         None
         if "reward" not in scored
@@ -618,6 +618,25 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         f"{', user simulator hallucinated' if hallucinated else ''}) -> {reason}",
         unmapped="; ".join(note for note in (unmapped, unlabelled) if note) or None,
     )
+
+
+def _reward_info(where: str, item: dict[str, Any]) -> dict[str, Any]:
+    """The simulation's ``reward_info``: ``null`` when τ² never evaluated it (read as
+    ungraded), else a ``RewardInfo``, whose ``reward`` is required. τ² writes both for every
+    simulation (``model_dump``): one stripped of either read as never graded, out of every
+    denominator, whatever its reward was."""
+    if "reward_info" not in item:
+        raise SpecError(
+            where, "reward_info", "required (null when never evaluated): τ² writes it for "
+            "every simulation; without it the simulation read as never graded",
+        )  # fmt: skip
+    scored = mapping(where, "reward_info", item["reward_info"])
+    if item["reward_info"] is not None and "reward" not in scored:
+        raise SpecError(
+            where, "reward_info.reward", "required: τ²'s RewardInfo always holds the reward "
+            "(reward_info is null when the simulation was never evaluated)",
+        )  # fmt: skip
+    return scored
 
 
 def _hallucinated(where: str, item: dict[str, Any]) -> bool:

@@ -12,6 +12,7 @@ test results, and was read whole before.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ from groundstate.importers.rows import (
     task_key,
 )
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
+from groundstate.records import INVALID_REASONS
 from groundstate.rounding import counted
 from groundstate.spec.files import optional_file
 
@@ -113,6 +115,52 @@ def _tests(where: str, given: Any, resolved: bool | None) -> dict[str, Any] | No
     return tests
 
 
+KNOWN_MODES = (*NORMAL, *TERMINAL_BENCH_ENDS, *UNGRADED_MODES, *UNATTRIBUTED)
+"""Every ``failure_mode`` read by name (``FailureMode``'s values, all lower case)."""
+
+
+def _mode(where: str, trial: dict[str, Any]) -> str:
+    """The trial's ``failure_mode``: required (``tb run`` writes it for every trial, ``unset``
+    when nothing failed: one left out would read as a normal end, decided by ``is_resolved``),
+    text, and not another spelling of a known mode (``"PARSE_ERROR"``, ``"Parse_Error "`` is
+    none it writes: read as a mode not known here it followed ``--errors`` as a crash). A mode
+    of another spelling altogether is one of a later version: its warning says so."""
+    if "failure_mode" not in trial:
+        raise SpecError(
+            where, "failure_mode", "required: tb run writes every trial's failure_mode ('unset' "
+            "when nothing failed); left out, the trial would read as one that ended normally",
+        )  # fmt: skip
+    mode = trial["failure_mode"]
+    if not isinstance(mode, str):
+        raise SpecError(where, "failure_mode", f"must be text, got {mode!r}")
+    spelled = mode.strip().lower().replace("-", "_").replace(" ", "_")
+    if mode not in KNOWN_MODES and spelled in KNOWN_MODES:
+        raise SpecError(
+            where, "failure_mode", f"{mode!r} is not how Terminal-Bench writes {spelled!r} (its "
+            "failure modes are lower case): a file it did not write",
+        )  # fmt: skip
+    return mode
+
+
+def _ungraded(where: str, mode: str, resolved: bool | None, tests: Any) -> None:
+    """A trial whose tests timed out or whose test output could not be parsed has no verdict:
+    ``tb run`` returns it before it parses the tests or sets ``is_resolved``, so both are
+    null. One that gives either is a file it did not write (an edited ``parse_error`` beside
+    ``is_resolved: true`` was in ``resolved_ids`` and ``n_resolved``, Terminal-Bench's own
+    figures, and a failure or an invalid attempt here: which to believe is no guess for this
+    reader)."""
+    if resolved is not None:
+        field, said = "is_resolved", json.dumps(resolved)
+    elif tests is not None:
+        field, said = "parser_results", f"{len(tests)} test results"
+    else:
+        return
+    raise SpecError(
+        where, field, f"{said}, but failure_mode is {mode!r}: tb run stops such a trial "
+        "before its tests are parsed and writes it with is_resolved and parser_results null",
+    )  # fmt: skip
+
+
 TRIAL_KEYS = frozenset({"trial_name", "task_id", "is_resolved", "failure_mode"})
 """What marks one trial's ``results.json`` (``runs/<run>/<task>/<trial>/results.json``)."""
 ATTEMPT = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")
@@ -135,6 +183,8 @@ class _Seen:
     resolved: bool
     attempt: tuple[int, int] | None
     """The attempt number and the run's ``n_attempts`` its name gives (``None``: none)."""
+    invalid: str | None = None
+    """How the trial ended when that makes it invalid here (``parse_error``, ``not graded``)."""
 
 
 @dataclass
@@ -220,8 +270,10 @@ class TerminalBenchSource:
                     "one tb run has one n_attempts (merged runs are imported one at a time)",
                 )  # fmt: skip
             resolved = trial.get("is_resolved") is True
+            invalid = row.terminal_reason.split("/")[0] in INVALID_REASONS
+            end = (row.mapped or "").split(" -> ")[0] if invalid else None
             seen.append(_Seen(repr(trial.get("trial_name")), trial.get("task_id"), resolved,
-                              attempt))  # fmt: skip
+                              attempt, end))  # fmt: skip
             yield row
         self._seen = seen
 
@@ -231,9 +283,7 @@ class TerminalBenchSource:
             raise SpecError(where, "trial", "must be a trial (trial_name, task_id, ...)")
         name = checked(where, "trial_name", as_text, trial.get("trial_name"))
         attempt = _attempt(where, name)
-        mode = trial.get("failure_mode", "unset")
-        if not isinstance(mode, str):
-            raise SpecError(where, "failure_mode", f"must be text, got {mode!r}")
+        mode = _mode(where, trial)
         if "is_resolved" not in trial:  # Terminal-Bench writes it, null when never graded
             raise SpecError(
                 where, "is_resolved", "required: true, false or null (a trial without it is "
@@ -247,6 +297,8 @@ class TerminalBenchSource:
                   count(where, "total_output_tokens", given[1]))  # fmt: skip
         agent = [trial.get(k) for k in ("agent_started_at", "agent_ended_at")]
         tests = _tests(where, trial.get("parser_results"), resolved)  # whatever the mode
+        if mode in UNGRADED_MODES:
+            _ungraded(where, mode, resolved, tests)
         common: dict[str, Any] = {
             "line": line,
             "task_id": task_key(where, "task_id", trial.get("task_id")),
@@ -260,7 +312,7 @@ class TerminalBenchSource:
                 reason = TERMINAL_BENCH_ENDS[mode]
             else:
                 reason = (UNGRADED if mode in UNGRADED_MODES else ERROR_REASONS)[self.errors]
-            known = mode in (*TERMINAL_BENCH_ENDS, *UNGRADED_MODES, *UNATTRIBUTED)
+            known = mode in KNOWN_MODES
             return ImportedRow(
                 **common, success=False, terminal_reason=reason, mapped=f"{mode} -> {reason}",
                 unmapped=None if known else f"failure_mode {mode!r} is not one known here: "
@@ -287,9 +339,13 @@ class TerminalBenchSource:
         return str(self.path) if is_trial(self._run) else f"{self.path}:results[{line - 1}]"
 
     def warnings(self) -> list[str]:
-        """None; but a run whose figures contradict its trials is refused (called once every
-        trial was read, before anything is stored)."""
-        return [] if is_trial(self._run) else self._check_figures()
+        """The trials invalid here, named (:func:`_invalid`); a run whose figures contradict
+        its trials is refused (called once every trial was read, before anything is
+        stored)."""
+        if self._seen is None:  # the trials not read yet: read (and checked) now
+            deque(self.rows(), maxlen=0)
+        invalid = _invalid(self.path, self._seen or [])
+        return invalid if is_trial(self._run) else self._check_figures() + invalid
 
     def _check_figures(self) -> list[str]:
         """The figures ``tb run`` computes from the trials (``BenchmarkResults``: the task id
@@ -298,8 +354,6 @@ class TerminalBenchSource:
         which of the two to believe is not this reader's to guess (refused). An ``accuracy``
         other than the resolved share of the trials is named in a warning. A trial given
         twice is left to the attempts' check, which names both places."""
-        if self._seen is None:  # the trials not read yet: read (and checked) now
-            deque(self.rows(), maxlen=0)
         trials = self._seen or []
         if len({t.name for t in trials}) < len(trials):
             return []
@@ -476,6 +530,30 @@ def _unrun(path: Path, trials: list[_Seen], plan: _Plan | None = None) -> list[s
                 f"task_ids ({shown}): imported as given"
             )
     return warnings
+
+
+def _invalid(path: Path, trials: list[_Seen]) -> list[str]:
+    """The trials that are invalid here (an ungraded end under ``--errors environment``, a
+    trial never graded), named: Terminal-Bench's accuracy counts each as unresolved, and here
+    they are in no denominator of the valid attempts. ``tb run`` writes ``parse_error`` over
+    the agent's own failure mode (it sets the mode when the tests' output cannot be parsed,
+    whatever the agent did), so such a trial may hide an agent's timeout or error."""
+    ends = Counter(t.invalid for t in trials if t.invalid)
+    if not ends:
+        return []
+    shown = ", ".join(f"{end} x{n}" for end, n in sorted(ends.items()))
+    them = "it" if ends.total() == 1 else "them"
+    masked = (
+        "; tb run writes parse_error over the agent's own failure mode (an agent_timeout, an "
+        "agent error), so a parse_error trial may hide one: --errors agent counts them against "
+        "the system" if "parse_error" in ends else ""
+    )  # fmt: skip
+    return [
+        f"{path}: {counted(ends.total(), 'trial')} {'is' if ends.total() == 1 else 'are'} "
+        f"invalid here ({shown}), in no denominator of the valid attempts (Terminal-Bench's "
+        f"accuracy counts {them} unresolved, as the report's 'invalid = failure' view "
+        f"does){masked}"
+    ]
 
 
 def _hashable(value: Any) -> Any:
