@@ -117,6 +117,19 @@ def reach(w: list[float]) -> float:
     return sum(min(x, hi) for x in w) / sum(w)
 
 
+def top_chance(w: list[float], mean: float) -> float:
+    """The largest product of task means m_i in [0, 1] whose weighted mean is *mean*:
+    m_i = min(1, s / w_i), s found by bisection (with equal weights mean^T)."""
+    lo, hi = 0.0, max(w)
+    for _ in range(200):
+        s = (lo + hi) / 2
+        if sum(min(x, s) for x in w) / sum(w) < mean:
+            lo = s
+        else:
+            hi = s
+    return math.prod(min(1.0, hi / x) for x in w)
+
+
 @dataclass
 class Ref:
     estimate: Fraction
@@ -545,19 +558,23 @@ def ref_paired(a: list[Task], b: list[Task], view: str) -> dict[str, Any]:
     for j in range(1, k + 1):
         metrics[f"pass_at_{j}"] = lambda n, c, j=j: ref_at(n, c, j)
         metrics[f"pass_hat_{j}"] = lambda n, c, j=j: ref_hat(n, c, j)
+    boot = {"success_rate"} | {f"pass_{x}_{j}" for x in ("at", "hat") for j in boot_ks(k)}
     for name, f in metrics.items():
         d = [f(bn, bc) - f(an, ac) for _, an, ac, bn, bc in cells]
         ref = level(d, w, difference=True)
+        drawn = ref.method == "t_cr1" and name in boot
+        out[f"boot {name}"] = ref_bootstrap(d, w, 0, 2000) if drawn else None
         fd = [float(x) for x in d]
         if ref.method == "t_cr1":
             assert ref.se is not None and ref.df is not None
             t = float(ref.estimate) / ref.se
             p = 2 * float(scipy_stats.t.sf(abs(t), ref.df))
             v = max(fd) if ref.estimate > 0 else -min(fd)
-            near = 2 / (1 + v) ** len(d) if ref.estimate != 0 and len(set(w)) == 1 else 0.0
+            near = 2 * top_chance(w, 1 / (1 + v)) if ref.estimate != 0 else 1.0
             out[name] = (ref, t, max(p, min(1.0, near)))
         elif ref.method == "exact_bound":
-            out[name] = (ref, None, min(1.0, 2 / (1 + abs(fd[0])) ** len(d)) if fd[0] else 1.0)
+            near = 2 * top_chance(w, 1 / (1 + abs(fd[0])))
+            out[name] = (ref, None, min(1.0, near) if fd[0] else 1.0)
         else:
             out[name] = (ref, None, None)
     return out
@@ -568,11 +585,10 @@ def test_paired_compare_json_matches_the_reference(tmp_path: Path, seed: int) ->
     rng = random.Random(4200 + seed)
     names = [f"t{i}" for i in range(rng.choice([5, 7, 10]))]
     a = make_batch(rng, names)
-    for t in a:  # equal weights on both sides: a weight mismatch is refused
-        t.weight = 1.0
     b = make_batch(rng, names)
+    weights = {t.task_id: t.weight for t in a}  # one weight on both sides: else refused
     for t in b:
-        t.weight = 1.0
+        t.weight = weights[t.task_id]
         if all(not valid_end(tries[-1]) for tries in t.tries):
             t.tries[0] = ["success"]
     for t in a:
@@ -583,12 +599,16 @@ def test_paired_compare_json_matches_the_reference(tmp_path: Path, seed: int) ->
     assert code == 0, err
     data = json.loads(out)
     assert data["mode"] == "paired"
+    drawn_any: list[bool] = []
     for view in ("valid", "strict"):
         ref = ref_paired(a, b, view)
         assert data["common_k"][view] == ref["common_k"]
         metrics = data["metrics"][view]
-        for name, (want, t, p) in ((k, v) for k, v in ref.items() if k != "common_k"):
+        for name, (want, t, p) in ((k, v) for k, v in ref.items() if k in metrics):
             got = metrics[name]["difference"]
+            boot = ref[f"boot {name}"]
+            drawn_any.append(boot is not None)
+            assert (got["boot_low"], got["boot_high"]) == pytest.approx(boot or (None, None))
             check(got, want, f"seed {seed} {view} {name}")
             if t is None:
                 assert metrics[name]["statistic"] is None
@@ -601,6 +621,9 @@ def test_paired_compare_json_matches_the_reference(tmp_path: Path, seed: int) ->
             # the interval excludes 0 exactly when p < 0.05
             if got["ci_low"] is not None and p is not None:
                 assert (got["ci_low"] > 0 or got["ci_high"] < 0) == (metrics[name]["p_value"] < 0.05)
+    assert any(drawn_any) or not any(
+        m["difference"]["method"] == "t_cr1" for v in data["metrics"].values() for m in v.values()
+    )
     # per-task Fisher tests on valid attempts, adjusted by Benjamini-Hochberg
     bb = {t.task_id: t for t in b}
     rows = {r["task_id"]: r for r in data["per_task"]}
@@ -672,3 +695,135 @@ def test_gates_at_the_exact_value_pass_and_just_above_it_fail(tmp_path: Path, se
     nearest = Fraction(repr(float(exact)))
     assert verdicts[0]["passed"] == (exact >= nearest)
     assert verdicts[1]["passed"] is False
+
+
+# --- slices, partial scores, unpaired comparisons -------------------------------------------
+
+
+def ref_slice(cells: list[tuple[Task, int, int]]) -> tuple[Ref, dict[int, Ref]] | None:
+    """A slice's success rate and pass^k curve up to its own k, with the curve and one-value
+    widening (pass@1's curve bounds the one value though pass@k is not shown)."""
+    if not cells:
+        return None
+    w = [t.weight for t, _, _ in cells]
+    kmax = min(n for _, n, _ in cells)
+    at = {k: level([ref_at(n, c, k) for _, n, c in cells], w) for k in range(1, kmax + 1)}
+    hat = {k: level([ref_hat(n, c, k) for _, n, c in cells], w) for k in range(1, kmax + 1)}
+    for k in range(kmax - 1, 0, -1):
+        if at[k].low is not None:
+            at[k].low = min(at[k].low, at[k + 1].low)  # type: ignore[type-var]
+            hat[k].high = max(hat[k].high, hat[k + 1].high)  # type: ignore[type-var]
+    rate = level([Fraction(c, n) for _, n, c in cells], w)
+    if rate.low is not None:
+        low = min(rate.low, at[1].low, hat[1].low)  # type: ignore[type-var]
+        high = max(rate.high, at[1].high, hat[1].high)  # type: ignore[type-var]
+        for one in (rate, hat[1]):
+            one.low, one.high = low, high
+    return rate, hat
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_slices_match_the_reference(seed: int) -> None:
+    rng = random.Random(4400 + seed)
+    tasks = make_batch(rng, [f"t{i:02d}" for i in range(rng.randint(6, 16))])
+    labels = {t.task_id: tuple(sorted(rng.sample(["easy", "hard", "db"], rng.randint(0, 2))))
+              for t in tasks}  # fmt: skip
+    horizons = {t.task_id: rng.choice([None, 1, 3, 4, 8, 12, 13, 40]) for t in tasks}
+    records = [
+        Outcome(t.task_id, a, tries[-1] == "success", valid_end(tries[-1]), tries[-1], t.weight,
+                labels[t.task_id], horizons[t.task_id])  # fmt: skip
+        for t in tasks
+        for a, tries in enumerate(t.tries, 1)
+    ]
+    found = summarize(records, n_boot=0)
+
+    def bucket(h: int | None) -> str:
+        if h is None:
+            return "unknown"
+        return "1-3" if h <= 3 else "4-7" if h <= 7 else "8-12" if h <= 12 else "13+"
+
+    for view in ("valid", "strict"):
+        got = found.views[view]
+        cells = view_cells(tasks, view)
+        keys = {"by_label": lambda t: labels[t.task_id], "by_horizon": lambda t: (bucket(horizons[t.task_id]),)}
+        for table, key_of in keys.items():
+            slices: dict[str, list[Task]] = {}
+            for t in tasks:
+                for key in key_of(t):
+                    slices.setdefault(key, []).append(t)
+            assert set(getattr(got, table)) == set(slices), (view, table)
+            for key, members in slices.items():
+                mine = getattr(got, table)[key]
+                ids = {t.task_id for t in members}
+                counted = [cell for cell in cells if cell[0].task_id in ids]
+                assert mine.n_tasks == len(members)
+                assert sorted(mine.excluded_tasks) == sorted(ids - {t.task_id for t, _, _ in counted})
+                ref = ref_slice(counted)
+                if ref is None:
+                    assert mine.success_rate is None and mine.kmax == 0
+                    continue
+                rate, hat = ref
+                check(mine.success_rate.to_dict(), rate, f"{view} {key} rate")
+                assert sorted(mine.pass_hat_k) == sorted(hat)
+                for k, want in hat.items():
+                    check(mine.pass_hat_k[k].to_dict(), want, f"{view} {key} pass^{k}")
+
+
+def test_partial_scores_are_task_means_over_scored_attempts_in_both_views() -> None:
+    rng = random.Random(4500)
+    records, per_task = [], {}
+    for i in range(8):
+        scores = []
+        for a in range(1, rng.randint(2, 6)):
+            end = rng.choice(ENDS)
+            score = None if rng.random() < 0.2 or not valid_end(end) else rng.choice([0, 0.25, 0.5, 1])
+            records.append(Outcome(f"t{i}", a, end == "success", valid_end(end), end, 1.0,
+                                   partial_score=score))  # fmt: skip
+            scores.append((valid_end(end), score))
+        per_task[f"t{i}"] = scores
+    found = summarize(records, n_boot=0)
+    for view in ("valid", "strict"):
+        values, ns = [], []
+        for scores in per_task.values():
+            kept = [Fraction(s) for ok, s in scores if ok and s is not None]
+            bad = sum(not ok for ok, _ in scores)
+            if view == "strict" and (kept or bad):
+                values.append(sum(kept, Fraction(0)) / (len(kept) + bad))
+                ns.append(len(kept) + bad)
+            elif view == "valid" and kept:
+                values.append(sum(kept, Fraction(0)) / len(kept))
+                ns.append(len(kept))
+        got = found.views[view].partial_score
+        assert got is not None
+        check(got.to_dict(), level(values, [1.0] * len(values)), f"{view} partial")
+        assert got.attempts == sum(ns)
+
+
+def test_unpaired_comparison_differs_by_the_two_sides_means_and_tests_by_its_interval() -> None:
+    rng = random.Random(4600)
+    for _ in range(6):
+        a = make_batch(rng, [f"a{i}" for i in range(rng.randint(5, 9))])
+        b = make_batch(rng, [f"b{i}" for i in range(rng.randint(5, 9))])
+        for t in a + b:
+            t.weight = 1.0
+            if not any(valid_end(tries[-1]) for tries in t.tries):
+                t.tries[0] = ["success"]
+        found = compare(outcomes(a), outcomes(b), n_boot=0)
+        assert found.mode == "unpaired"
+        for d in found.differences:
+            if d.metric == "partial_score":
+                continue
+            va, vb = ref_view(a, d.view), ref_view(b, d.view)
+            if d.metric == "success_rate":
+                want = vb["rate"].estimate - va["rate"].estimate
+            else:
+                key = "at" if d.metric == "pass_at_k" else "hat"
+                assert d.k is not None
+                want = vb[key][d.k].estimate - va[key][d.k].estimate
+            assert d.difference.estimate == pytest.approx(float(want), abs=1e-12)
+            assert d.difference.method == "mover"
+            if d.p_value is not None and d.difference.ci_low is not None:
+                excludes = d.difference.ci_low > 0 or d.difference.ci_high < 0
+                assert excludes == (d.p_value < 0.05), (d.name, d.p_value)
+                # each side's own interval is the one the square-and-add starts from
+                assert d.difference.ci_low <= float(want) <= d.difference.ci_high
