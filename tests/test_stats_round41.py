@@ -207,7 +207,9 @@ def ref_view(tasks: list[Task], view: str) -> dict[str, Any]:
     return {"kmax": kmax, "rate": rate, "at": at, "hat": hat, "beyond": beyond, "cells": cells}
 
 
-def ref_bootstrap(values: list[Fraction], w: list[float], seed: int, n_boot: int) -> tuple[float, float]:
+def ref_bootstrap(
+    values: list[Fraction], w: list[float], seed: int, n_boot: int
+) -> tuple[float, float]:
     """docs/statistics.md, *Second opinion*: rows of default_rng(seed).integers(0, T, (n_boot,
     T)), each row's weighted mean by multiplicities, percentiles 2.5 and 97.5 (linear)."""
     t = len(values)
@@ -368,7 +370,9 @@ def test_k_outside_1_to_n_is_refused_not_extrapolated() -> None:
 # --- one batch through the CLI --------------------------------------------------------------
 
 
-def check_view(got: dict[str, Any], view_json: dict[str, Any], ref: dict[str, Any], what: str) -> None:
+def check_view(
+    got: dict[str, Any], view_json: dict[str, Any], ref: dict[str, Any], what: str
+) -> None:
     """*got*: the report's figures of a view (success_rate, pass_at_k, pass_hat_k);
     *view_json*: summary.views.<view> (kmax, beyond_k)."""
     if not ref["kmax"]:
@@ -410,8 +414,12 @@ def check_bootstrap(got: dict[str, Any], ref: dict[str, Any], seed: int, what: s
     w = [t.weight for t, _, _ in cells]
     figures = [("rate", got["success_rate"], [Fraction(c, n) for _, n, c in cells])]
     for k in boot_ks(ref["kmax"]):
-        figures.append((f"pass@{k}", got["pass_at_k"][str(k)], [ref_at(n, c, k) for _, n, c in cells]))
-        figures.append((f"pass^{k}", got["pass_hat_k"][str(k)], [ref_hat(n, c, k) for _, n, c in cells]))
+        figures.append(
+            (f"pass@{k}", got["pass_at_k"][str(k)], [ref_at(n, c, k) for _, n, c in cells])
+        )
+        figures.append(
+            (f"pass^{k}", got["pass_hat_k"][str(k)], [ref_hat(n, c, k) for _, n, c in cells])
+        )
     for name, found, values in figures:
         if found["method"] != "agresti_coull_t_cr1":
             assert found["boot_low"] is None and found["boot_high"] is None, (what, name)
@@ -505,6 +513,7 @@ def test_every_attempt_invalid_has_no_estimate_and_says_so(tmp_path: Path) -> No
     code, out, err = cli("report", imported(tmp_path, tasks, "x"), "--json",
                          "--store", str(tmp_path / "s.db"))  # fmt: skip
     data = json.loads(out)
+    assert "every attempt is invalid" in err
     assert code == 3 and data["success_rate"] is None and data["pass_at_k"] == {}
     assert strict_of(data)["success_rate"]["estimate"] == 0.0
 
@@ -532,7 +541,9 @@ def ref_fisher(a_c: int, a_n: int, b_c: int, b_n: int) -> float:
     wins, total = a_c + b_c, a_n + b_n
 
     def prob(x: int) -> Fraction:
-        return Fraction(math.comb(wins, x) * math.comb(total - wins, a_n - x), math.comb(total, a_n))
+        return Fraction(
+            math.comb(wins, x) * math.comb(total - wins, a_n - x), math.comb(total, a_n)
+        )
 
     observed = prob(a_c)
     support = range(max(0, a_n - (total - wins)), min(a_n, wins) + 1)
@@ -620,7 +631,9 @@ def test_paired_compare_json_matches_the_reference(tmp_path: Path, seed: int) ->
                 assert metrics[name]["p_value"] == pytest.approx(p, rel=1e-9, abs=1e-300)
             # the interval excludes 0 exactly when p < 0.05
             if got["ci_low"] is not None and p is not None:
-                assert (got["ci_low"] > 0 or got["ci_high"] < 0) == (metrics[name]["p_value"] < 0.05)
+                assert (got["ci_low"] > 0 or got["ci_high"] < 0) == (
+                    metrics[name]["p_value"] < 0.05
+                )
     assert any(drawn_any) or not any(
         m["difference"]["method"] == "t_cr1" for v in data["metrics"].values() for m in v.values()
     )
@@ -657,8 +670,8 @@ def test_compare_of_a_batch_with_itself_moves_nothing_and_rejects_nothing() -> N
 
 def gate_verdicts(tmp: Path, tasks: list[Task], *gates: str) -> tuple[int, list[dict[str, Any]]]:
     args = [a for g in gates for a in ("--fail-under", g)]
-    code, out, err = cli("report", imported(tmp, tasks, "x"), "--json",
-                         "--store", str(tmp / "s.db"), *args)  # fmt: skip
+    code, out, _ = cli("report", imported(tmp, tasks, "x"), "--json",
+                       "--store", str(tmp / "s.db"), *args)  # fmt: skip
     verdicts: list[dict[str, Any]] = json.loads(out)["fail_under"]
     return code, verdicts
 
@@ -671,8 +684,9 @@ def test_a_gate_is_decided_on_the_exact_value_not_a_float_within_a_tolerance(
     1e-9 below the threshold)."""
     tasks = [Task(f"t{i}", 1.0, [["success"]] * 50 + [["agent_failure/x"]] * 50) for i in range(5)]
     assert ref_at(100, 50, 30) < 1
-    code, verdicts = gate_verdicts(tmp_path, tasks, "pass@30=1", "pass@30=0.99999999999",
-                                   "success_rate=0.5", "pass^2=0.2475", "pass^2=0.2474")  # fmt: skip
+    gates = ("pass@30=1", "pass@30=0.99999999999", "success_rate=0.5", "pass^2=0.2475",
+             "pass^2=0.2474")  # fmt: skip
+    code, verdicts = gate_verdicts(tmp_path, tasks, *gates)
     assert [v["passed"] for v in verdicts] == [False, True, True, False, True]
     assert ref_hat(100, 50, 2) == Fraction(2450, 9900)  # 0.24747...: below 0.2475
     assert code == 4
@@ -730,8 +744,16 @@ def test_slices_match_the_reference(seed: int) -> None:
               for t in tasks}  # fmt: skip
     horizons = {t.task_id: rng.choice([None, 1, 3, 4, 8, 12, 13, 40]) for t in tasks}
     records = [
-        Outcome(t.task_id, a, tries[-1] == "success", valid_end(tries[-1]), tries[-1], t.weight,
-                labels[t.task_id], horizons[t.task_id])  # fmt: skip
+        Outcome(
+            t.task_id,
+            a,
+            tries[-1] == "success",
+            valid_end(tries[-1]),
+            tries[-1],
+            t.weight,
+            labels[t.task_id],
+            horizons[t.task_id],
+        )
         for t in tasks
         for a, tries in enumerate(t.tries, 1)
     ]
@@ -745,7 +767,10 @@ def test_slices_match_the_reference(seed: int) -> None:
     for view in ("valid", "strict"):
         got = found.views[view]
         cells = view_cells(tasks, view)
-        keys = {"by_label": lambda t: labels[t.task_id], "by_horizon": lambda t: (bucket(horizons[t.task_id]),)}
+        keys = {
+            "by_label": lambda t: labels[t.task_id],
+            "by_horizon": lambda t: (bucket(horizons[t.task_id]),),
+        }
         for table, key_of in keys.items():
             slices: dict[str, list[Task]] = {}
             for t in tasks:
@@ -757,7 +782,9 @@ def test_slices_match_the_reference(seed: int) -> None:
                 ids = {t.task_id for t in members}
                 counted = [cell for cell in cells if cell[0].task_id in ids]
                 assert mine.n_tasks == len(members)
-                assert sorted(mine.excluded_tasks) == sorted(ids - {t.task_id for t, _, _ in counted})
+                assert sorted(mine.excluded_tasks) == sorted(
+                    ids - {t.task_id for t, _, _ in counted}
+                )
                 ref = ref_slice(counted)
                 if ref is None:
                     assert mine.success_rate is None and mine.kmax == 0
@@ -776,7 +803,9 @@ def test_partial_scores_are_task_means_over_scored_attempts_in_both_views() -> N
         scores = []
         for a in range(1, rng.randint(2, 6)):
             end = rng.choice(ENDS)
-            score = None if rng.random() < 0.2 or not valid_end(end) else rng.choice([0, 0.25, 0.5, 1])
+            score = (
+                None if rng.random() < 0.2 or not valid_end(end) else rng.choice([0, 0.25, 0.5, 1])
+            )
             records.append(Outcome(f"t{i}", a, end == "success", valid_end(end), end, 1.0,
                                    partial_score=score))  # fmt: skip
             scores.append((valid_end(end), score))

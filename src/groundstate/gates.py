@@ -130,9 +130,7 @@ def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, An
                 "metric": gate.metric,
                 "threshold": gate.threshold,
                 "value": value,
-                "passed": incomplete is None
-                and value is not None
-                and gate.passes(value, report),
+                "passed": incomplete is None and value is not None and gate.passes(value, report),
                 "incomplete": incomplete,
                 "unestimated": None if value is not None else _why_unestimated(gate, report),
             }
