@@ -920,3 +920,30 @@ def test_skewed_pass_at_k_and_paired_differences_cover_as_documented() -> None:
     assert truth[10] == pytest.approx(0.9739, abs=1e-4) and moved == pytest.approx(0.0904, abs=1e-4)
     for name, count in hits.items():
         assert count / suites >= 0.95, (name, count / suites)
+
+
+def test_a_gate_leaves_out_tasks_that_failed_validation_as_the_figures_do(tmp_path: Path) -> None:
+    rows = ["task_id,attempt,success,invalid_task"]
+    rows += [f"t{i},{a},true," for i in range(5) for a in (1, 2)]
+    rows += [f"bad,{a},false,true" for a in (1, 2)]
+    path = tmp_path / "x.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    store = str(tmp_path / "s.db")
+    code, out, err = cli("import-results", str(path), "--name", "x", "--store", store)
+    assert code == 0, err
+    code, out, err = cli("report", "--json", "--store", store, "--fail-under", "pass^2=1")
+    data = json.loads(out)
+    assert data["invalid_tasks_run"] == ["bad"] and data["pass_hat_k"]["2"]["estimate"] == 1.0
+    assert data["fail_under"][0]["passed"] is True and code == 0, err
+
+
+def test_a_failed_gate_whose_float_is_its_threshold_is_not_printed_as_the_threshold() -> None:
+    """Decided exactly below 0.95, a mean whose nearest float is 0.95 printed "0.950 is below
+    0.95"; it prints a value below the threshold, as every other failed gate does."""
+    from groundstate.gates import failure_line
+
+    line = failure_line({"metric": "success_rate", "threshold": 0.95, "value": 0.95})
+    shown = line.removeprefix("success_rate = ").split(" is below")[0]
+    assert float(shown) < 0.95 and line.endswith("is below 0.95")
+    line = failure_line({"metric": "pass@2", "threshold": 0.6, "value": 0.5})
+    assert line == "pass@2 = 0.500 is below 0.6"

@@ -11,6 +11,7 @@ no denominator, and the tasks left are not the suite.
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import Any
@@ -162,5 +163,8 @@ def failure_line(result: dict[str, Any]) -> str:
             f"{result['metric']} = {fraction(result['value'])} is not a verdict (gate "
             f"{threshold}): {result['incomplete']}"
         )
-    value = apart(result["value"], result["threshold"], 3)  # never "0.950 is below 0.95"
+    # A value below its threshold exactly (:meth:`Gate.passes`) whose float is not: printed
+    # as the float just below, never "0.950 is below 0.95".
+    below = min(result["value"], math.nextafter(result["threshold"], -math.inf))
+    value = apart(below, result["threshold"], 3)  # never "0.950 is below 0.95"
     return f"{result['metric']} = {value} is below {threshold}"
