@@ -11,13 +11,16 @@ no denominator, and the tasks left are not the suite.
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 from typing import Any
 
 from pydantic import BaseModel
 
 from groundstate.errors import GroundstateError
 from groundstate.report.numbers import apart, fraction, incomplete_text
+from groundstate.stats.intervals import exact_mean
 
 EXIT_BELOW_GATE = 4
 """``run`` and ``report`` exit 4 when a ``--fail-under`` metric is below its threshold
@@ -28,7 +31,8 @@ _METRIC = re.compile(r"^(success_rate|pass@(\d+)|pass\^(\d+))$")
 
 
 _ROUNDING = 1e-9
-"""An estimate equal to its threshold passes even when averaging left it a hair below."""
+"""Without a per-task table to decide exactly (:meth:`Gate.passes`), an estimate equal to its
+threshold passes even when averaging left it a hair below."""
 
 
 class BadGate(GroundstateError):
@@ -58,6 +62,27 @@ class Gate(BaseModel):
             table = report["pass_at_k" if self.metric.startswith("pass@") else "pass_hat_k"]
             estimate = table.get(self.k) or table.get(str(self.k))
         return None if estimate is None else float(estimate["estimate"])
+
+    def passes(self, value: float, report: dict[str, Any]) -> bool:
+        """Whether the estimate *value* reaches the threshold, decided on the exact rational
+        the report's per-task table gives (valid view: the weighted mean of each task's c/n,
+        pass@k or pass^k) against the threshold as written. A float with a tolerance let
+        pass@30 = 1 - 1.6e-12 (five tasks of 50 successes in 100 attempts, which the report
+        prints ">0.999") pass the gate ``pass@30=1``; a mean that is exactly the threshold
+        but a hair below it as a float still passes."""
+        exact = self.exact(report)
+        if exact is None:
+            return value >= self.threshold - _ROUNDING
+        return exact >= Fraction(repr(self.threshold))
+
+    def exact(self, report: dict[str, Any]) -> Fraction | None:
+        """The metric as a rational from ``report["tasks"]`` (None without that table)."""
+        rows = [t for t in report.get("tasks") or () if t["valid"]["n"] > 0]
+        if not rows:
+            return None
+        name = "rate" if self.k is None else "at" if self.metric.startswith("pass@") else "hat"
+        ns, cs = [t["valid"]["n"] for t in rows], [t["valid"]["c"] for t in rows]
+        return exact_mean(ns, cs, [t["weight"] for t in rows], name, self.k or 1)
 
 
 def parse_gate(text: str) -> Gate:
@@ -106,9 +131,7 @@ def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, An
                 "metric": gate.metric,
                 "threshold": gate.threshold,
                 "value": value,
-                "passed": incomplete is None
-                and value is not None
-                and value >= gate.threshold - _ROUNDING,
+                "passed": incomplete is None and value is not None and gate.passes(value, report),
                 "incomplete": incomplete,
                 "unestimated": None if value is not None else _why_unestimated(gate, report),
             }
@@ -140,5 +163,8 @@ def failure_line(result: dict[str, Any]) -> str:
             f"{result['metric']} = {fraction(result['value'])} is not a verdict (gate "
             f"{threshold}): {result['incomplete']}"
         )
-    value = apart(result["value"], result["threshold"], 3)  # never "0.950 is below 0.95"
+    # A value below its threshold exactly (:meth:`Gate.passes`) whose float is not: printed
+    # as the float just below, never "0.950 is below 0.95".
+    below = min(result["value"], math.nextafter(result["threshold"], -math.inf))
+    value = apart(below, result["threshold"], 3)  # never "0.950 is below 0.95"
     return f"{result['metric']} = {value} is below {threshold}"
