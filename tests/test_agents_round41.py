@@ -8,6 +8,7 @@ attempt unaffected."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -270,6 +271,27 @@ def test_an_agent_closing_the_output_streams_leaves_the_report_whole(
         batch = runs.batch().batch_id
         assert runs.verify(batch).ok
         assert [run.terminal_reason for run in runs.runs(batch)] == ["success"] * 3
+
+
+def test_an_agent_closing_descriptor_1_leaves_run_json_whole(
+    template: Path, tmp_path: Path
+) -> None:
+    """The same under ``run --json``, which sets descriptor 1 aside for its JSON: the stream
+    mended writes where descriptor 1 was set to, never into the JSON."""
+    how = "os.close(1); open(COUNT); print('not in the JSON', file=sys.__stdout__)"
+    agent = CLOSES.format(count=str(tmp_path / "count"), how=how)
+    args = [*_world(template, tmp_path, agent), "--json"]
+    (tmp_path / "runs.db").unlink()  # validated in the same process first: streams routed
+    done = subprocess.run(
+        [sys.executable, "-m", "groundstate.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["batch_id"]
+    assert "Traceback" not in done.stderr
 
 
 # --- exotic exceptions, clocks and replies: honest reasons, the next attempt unaffected ------

@@ -113,10 +113,11 @@ class _Router:
         spare = _SPARES.get(id(self._stream))
         if spare is None:
             return
-        fd, copy, file = spare
-        if _file(fd) == file and not self._stream.closed:
+        _, fd, copy, file = spare
+        now = _file(fd)
+        if now == file and not self._stream.closed:
             return
-        if _file(fd) is None:
+        if now is None:
             with suppress(OSError):
                 os.dup2(copy, fd)
         stream = self._stream
@@ -125,12 +126,13 @@ class _Router:
                 copy, "w", buffering=1 if stream.line_buffering else -1,
                 encoding=stream.encoding, errors=stream.errors, closefd=False,
             )  # fmt: skip
-            _SPARES[id(self._stream)] = copy, copy, file
+            _SPARES[id(self._stream)] = self._stream, copy, copy, file
 
 
-_SPARES: dict[int, tuple[int, int, tuple[int, int]]] = {}
-"""``id`` of each real stream the routers were put in front of, on a descriptor: that
-descriptor, a copy of it made then, and the file both were (see :meth:`_Router.mend`)."""
+_SPARES: dict[int, tuple[Any, int, int, tuple[int, int]]] = {}
+"""``id`` of each real stream the routers were put in front of, on a descriptor: it (kept:
+its ``id`` is never another's), that descriptor, a copy of it made then, and the file both
+were (see :meth:`_Router.mend`)."""
 
 
 def _file(fd: int) -> tuple[int, int] | None:
@@ -139,6 +141,19 @@ def _file(fd: int) -> tuple[int, int] | None:
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+def descriptors_moved() -> None:
+    """The harness set descriptor 1 or 2 to another file on purpose (``run --json`` sets the
+    real standard output aside, a pool worker sends 1 to 2): the copies streams are mended
+    from follow (else a stream mended after an agent's ``os.close(1)`` wrote to the file set
+    aside: the JSON)."""
+    for key, (stream, fd, copy, _) in list(_SPARES.items()):
+        file = _file(fd)
+        if file is not None and fd != copy:
+            with suppress(OSError):
+                os.dup2(fd, copy)
+                _SPARES[key] = stream, fd, copy, file
 
 
 def _install() -> None:
@@ -156,7 +171,7 @@ def _keep_spare(stream: Any) -> None:
             fd = stream.fileno()
             file = _file(fd)
             if file is not None:
-                _SPARES[id(stream)] = fd, os.dup(fd), file
+                _SPARES[id(stream)] = stream, fd, os.dup(fd), file
 
 
 def streams() -> tuple[Any, ...]:
