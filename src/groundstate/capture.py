@@ -16,10 +16,12 @@ its JSON, so these cannot break it.
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar, copy_context
 from typing import Any, TextIO
 
@@ -94,8 +96,64 @@ class _Router:
         if _CURRENT.get() is None:
             self._stream.flush()
 
+    def close(self) -> None:
+        """Nothing: the stream behind is the harness's (an agent's ``sys.stdout.close()``
+        closed it, and the batch's report then failed with a traceback)."""
+
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno...: the real stream's
         return getattr(self._stream, name)
+
+    def mend(self) -> None:
+        """Put back the real stream when code under evaluation closed it
+        (``sys.__stdout__.close()``) or its descriptor (``os.close(1)``, after which the next
+        file the process opens takes that number): the harness's later output (the batch's
+        report) failed with a traceback, or went into that file. It goes on through the copy
+        of the descriptor made as the router was put in (a closed descriptor is set to it
+        again, for ``os.write`` and subprocesses)."""
+        spare = _SPARES.get(id(self._stream))
+        if spare is None:
+            return
+        _, fd, copy, file = spare
+        now = _file(fd)
+        if now == file and not self._stream.closed:
+            return
+        if now is None:
+            with suppress(OSError):
+                os.dup2(copy, fd)
+        stream = self._stream
+        with suppress(OSError, ValueError):
+            self._stream = open(  # noqa: SIM115  (the stream lives as long as the process)
+                copy, "w", buffering=1 if stream.line_buffering else -1,
+                encoding=stream.encoding, errors=stream.errors, closefd=False,
+            )  # fmt: skip
+            _SPARES[id(self._stream)] = self._stream, copy, copy, file
+
+
+_SPARES: dict[int, tuple[Any, int, int, tuple[int, int]]] = {}
+"""``id`` of each real stream the routers were put in front of, on a descriptor: it (kept:
+its ``id`` is never another's), that descriptor, a copy of it made then, and the file both
+were (see :meth:`_Router.mend`)."""
+
+
+def _file(fd: int) -> tuple[int, int] | None:
+    try:
+        found = os.fstat(fd)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def descriptors_moved() -> None:
+    """The harness set descriptor 1 or 2 to another file on purpose (``run --json`` sets the
+    real standard output aside, a pool worker sends 1 to 2): the copies streams are mended
+    from follow (else a stream mended after an agent's ``os.close(1)`` wrote to the file set
+    aside: the JSON)."""
+    for key, (stream, fd, copy, _) in list(_SPARES.items()):
+        file = _file(fd)
+        if file is not None and fd != copy:
+            with suppress(OSError):
+                os.dup2(fd, copy)
+                _SPARES[key] = stream, fd, copy, file
 
 
 def _install() -> None:
@@ -104,6 +162,16 @@ def _install() -> None:
         stream = getattr(sys, name)
         if not isinstance(stream, _Router):
             setattr(sys, name, _Router(stream, name))
+            _keep_spare(stream)
+
+
+def _keep_spare(stream: Any) -> None:
+    if type(stream) is io.TextIOWrapper and id(stream) not in _SPARES:
+        with suppress(OSError, ValueError):
+            fd = stream.fileno()
+            file = _file(fd)
+            if file is not None:
+                _SPARES[id(stream)] = stream, fd, os.dup(fd), file
 
 
 def streams() -> tuple[Any, ...]:
@@ -119,6 +187,8 @@ def put_back_streams(saved: tuple[Any, ...]) -> None:
         current = getattr(sys, name)
         if current is not stream and type(current) is not _Router:
             setattr(sys, name, stream)
+        if type(getattr(sys, name)) is _Router:
+            getattr(sys, name).mend()
 
 
 @contextmanager

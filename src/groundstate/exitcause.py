@@ -56,6 +56,13 @@ from groundstate.store import note_exit_cause
 TRY: ContextVar[str | None] = ContextVar("groundstate_try", default=None)
 """The run id of the try whose code runs here (set by the in-process executor)."""
 
+WATCHED: ContextVar[bool] = ContextVar("groundstate_watched", default=False)
+"""Whether the try whose code runs here was marked in flight by a batch (set by
+:meth:`ExitWatch.started`, in the context the try is run from): an agent's work past its
+try's end is still a batch's agent's (its interruption refused, laid at no try), where the
+canary's oracle and the smoke run, never marked, pass. Held by the context, not in a set of
+ended tries, which grew by one per try over a long batch."""
+
 
 _NOT_ENDING = ("SIGCHLD", "SIGURG", "SIGWINCH", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN",
                "SIGTTOU")  # fmt: skip
@@ -102,18 +109,16 @@ class ExitWatch:
     """The threads ``threading`` does not list before the batch (its host's C code's)."""
 
     def started(self, run_id: str) -> None:
+        """Note *run_id* in flight; called in the context its try is run from (see
+        :data:`WATCHED`)."""
+        WATCHED.set(True)
         with _lock:
             self.in_flight.add(run_id)
-
-    finished: set[str] = field(default_factory=set)
-    """The tries that were in flight and have ended (an agent past its time limit may still
-    run)."""
 
     def ended(self, run_id: str) -> None:
         with _lock:
             self.in_flight.discard(run_id)
             self.grading.discard(run_id)
-            self.finished.add(run_id)
 
 
 def _unlisted() -> int:
@@ -243,7 +248,6 @@ def _agents_sending() -> list[str] | None:
     with _lock:
         flights = set().union(*[w.in_flight for w in _watches])
         grading = set().union(*[w.grading for w in _watches])
-        finished = set().union(*[w.finished for w in _watches])
         known = [w.known for w in _watches]
     me = threading.current_thread()
     name, context = working().get(id(me), ("", None))
@@ -251,7 +255,7 @@ def _agents_sending() -> list[str] | None:
         run_id = context.get(TRY)
         if run_id in flights:
             return [run_id]
-        return [] if run_id in finished else None  # the canary's oracle, the smoke run: not
+        return [] if context.get(WATCHED) else None  # the canary's oracle, the smoke run: not
     run_id = TRY.get()
     if run_id is not None:
         return [run_id] if run_id in flights and run_id not in grading else None

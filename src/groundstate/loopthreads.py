@@ -180,8 +180,10 @@ class _LoopThread:
             try:
                 outcome = context.run(self._run, work)
             finally:
-                # first: the rest calls builtins (``str``) the work replaced
-                _put_back_shared(shared, streams=not given_up.is_set())
+                try:  # first: the rest calls builtins (``str``) the work replaced
+                    _put_back_shared(shared, streams=not given_up.is_set())
+                except BaseException as exc:  # delivered: a thread gone held its submitter
+                    outcome = (exc, None)
                 self.thread.name = IDLE_NAME
                 _WORKING.pop(id(self.thread), None)
                 asyncio.set_event_loop(None)

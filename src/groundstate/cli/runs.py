@@ -540,9 +540,12 @@ def _standard_output_aside() -> TextIO | None:
             return None
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: no descriptor
         return None
+    from groundstate.capture import descriptors_moved
+
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
+    descriptors_moved()
     return os.fdopen(saved, "w", encoding="utf-8")
 
 

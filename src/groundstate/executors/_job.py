@@ -28,6 +28,7 @@ from groundstate.agents.mcp_command import refuse_changed_program
 from groundstate.agents.python import agent_builder
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.bindings import HARNESS
+from groundstate.capture import descriptors_moved
 from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
@@ -353,6 +354,7 @@ def init_worker(workdir_root: str) -> None:
         os.setpgid(0, 0)
     with suppress(OSError):
         os.dup2(2, 1)
+    descriptors_moved()
     os.environ[TMPDIR_ENV] = workdir_root
     parent = multiprocessing.parent_process()
     if parent is not None:
