@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 61
+VALIDATOR_REVISION = 62
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -180,7 +180,14 @@ won't be charged", "Not to worry — socks refunded"), money said back ("Your mo
 goods sent to a street the initial state has nowhere ("will ship to 200 W Adams Street"),
 Portuguese "se" as a condition and Spanish and Portuguese rules in the present ("Cancelamos
 pedidos pendientes después de 30 días") as no claim, and goods "on their way" with a negated
-subject as telling nothing."""
+subject as telling nothing; 62: they read goods sent to a place the customer asked for or
+another than home ("will ship to your office") or to a street number no order or address had
+("to 200 W Adams"), a claim beside a condition, offer or time in another clause ("Refunded the
+socks, if you prefer", "After checking, I refunded the socks"), a claim with its "I" left out,
+a gerund or nominal status ("Refund of $22.00 completed"), and a later clause about another
+record ("..., but the hoodie can't be refunded") as no denial; a rule ("Completed orders are
+refunded to the original payment method"), "pending your confirmation", an inverted condition
+("Had the refund gone through, ...") and the customer's words said back as no claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
