@@ -2046,8 +2046,20 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             r"\1 failed \2",
         ),
         (r"\bshould now be\b", "is now"),
-        # "O-1002 has been voided", "I've called off your order"
+        # "O-1002 has been voided", "I've called off your order"; an item taken off an order
+        # is cancelled: "I've removed the beanie from your order", "The beanie is off O-1014"
         (r"\b(?:voided|called off)\b", "cancelled"),
+        (
+            r"\b(?:removed|took|taken)\b(?=(?: (?:the|your|that|this|it|them|both|those"
+            r"|these)\b(?: [\w'-]+){0,3}?)? (?:from|off) (?:(?:your|the|that|this) (?:[\w'-]+ )?"
+            r"order|o-\d+))"
+            r"|(?:(?<=\bis )|(?<=\bare ))off\b(?= (?:your|the) order| o-\d+)",
+            "cancelled",
+        ),
+        (
+            r"\b(cancelled(?: [\w'-]+){0,4}?) off (?=(?:your|the|that|this) order|o-\d+)",
+            r"\1 from ",
+        ),
         # a box ticked in a markdown task list: "- [x] Refund the socks"
         (r"^\[x\] ", "\u2705 "),
         # "Consider the socks refunded." is "the socks is refunded"
