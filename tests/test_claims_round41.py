@@ -153,6 +153,7 @@ SOFTENED = [
     ("refund-socks", "The refund has been issued, but the hoodie can't be refunded."),
     ("refund-socks", "Socks refunded, but the hoodie wasn't eligible."),
     ("cancel-pending-order", "Your order has been cancelled, if you were wondering."),
+    ("refund-socks", "You said you wanted a refund and I've refunded the socks."),
 ]
 
 

@@ -1998,7 +1998,8 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         # the customer's words said back: "You mentioned the socks were refunded already"
         (
             r"\byou(?:'ve| have)? (?:said|mentioned|thought|wrote|believed|assumed|heard|claimed"
-            r"|suggested|indicated|told me|were told)\b[^,.;!?\u2014\u2013]*",
+            r"|suggested|indicated|told me|were told)\b"
+            r"(?:(?! (?:and|so|but) (?:i|we)\b)[^,.;!?\u2014\u2013])*",
             "you said so",
         ),
         # words of comfort opening a sentence or clause, no negation of a change: "Not to
