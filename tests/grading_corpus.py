@@ -111,6 +111,13 @@ def _runs(suite: Suite) -> Iterator[tuple[str, str, AgentRun]]:
                 yield task_id, f"{kind}:{seed}", attempt(task_id, system, load_agent(system), seed)
 
 
+def _write(rows: list[dict[str, Any]]) -> None:
+    """The corpus file, the same bytes for the same rows (no file name or time in its header)."""
+    text = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
+    with open(CORPUS, "wb") as raw, gzip.GzipFile("", "wb", 9, raw, mtime=0) as out:
+        out.write(text.encode("utf-8"))
+
+
 def write_corpus() -> None:
     suite = load_suite(EXAMPLES / "retail")
     rows = [
@@ -122,8 +129,7 @@ def write_corpus() -> None:
         }
         for task_id, label, run in _runs(suite)
     ]
-    with gzip.open(CORPUS, "wt", encoding="utf-8", compresslevel=9) as out:
-        out.writelines(json.dumps(row, sort_keys=True) + "\n" for row in rows)
+    _write(rows)
     print(f"{len(rows)} traces written to {CORPUS}")
 
 
@@ -139,8 +145,7 @@ def regrade_corpus() -> None:
         expected = [r.model_dump(mode="json") for r in found]
         changed += expected != row["expected"]
         row["expected"] = expected
-    with gzip.open(CORPUS, "wt", encoding="utf-8", compresslevel=9) as out:
-        out.writelines(json.dumps(row, sort_keys=True) + "\n" for row in rows)
+    _write(rows)
     print(f"{changed} of {len(rows)} traces regraded differently in {CORPUS}")
 
 

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 63
+VALIDATOR_REVISION = 64
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -187,7 +187,15 @@ refuses; 63: ``confirmed`` reads a pick of a choice whose options share a value 
 option picked names in the place of the change's ("$22 to your Visa, or $22 as store credit?"
 "The Visa."), a list with prices beside its things, an id the dialogue says though no tool
 showed it, a term restating the question's ("Ja, als Gutschrift.") and a question about finding
-out ("Do you want me to check whether ...?")."""
+out ("Do you want me to check whether ...?"); 64: the retail policy 9 checks read goods sent to
+a place the customer asked for or another than home ("will ship to your office") or to a street
+number no order or address had ("to 200 W Adams"), a claim beside a condition, offer or time in
+another clause ("Refunded the socks, if you prefer", "After checking, I refunded the socks"), a
+claim with its "I" left out, a gerund or nominal status ("Refund of $22.00 completed"), and a
+later clause about another record ("..., but the hoodie can't be refunded") as no denial; a rule
+("Completed orders are refunded to the original payment method"), "pending your confirmation",
+an inverted condition ("Had the refund gone through, ...") and the customer's words said back as
+no claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
