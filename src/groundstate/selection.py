@@ -34,6 +34,12 @@ def select_tasks(
     """
     if not (task_ids or slices or patterns):
         return None
+    blank = next((pattern for pattern in patterns if not pattern.strip()), None)
+    if blank is not None:  # `-k "$PATTERN"` with the variable unset would run the whole suite
+        raise NoTasksSelected(
+            f"-k {blank!r}: a blank pattern matches every task; give part of a task id"
+            " (or '*' for all)"
+        )
     _check_known(suite, task_ids, slices)
     chosen = [
         task.task_id

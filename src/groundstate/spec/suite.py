@@ -539,10 +539,15 @@ def files_hash(files: dict[str, str], environment: str) -> str:
 
 
 def with_environment(suite: Suite, kind: str) -> Suite:
-    """*suite* with its tasks run in environment *kind* (a command line's ``--environment``)."""
-    _check_environment_kind(suite.root / SUITE_FILE, kind)
+    """*suite* with its tasks run in environment *kind* (a command line's ``--environment``).
+    An unknown kind is the option's error, not suite.yaml's (whose ``environment:`` is fine);
+    suite.yaml's ``environment_options`` that do not suit *kind* are named with both."""
+    _check_environment_kind("--environment", kind)
     config = suite.config.model_copy(update={"environment": kind})
-    _check_environment_options(suite.root / SUITE_FILE, config)
+    try:
+        _check_environment_options(suite.root / SUITE_FILE, config)
+    except SpecError as exc:
+        raise SpecError(exc.path, exc.field, f"{exc.reason} (with --environment {kind})") from None
     return with_config(suite, config)
 
 
@@ -564,13 +569,16 @@ def _check_environment_options(file: Path, config: SuiteConfig) -> None:
         raise SpecError(file, "environment_options", problem)
 
 
-def _check_environment_kind(file: Path, kind: str) -> None:
+def _check_environment_kind(where: Path | str, kind: str) -> None:
+    """*kind* is a registered environment kind, or a SpecError at *where*: suite.yaml's
+    ``environment`` field, or the command line's ``--environment``."""
     from groundstate.environments.registry import environment_kinds  # registry imports spec
 
     known = environment_kinds()
     if kind not in known:
+        file, field = (where, "environment") if isinstance(where, Path) else (where, None)
         raise SpecError(
-            file, "environment", f"unknown environment kind {kind!r} (known: {', '.join(known)})"
+            file, field, f"unknown environment kind {kind!r} (known: {', '.join(known)})"
         )
 
 

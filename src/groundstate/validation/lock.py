@@ -15,6 +15,7 @@ from typing import Any
 
 from groundstate.errors import GroundstateError, SpecError
 from groundstate.spec.canonical import hash_path
+from groundstate.spec.files import parse_json, read_text
 from groundstate.spec.suite import Suite
 
 LOCK_FILE = "suite.lock"
@@ -26,8 +27,8 @@ class SuiteLockMismatch(GroundstateError):
 
     def __init__(self, suite: str, lines: list[str]) -> None:
         self.lines = lines
-        listed = "\n".join(f"  {line}" for line in lines)
-        super().__init__(f"suite {suite!r} does not match its {LOCK_FILE}:\n{listed}")
+        # One line, as the command line prints an error (a line break would show as "\n").
+        super().__init__(f"suite {suite!r} does not match its {LOCK_FILE}: {'; '.join(lines)}")
 
 
 def lock_data(suite: Suite) -> dict[str, Any]:
@@ -55,13 +56,17 @@ def check_lock(suite: Suite) -> list[str]:
     path = suite.root / LOCK_FILE
     if not path.is_file():
         return [f"no {LOCK_FILE}: lock the suite with `groundstate lock {suite.root}`"]
-    try:
-        locked = json.loads(path.read_text(encoding="utf-8"))
-        locked_tasks, locked_files = locked["tasks"], locked["files"]
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        return [f"{LOCK_FILE} is unreadable ({type(exc).__name__}: {exc}); lock the suite again"]
-    if not _is_lock_shape(locked_tasks, locked_files):  # hand-edited, or another tool's file
-        return [f"{LOCK_FILE} is unreadable (not a suite lock); lock the suite again"]
+    try:  # as every JSON file a user hands groundstate: bounded, UTF-8, keys stated once
+        locked = parse_json(path, read_text(path))
+    except SpecError as exc:
+        where = LOCK_FILE if exc.line is None else f"{LOCK_FILE} line {exc.line}"
+        return [f"{where} is unreadable ({exc.reason}); lock the suite again"]
+    if not _is_lock_shape(locked):  # hand-edited, or another tool's file
+        return [
+            f"{LOCK_FILE} is unreadable (not a suite lock: no mapping of 'tasks' and 'files'"
+            " as `groundstate lock` writes them); lock the suite again"
+        ]
+    locked_tasks, locked_files = locked["tasks"], locked["files"]
     if locked.get("format") != LOCK_FORMAT:  # another version's lock records other hashes
         return [
             f"{LOCK_FILE} has format {locked.get('format')!r}, not {LOCK_FORMAT};"
@@ -78,8 +83,11 @@ def require_lock(suite: Suite) -> None:
         raise SuiteLockMismatch(suite.name, lines)
 
 
-def _is_lock_shape(tasks: Any, files: Any) -> bool:
-    """Whether a lock's tables have the shapes :func:`lock_data` writes."""
+def _is_lock_shape(locked: Any) -> bool:
+    """Whether a lock and its tables have the shapes :func:`lock_data` writes."""
+    if not isinstance(locked, dict):
+        return False
+    tasks, files = locked.get("tasks"), locked.get("files")
     return (
         isinstance(tasks, dict)
         and isinstance(files, dict)

@@ -552,6 +552,9 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 problems += _permission_problems(task, task_file, tables)
             return list(dict.fromkeys(problems))  # a set's constraint, once per fixture
     except EnvironmentFailure as exc:
+        cause = exc.__cause__  # a data fixture's several problems: each one, as a task's are
+        if isinstance(cause, SpecError) and cause.every:
+            return [_from_spec_error(each) for each in cause.every]
         return [_fixture_problem(fixture, exc)]
 
 
