@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ class _Meter:
     """CPU seconds and calls per label, across threads."""
 
     def __init__(self) -> None:
-        self.spent: Counter[str] = Counter()
+        self.spent: dict[str, float] = defaultdict(float)
         self.calls: Counter[str] = Counter()
         self.lock = threading.Lock()
 
