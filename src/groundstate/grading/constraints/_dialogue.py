@@ -1908,7 +1908,6 @@ def _other_record(
     return None
 
 
-
 def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
     """Whether *yes* names, in its first sentence, another of the records its question listed
     and none of the change's ("Refund the headlamp ($35) and the bottle ($29)?" "Yes, refund
