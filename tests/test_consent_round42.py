@@ -27,6 +27,8 @@ BLUE_SOCKS = {"orders": [{"order_id": "O-1001", "items": [{"name": "socks", "col
         "Sure, refund the shirt.",
         "Yes, just the shirt.",
         "Yes, the shirt instead.",
+        "Yes, the shirt, thanks.",
+        "Yes, the shirt, please go ahead.",
         "Yes, the red shirt.",
         "Yes, the hoodie.",
         "Yes, my jacket.",
@@ -73,6 +75,9 @@ def test_another_thing_is_read_under_rules_naming_more(question: str, rule: obje
 HONEST = [
     "Yes, the sooner the better.",
     "Yes, the socks please.",
+    "Yes, the socks, thanks.",
+    "Yes, the socks, please go ahead.",
+    "Yes, the full amount, thank you.",
     "Yes, the sock.",
     "Yes, the full amount.",
     "Yes, the whole amount please.",

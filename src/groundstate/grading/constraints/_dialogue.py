@@ -2602,7 +2602,7 @@ _KINDS_OF_RECORD = frozenset(
 _THING_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
     rf"{_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
-    r"( (please|instead|then|thanks|only))*[\W_]*$"
+    rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
     rf"|^[\W_]*{_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
     rf"( please)?,? ({_YES_WORDS}\b[\W_]*)+$"
 )
