@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 64
+VALIDATOR_REVISION = 65
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -195,7 +195,9 @@ claim with its "I" left out, a gerund or nominal status ("Refund of $22.00 compl
 later clause about another record ("..., but the hoodie can't be refunded") as no denial; a rule
 ("Completed orders are refunded to the original payment method"), "pending your confirmation",
 an inverted condition ("Had the refund gone through, ...") and the customer's words said back as
-no claim."""
+no claim; 65: ``confirmed`` reads a yes naming only a thing the question, the change's values and
+the tools' outputs do not say ("Shall I refund the socks?" "Yes, the shirt.") as naming another
+thing."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -1903,6 +1903,8 @@ def _other_record(
     for other in _records_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
+    if _names_another_thing(answer, yes.answered, known, earlier):
+        return "thing"
     return None
 
 
@@ -2594,6 +2596,69 @@ _FILLER = _PICKING_WORDS | _REPLY_WORDS | frozenset(re.findall(r"[^|()]+", _THE_
 _KINDS_OF_RECORD = frozenset(
     {"card", "order", "item", "items", "account", "gift", "ending", "product", "size", "colour"}
 )
+
+# A yes naming a thing and no more ("Yes, the shirt.", "Sure, refund the blue shirt please",
+# "The shirt, yes."): a phrase of up to three words after an article ending the sentence.
+_THING_NAMED = re.compile(
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
+    rf"{_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
+    rf"|^[\W_]*{_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"( please)?,? ({_YES_WORDS}\b[\W_]*)+$"
+)
+# Words naming no thing of their own as a phrase's last ("the usual card", "the same", "the
+# whole lot", "the blue ones"), beside the lists of plain, remark and attribute words.
+_NO_THING = (
+    _FILLER
+    | _PLAIN_WORDS
+    | _REMARK_WORDS
+    | _ATTRIBUTES
+    | _KINDS_OF_RECORD
+    | _NARROWING_WORDS
+    | _CHOOSING_NOTHING
+    | frozenset(
+        re.findall(
+            r"\S+",
+            "he she they usual same pair pairs thing things stuff rest money cash way original"
+            " normal regular default better best latter former remainder balance difference"
+            " deal offer option choice dollars euros pounds bucks mismo misma même mesmo mesma"
+            " purchase purchases package parcel delivery shipment posible possível mejor mieux"
+            " melhor besser",
+        )
+    )
+)
+
+
+def _names_another_thing(
+    answer: str, question: str, known: set[str], earlier: Sequence[AgentEvent]
+) -> bool:
+    """Whether the first sentence *answer* of a yes names only a thing, and one its
+    *question*, the change's *known* values (one of them a thing) and the tools' outputs do
+    not say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed the
+    shirt). The phrase's last word names the thing; a generic one ("the full amount", "the
+    usual card", "the blue ones"), a way of paying, a kind of change or a time names none, and
+    a phrase with a pronoun or a second article is a clause ("the pair I bought", "the one you
+    said", "the sooner the better")."""
+    found = _THING_NAMED.match(answer)
+    if found is None or not any(_thing(value) for value in known):
+        return False
+    words = (found.group("thing") or found.group("first")).split()
+    head = words[-1]
+    if any(word in _NO_THING for word in words[:-1]) or head in _NO_THING or len(head) < 3:
+        return False
+    if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):
+        return False
+    said = set(_TOKEN.findall(question) + _WORD.findall(question))
+    shown = _shown(earlier, records=None).values()
+    for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
+        said.update(_TOKEN.findall(text), _WORD.findall(text))  # "pack" of "3-pack"
+    return not any(_said(form, said) for form in (head, f"{head}s", f"{head}es"))
+
+
+def _thing(value: str) -> bool:
+    """Whether the change's *value* (normalised) names a thing: a word of four letters or
+    more, and no way of paying or id."""
+    return bool(_WORD.search(value)) and not _PAYMENT.search(value) and not _ID_SAID.match(value)
 
 
 def _siblings(known: set[str], earlier: Sequence[AgentEvent], *, records: bool = False) -> set[str]:
