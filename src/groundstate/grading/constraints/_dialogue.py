@@ -2623,7 +2623,10 @@ _NO_THING = (
             " normal regular default better best latter former remainder balance difference"
             " deal offer option choice dollars euros pounds bucks mismo misma même mesmo mesma"
             " purchase purchases package parcel delivery shipment posible possível mejor mieux"
-            " melhor besser",
+            " melhor besser goods merchandise products stuff suggestion request idea proposal"
+            " plan charge charges transaction deposit customer extra last earlier latest later"
+            " cheaper cheapest newer newest older oldest bigger smaller larger standard basic"
+            " exact",
         )
     )
 )
