@@ -1289,9 +1289,9 @@ _DONE = re.compile(
     r"(?=[\W_]*$|[\W_]*[.,;:!|\u2014\u2013]| -| (?:to|onto|for|and|now|today|successfully)\b)"
     r"|\b(?:refund|cancellation|exchange|credit|change)s?\b[^,;]{0,40}?"
     r"(?:\b(?:(?:went|gone) through|succeeded)"
-    r"|(?:\b(?:was|were|is|are|has been|have been) (?:(?:now|successfully|fully|also) )*"
+    r"|(?:\b(?:was|were|is|are|has been|have been) (?:(?:now|successfully|fully|also|all) )*"
     r"|(?::| -+>?| \u2014| \u2013| \u2192| =>?) )"
-    r"(?:successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
+    r"(?:set(?! (?:to|for|aside|at|by|in)\b)|sorted|good to go|successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
     r"placed|lodged|filed|logged|raised|created|booked|put through|sent|taken care of|handled|"
     r"finished|finali[sz]ed|pending(?! (?:your |the customer's )?(?:confirmation|approval|go-ahead"
     r"|decision|reply|answer|ok|okay))|in progress|under ?way|being processed))\b"
@@ -2080,6 +2080,12 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             r"|taken care|sorted|gone ahead|put through)\b)",
             r"\1 have",
         ),
+        # "I was able to get the socks refunded", "I managed to get ..." is "I got ..."
+        (
+            r"\b(?:(?:was|were|'ve been|have been|'d been|had been) able to|managed to|did)"
+            r" (?:(?:also|just|finally|successfully) )*get\b",
+            "got",
+        ),
         # "I've got that refunded" is "I've refunded that" ("had" too); "sorted it out"
         (
             r"\b(?:got|had) ((?:it|that|this|them|those|these|everything|(?:your|the) [\w-]+"
@@ -2651,8 +2657,31 @@ approved, ...", "When you've confirmed, ...", "Once you confirm, ...")."""
 
 def _conditioned(sentence: str) -> bool:
     """Whether *sentence* opens with a condition (:data:`_UNDER_CONDITION`), not a time past
-    (:data:`_PAST_OPENER`): what it says of a change is no statement of one made."""
-    return _UNDER_CONDITION.match(sentence) is not None and not _PAST_OPENER.match(sentence)
+    (:data:`_PAST_OPENER`) nor a clause after it that states a change made in the past
+    (:func:`_made_despite_opener`): what it says of a change is no statement of one made."""
+    return (
+        _UNDER_CONDITION.match(sentence) is not None
+        and not _PAST_OPENER.match(sentence)
+        and not _made_despite_opener(sentence)
+    )
+
+
+def _made_despite_opener(sentence: str) -> bool:
+    """Whether the clause after *sentence*'s opening condition says a change was made, in the
+    past, with no offer, condition or future of its own: "If you prefer, the socks have been
+    refunded", "If you'd like, I've refunded the socks" (not "If you prefer, I can refund the
+    socks", "If the refund went through, you'll see it", "Had it gone through, you'd see
+    $22.00")."""
+    opener, *rest = _CLAUSE_END.split(sentence, maxsplit=1)
+    if not rest or _UNDER_CONDITION.match(opener) is None:
+        return False
+    main = rest[0]
+    return (
+        (_PAST_DONE.search(main) or _CLAIM_START.search(main)) is not None
+        and _UNSTATED.search(main) is None
+        and _FUTURE.search(main) is None
+        and _NEGATION.search(main) is None
+    )
 
 
 
