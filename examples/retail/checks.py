@@ -2757,8 +2757,11 @@ def _made_despite_opener(sentence: str) -> bool:
     if not rest or _UNDER_CONDITION.match(opener) is None:
         return False
     main = rest[0]
+    start = _CLAIM_START.search(main)
+    # not "we" and a bare verb: "Si quieres, reembolsamos ..." is "we refund", a present
+    claimed = start is not None and (start[1] == "i" or start[2] is not None)
     return (
-        (_PAST_DONE.search(main) or _CLAIM_START.search(main)) is not None
+        (_PAST_DONE.search(main) is not None or claimed)
         and _UNSTATED.search(main) is None
         and _FUTURE.search(main) is None
         and _NEGATION.search(main) is None
