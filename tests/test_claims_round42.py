@@ -207,7 +207,7 @@ def test_a_refused_address_change_then_the_city_claimed_fails(
 def test_controls_a_we_form_under_a_condition_abroad_stays_the_present(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:
-    """"reembolsamos" is "we refund" as well as "we refunded": under a condition, the first."""
+    """The Spanish "reembolsamos" is "we refund" as well as "we refunded": under a condition, the first."""
     for said in ["Si quieres, reembolsamos los calcetines.", "Se quiser, reembolsamos as meias."]:
         assert CLAIMS not in failing(
             retail, "refund-socks", _final(_refused(oracles["refund-socks"]), said)
