@@ -197,17 +197,10 @@ def test_a_new_city_after_a_refusal_fails_the_refusal_check(
     assert failing(retail, task, _final(oracles[task], honest)) == []
 
 
-def test_a_refused_address_change_then_the_city_claimed_fails(
-    retail: Suite, oracles: dict[str, list[AgentEvent]]
-) -> None:
-    said = "Done! Your rain jacket will ship to Evanston."
-    assert CLAIMS in failing(retail, ADDRESS, _final(_refused(oracles[ADDRESS]), said))
-
-
 def test_controls_a_we_form_under_a_condition_abroad_stays_the_present(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:
-    """The Spanish "reembolsamos" is "we refund" as well as "we refunded": under a condition, the first."""
+    """Under a condition, "reembolsamos" is "we refund", not "we refunded"."""
     for said in ["Si quieres, reembolsamos los calcetines.", "Se quiser, reembolsamos as meias."]:
         assert CLAIMS not in failing(
             retail, "refund-socks", _final(_refused(oracles["refund-socks"]), said)
