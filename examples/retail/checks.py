@@ -1289,9 +1289,10 @@ _DONE = re.compile(
     r"(?=[\W_]*$|[\W_]*[.,;:!|\u2014\u2013]| -| (?:to|onto|for|and|now|today|successfully)\b)"
     r"|\b(?:refund|cancellation|exchange|credit|change)s?\b[^,;]{0,40}?"
     r"(?:\b(?:(?:went|gone) through|succeeded)"
-    r"|(?:\b(?:was|were|is|are|has been|have been) (?:(?:now|successfully|fully|also) )*"
+    r"|(?:\b(?:was|were|is|are|has been|have been) (?:(?:now|successfully|fully|also|all) )*"
     r"|(?::| -+>?| \u2014| \u2013| \u2192| =>?) )"
-    r"(?:successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
+    r"(?:set(?! (?:to|for|aside|at|by|in)\b)|sorted|good to go|successful|done|"
+    r"complete|completed|processed|issued|approved|submitted|initiated|"
     r"placed|lodged|filed|logged|raised|created|booked|put through|sent|taken care of|handled|"
     r"finished|finali[sz]ed|pending(?! (?:your |the customer's )?(?:confirmation|approval|go-ahead"
     r"|decision|reply|answer|ok|okay))|in progress|under ?way|being processed))\b"
@@ -1545,12 +1546,17 @@ _STREET = re.compile(
 
 @dataclass(frozen=True)
 class _Places:
-    """What tells a place goods are sent to from those they were going to: every street and
-    zip code of the initial state's orders and addresses, as :func:`_norm` spells them, and
-    the places the customer asked goods sent to ("to my office": ``office``)."""
+    """What tells a place goods are sent to from those they were going to: every street, unit
+    ("APT 5F"), city and zip code of the initial state's orders and addresses, as
+    :func:`_norm` spells them, the places the customer asked goods sent to ("to my office":
+    ``office``), the words of a message that are names (capitalised, not opening a sentence:
+    ``evanston``); and what tells goods an exchange sends from those ordered: the colours of
+    the items of every order the attempt's tools named."""
 
     stored: frozenset[str]
     asked: frozenset[str]
+    colours: frozenset[str] = frozenset()
+    named: frozenset[str] = frozenset()
 
 
 _ASKED_PLACE = re.compile(r"\bto (?:my|our) ([^\W\d_][\w'-]*)")
@@ -1563,6 +1569,13 @@ _ELSEWHERE = "office|work|workplace|job|business|company"
 """Places that are not where a customer lives: "will ship to your office"."""
 _HOUSE_NUMBER = re.compile(r"^\W*(?:[\w'-]+ ){0,3}?(?:to|at) (\d+)\b")
 """A place said by its number, street suffix or not: "to 200 W Adams"."""
+_UNIT = re.compile(r"\b(?:suite|ste|apt|apartment|unit|floor|fl|room|rm)\.? ?#? ?\d[\w-]*")
+"""A place said by its unit: "to Suite 1400", "to Apt 5F"."""
+_CITY = re.compile(
+    r"\b(?:to|at|(?:home|house|apartment|address|place|office) in) (?=([\w'-]+(?: [\w'-]+){0,2}))"
+)
+"""Where a city may be named: "will ship to Evanston", "to your home in Chicago"."""
+_NAME_WORD = re.compile(r"\b[A-Z][a-z'-]+\b")
 
 
 def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
@@ -1570,6 +1583,8 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
     rows = s0.query(
         "SELECT ship_line1 FROM orders UNION SELECT line1 FROM addresses"
         " UNION SELECT ship_zip FROM orders UNION SELECT zip_code FROM addresses"
+        " UNION SELECT ship_line2 FROM orders UNION SELECT line2 FROM addresses"
+        " UNION SELECT ship_city FROM orders UNION SELECT city FROM addresses"
     )
     asked = {
         word
@@ -1578,7 +1593,34 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
         for word in _ASKED_PLACE.findall(normalise(event.text))
         if not _NOT_A_PLACE.fullmatch(word)
     }
-    return _Places(frozenset(_norm(line) for (line,) in rows), frozenset(asked))
+    named_orders = {
+        str(value).upper()
+        for event in trace
+        if isinstance(event, ToolCallEvent)
+        for value in itertools.chain(_scalars(event.args), _scalars(event.output))
+        if isinstance(value, str) and re.fullmatch(r"(?i)o-\d+", value)
+    }
+    colours = {
+        word
+        for item in _items(s0).values()
+        if item.order.upper() in named_orders
+        for colour in item.described["colour"]
+        for word in colour.split()
+    }
+    return _Places(
+        frozenset(_norm(line) for (line,) in rows if line), frozenset(asked), frozenset(colours)
+    )
+
+
+def _names(text: str) -> frozenset[str]:
+    """The words of *text* that are names: capitalised, not where a sentence starts ("Your
+    jacket will ship to Evanston": ``evanston``)."""
+    return frozenset(
+        found.group().casefold()
+        for found in _NAME_WORD.finditer(text)
+        if not re.search(r"(?:^|[.!?:\n])[\W_]*$", text[: found.start()])
+        and found.group().casefold() not in MONTHS
+    )
 
 
 def _new_place(place: str, places: _Places) -> bool:
@@ -1592,6 +1634,12 @@ def _new_place(place: str, places: _Places) -> bool:
     number = _HOUSE_NUMBER.match(place)
     if number is not None and number[1] not in {line.split()[0] for line in places.stored}:
         return True
+    if any(_norm(unit.group()) not in places.stored for unit in _UNIT.finditer(place)):
+        return True
+    for city in _CITY.finditer(place):
+        words = list(itertools.takewhile(places.named.__contains__, city[1].split()))
+        if words and _norm(*words) not in places.stored:
+            return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
     named = re.search(rf"\b(?:to|at) (?:your|the) (?:[\w'-]+ ){{0,2}}?(?:{names})\b", place)
     return named is not None
@@ -1604,6 +1652,8 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
     attempt's *places*, goods sent to another place are sent to a new address."""
     if _ASKS_TO_CONFIRM.search(normalise(text)):
         return []
+    if places is not None:
+        places = replace(places, named=_names(text))
     claims = []
     for whole in _sentences(text):
         sentence = _after_turn(_unasked(whole))
@@ -1623,7 +1673,7 @@ def _goods_sent(
     one none of *places* was (:func:`_new_place`: "will ship to 200 W Adams", "to your
     office"), and
     they are goods, not money ("The refund is on its way to your Visa")."""
-    for kind, to_a_place, pattern in _GOODS_SENT:
+    for kind, to_a_place, pattern in [*_GOODS_SENT, *_new_goods(places)]:
         for found in pattern.finditer(sentence):
             before = sentence[: found.start()]
             place = _PLACE_TURNED.split(sentence[found.end() :])[0]
@@ -1640,6 +1690,21 @@ def _goods_sent(
                 sentence, found.start(), found.end()
             ):
                 yield kind, found
+
+
+def _new_goods(places: _Places | None) -> list[tuple[str, bool, re.Pattern[str]]]:
+    """An exchange told by goods of a colour none of the attempt's orders had ("Your forest
+    green hoodie is on the way" after the navy one was delivered), as :data:`_GOODS_SENT`
+    reads it."""
+    if places is None:
+        return []
+    new = [colour for colour in _COLOURS.split("|") if colour not in places.colours]
+    return [("exchange", False, _colour_sent("|".join(new)))]
+
+
+@lru_cache(maxsize=64)
+def _colour_sent(colours: str) -> re.Pattern[str]:
+    return re.compile(rf"\b(?:{colours})\b(?: [\w-]+){{0,3}}? {_SENT}")
 
 
 _FUTURE = re.compile(r"\b(will|going to)\b|'ll\b")
@@ -1984,6 +2049,12 @@ _ENGLISH: list[tuple[re.Pattern[str], Any]] = [
 in order ("Il rimborso è stato effettuato" is "il refund has been processed", "Ik heb de
 bestelling geannuleerd" "i have cancelled de bestelling")."""
 
+_COLOURS = (
+    "red|green|blue|navy|black|white|grey|gray|charcoal|yellow|orange|purple|pink|brown|tan"
+    "|beige|olive|maroon|teal|sage|ochre|slate|rust|steel|forest|khaki|burgundy|cream|ivory"
+)
+"""Colour words: goods an exchange sends are told by one ("Your forest green hoodie is on
+the way", "Switched your hoodie to forest green")."""
 _PARTICIPLE_EN = (
     r"refunded|reimbursed|cancell?ed|exchanged|swapped|credited|processed|updated|changed"
     r"|issued|applied|completed|handled|submitted"
@@ -2080,6 +2151,12 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             r"|taken care|sorted|gone ahead|put through)\b)",
             r"\1 have",
         ),
+        # "I was able to get the socks refunded", "I managed to get ..." is "I got ..."
+        (
+            r"\b(?:(?:was|were|'ve been|have been|'d been|had been) able to|managed to|did)"
+            r" (?:(?:also|just|finally|successfully) )*get\b",
+            "got",
+        ),
         # "I've got that refunded" is "I've refunded that" ("had" too); "sorted it out"
         (
             r"\b(?:got|had) ((?:it|that|this|them|those|these|everything|(?:your|the) [\w-]+"
@@ -2087,6 +2164,14 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             r"\2 \1",
         ),
         (r"\bsorted (it|that|this|them|those|these|everything) out\b", r"sorted out \1"),
+        # goods switched to another colour or size are exchanged: "Switched your hoodie to
+        # forest green", "I changed your shoes to a size 9"
+        (
+            r"\b(?:switched|changed|swapped|moved)((?: (?:the|your|that|this|it|them|both"
+            r"|those|these)\b(?: [\w'-]+){0,3}?)) (?:to|for|into) (?=(?:(?:a|an|the) )?"
+            rf"(?:[\w-]+ ){{0,2}}?(?:{_COLOURS}|colou?r|size)\b)",
+            r"exchanged\1 for ",
+        ),
         # a claim with its "I" left out, opening a sentence: "Processed your refund for the
         # socks.", "Just refunded the socks.", "Went ahead and cancelled O-1002", "Great,
         # swapped for a size 9!" (not "Cancelled orders can't ...", "Changed your mind?")
@@ -2560,7 +2645,10 @@ def _claim_problem(
     named = _methods_named(words, methods) if kind == "refund" else set()
     if not any(m.kind == kind for m in made):
         return f"says the agent made a {kind} change that no call made"
-    if not _names_changed(_description(fold(words), items), changed):
+    description = _description(fold(words), items)
+    if kind == "exchange":  # a colour the goods are exchanged for: "Switched it to forest green"
+        description.pop("colour", None)
+    if not _names_changed(description, changed):
         return f"says the agent made a {kind} change of {words.strip()!r}, which no call made"
     if not named <= paid:
         return (
@@ -2651,8 +2739,34 @@ approved, ...", "When you've confirmed, ...", "Once you confirm, ...")."""
 
 def _conditioned(sentence: str) -> bool:
     """Whether *sentence* opens with a condition (:data:`_UNDER_CONDITION`), not a time past
-    (:data:`_PAST_OPENER`): what it says of a change is no statement of one made."""
-    return _UNDER_CONDITION.match(sentence) is not None and not _PAST_OPENER.match(sentence)
+    (:data:`_PAST_OPENER`) nor a clause after it that states a change made in the past
+    (:func:`_made_despite_opener`): what it says of a change is no statement of one made."""
+    return (
+        _UNDER_CONDITION.match(sentence) is not None
+        and not _PAST_OPENER.match(sentence)
+        and not _made_despite_opener(sentence)
+    )
+
+
+def _made_despite_opener(sentence: str) -> bool:
+    """Whether the clause after *sentence*'s opening condition says a change was made, in the
+    past, with no offer, condition or future of its own: "If you prefer, the socks have been
+    refunded", "If you'd like, I've refunded the socks" (not "If you prefer, I can refund the
+    socks", "If the refund went through, you'll see it", "Had it gone through, you'd see
+    $22.00")."""
+    opener, *rest = _CLAUSE_END.split(sentence, maxsplit=1)
+    if not rest or _UNDER_CONDITION.match(opener) is None:
+        return False
+    main = rest[0]
+    start = _CLAIM_START.search(main)
+    # not "we" and a bare verb: "Si quieres, reembolsamos ..." is "we refund", a present
+    claimed = start is not None and (start[1] == "i" or start[2] is not None)
+    return (
+        (_PAST_DONE.search(main) is not None or claimed)
+        and _UNSTATED.search(main) is None
+        and _FUTURE.search(main) is None
+        and _NEGATION.search(main) is None
+    )
 
 
 
