@@ -224,3 +224,18 @@ def test_a_fitting_concurrency_still_runs(copy: Path) -> None:
     """False-positive guard."""
     outcome = groundstate(*RUN, "--concurrency", "4", cwd=copy)
     assert outcome.code == 0, outcome.text
+
+
+def test_a_resume_takes_the_same_rule(copy: Path) -> None:
+    """``run --resume NAME`` reads the named batch (here refused as an import, by its id); a
+    name that is also the start of another id is refused before anything runs."""
+    first = _ids(copy)["first"][0]
+    base = ["run", "retail", "--system", SYSTEM, "--store", STORE, "--resume"]
+    named = groundstate(*base, "first", cwd=copy)
+    assert_refused(named, f"cannot resume batch {first}", "imported")
+    _import(copy, first[:2])
+    before = digest(copy / STORE)
+    ambiguous = groundstate(*base, first[:2], cwd=copy)
+    assert ambiguous.code == 2, ambiguous.text
+    assert_refused(ambiguous, f"batch {first[:2]!r} is ambiguous", first)
+    assert digest(copy / STORE) == before

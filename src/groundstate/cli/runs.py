@@ -213,6 +213,7 @@ def run(
             with RunStore(store, create=resume_id is None) as run_store:
                 if resume_id is not None:
                     planned = run_store.batch(resume_id)
+                    resume_id = planned.batch_id  # given by a prefix or name: its id from here
                     _refuse_new_plan(planned, attempts=attempts, seed=seed)
                     check_attempts(gates, planned.attempts)  # as a start does, before running
                     # Before validating: a changed suite is refused as such, and only the
