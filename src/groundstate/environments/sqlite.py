@@ -118,10 +118,10 @@ _READABLE_PRAGMAS = frozenset({"foreign_keys", "user_version", "encoding"})
 """Pragmas the agent may read (not set); others (``database_list`` reveals the work
 directory's path, ``function_list``, ``compile_options``...) are denied."""
 _ALLOWED_KEPT = 10_000
-_COUNTED_TWICE = "the database file's change counter moved past the harness's own commit"
-"""Why a write beside one of the harness's commits is named (see ``_synced``)."""
 """An environment's kept answers are dropped when they reach this many (the schema bounds
 them)."""
+_COUNTED_TWICE = "the database file's change counter moved past the harness's own commit"
+"""Why a write beside one of the harness's commits is named (see ``_synced``)."""
 _HIDDEN_TABLES = frozenset({"dbstat", "sqlite_dbpage", "sqlite_stmt"})
 """Virtual tables that reveal the database's pages, sizes or the harness's statements."""
 _FUNCTION_GROUPS = {
@@ -766,11 +766,14 @@ class SqliteEnvironment(ClosesOnExit):
         if allowed is None:  # a reset's (or the pool's): nothing before it is this attempt's
             self._unseen = None
         elif version - self._version not in allowed:
-            # Another connection's commit too: one that waited for the call's write lock lands
-            # the instant the call's commit releases it, before this look. Before, only the
-            # tracking was given up, and the write hidden.
             self._tracker.complete = False
-            self._unseen = self._unseen or _COUNTED_TWICE
+            if version - self._version >= allowed.stop:
+                # Another connection's commit too: one that waited for the call's write lock
+                # lands the instant the call's commit releases it, before this look. Before,
+                # only the tracking was given up, and the write hidden. (A counter that moved
+                # less than the commit may move it, as a write of a value already there, is no
+                # one else's write.)
+                self._unseen = self._unseen or _COUNTED_TWICE
         self._version, self._changes = version, self._agent.total_changes
 
     def evaluator_view(self) -> SqliteView:
