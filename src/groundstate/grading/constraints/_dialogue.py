@@ -2598,12 +2598,13 @@ _KINDS_OF_RECORD = frozenset(
 )
 
 # A yes naming a thing and no more ("Yes, the shirt.", "Sure, refund the blue shirt please",
-# "The shirt, yes."): a phrase of up to three words after an article ending the sentence.
+# "The shirt, yes."): a phrase of up to three words after an article ending the sentence
+# (not the Portuguese "as", which English reads "as": "Yes, as discussed").
 _THING_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
-    rf"{_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"(?!as\b){_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
-    rf"|^[\W_]*{_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
     rf"( please)?,? ({_YES_WORDS}\b[\W_]*)+$"
 )
 # Words naming no thing of their own as a phrase's last ("the usual card", "the same", "the
