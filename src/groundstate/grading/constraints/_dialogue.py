@@ -2627,7 +2627,10 @@ _NO_THING = (
             " melhor besser goods merchandise products stuff suggestion request idea proposal"
             " plan charge charges transaction deposit customer extra last earlier latest later"
             " cheaper cheapest newer newest older oldest bigger smaller larger standard basic"
-            " exact",
+            " exact first second third primero primera segundo segunda tercero tercera último"
+            " última premier première deuxième seconde dernier dernière erste ersten zweite"
+            " zweiten letzte letzten primeiro primeira terceiro terceira primo prima secondo"
+            " seconda ultimo ultima",
         )
     )
 )
