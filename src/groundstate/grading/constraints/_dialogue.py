@@ -2630,7 +2630,7 @@ _NO_THING = (
             " exact first second third primero primera segundo segunda tercero tercera último"
             " última premier première deuxième seconde dernier dernière erste ersten zweite"
             " zweiten letzte letzten primeiro primeira terceiro terceira primo prima secondo"
-            " seconda ultimo ultima",
+            " seconda ultimo ultima par paire paar paio",
         )
     )
 )
