@@ -2659,7 +2659,9 @@ def _names_another_thing(
     shown = _shown(earlier, records=None).values()
     for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
         said.update(_TOKEN.findall(text), _WORD.findall(text))  # "pack" of "3-pack"
-    return not any(_said(form, said) for form in (head, f"{head}s", f"{head}es"))
+    # any word of the phrase said (a thing the tools showed, "the hoodie stays") leaves it to
+    # the reading of records shown
+    return not any(_said(form, said) for word in words for form in (word, f"{word}s", f"{word}es"))
 
 
 def _thing(value: str) -> bool:
