@@ -2656,8 +2656,8 @@ def _names_another_thing(
     not say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed the
     shirt). The phrase's last word names the thing; a generic one ("the full amount", "the
     usual card", "the blue ones"), a way of paying, a kind of change or a time names none, and
-    a phrase with a pronoun or a second article is a clause ("the pair I bought", "the one you
-    said", "the sooner the better")."""
+    a phrase with a pronoun, a second article or a verb is a clause ("the pair I bought", "the
+    one you said", "the sooner the better", "my husband says")."""
     found = _THING_NAMED.match(answer)
     if found is None or not any(_thing(value) for value in known):
         return False
