@@ -82,18 +82,18 @@ def test_a_pass_makes_no_replace_per_check(monkeypatch: pytest.MonkeyPatch) -> N
     seen = _run_pass(states, 4)
     assert replaced == []
     assert len(seen) == 4
-    for given in seen:
-        assert type(given) is States
+    for each in seen:
+        assert type(each) is States
         # its own views, of the pass's states
-        assert isinstance(given.s0, outcome._BoundedView) and given.s0._view is states.s0
-        assert isinstance(given.sT, outcome._FinalView) and given.sT._view is states.sT
+        assert isinstance(each.s0, outcome._BoundedView) and each.s0._view is states.s0
+        assert isinstance(each.sT, outcome._FinalView) and each.sT._view is states.sT
         # everything else shared with the pass, as replace shares it
         for name in ("initial", "diff", "suite_root", "trace", "checks", "functions", "pending"):
-            assert getattr(given, name) is getattr(states, name), name
+            assert getattr(each, name) is getattr(states, name), name
         # what replace would have made, field by field
-        made = real(states, s0=given.s0, sT=given.sT)
-        assert vars(made) == vars(given)
-        assert made == given
+        made = real(states, s0=each.s0, sT=each.sT)
+        assert vars(made) == vars(each)
+        assert made == each
     # each check its own views, and the pass's states untouched
     assert len({id(g.s0) for g in seen}) == 4 and len({id(g.sT) for g in seen}) == 4
     assert states.s0.name == "s0" and states.sT.name == "sT"
@@ -154,7 +154,7 @@ _SAID = [
     "The gift card, sorry, I meant the Visa",
     "I'd rather have the Visa than the gift card",
     "Card 4111 1111-1111 1111, O\u20111001",
-    "ＹＥＳ　ｐｌｅａｓｅ",
+    "\uff39\uff25\uff33\u3000\uff50\uff4c\uff45\uff41\uff53\uff45",  # full-width
     "",
     "x" * 4096,
     "no " * 1400,
@@ -163,7 +163,7 @@ _SAID = [
 
 
 @pytest.mark.parametrize("role", ["user", "agent", "system"])
-@pytest.mark.parametrize("text", _SAID + [Text("Yes, the Visa."), Text("z" * 5000)])
+@pytest.mark.parametrize("text", [*_SAID, Text("Yes, the Visa."), Text("z" * 5000)])
 def test_a_message_reads_as_before(role: str, text: str) -> None:
     message = SimpleNamespace(role=role, text=text, step=3)
     try:

@@ -9,7 +9,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Callable
-from json.encoder import encode_basestring as _encode_text  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _encode_text
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
