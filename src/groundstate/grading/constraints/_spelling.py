@@ -34,9 +34,9 @@ def respelt(value: Any, expected: Any) -> bool:
     if type(value) is str and type(expected) is str:
         return _spelling(value) == _spelling(expected)
     if isinstance(value, str) and _is_number(expected):
-        return _as_number(value) == expected
+        return bool(_as_number(value) == expected)
     if isinstance(expected, str) and _is_number(value):
-        return _as_number(expected) == value
+        return bool(_as_number(expected) == value)
     return False
 
 
