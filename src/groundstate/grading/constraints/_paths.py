@@ -18,6 +18,10 @@ from groundstate.spec.constraints import literal, variable
 from groundstate.spec.strict import JsonScalar
 from groundstate.trace import AgentEvent
 
+Compare = Callable[[Any, Any], bool]
+"""How a value reached is compared with the expected one: :func:`same`, or for a value in a
+call's arguments :func:`agrees`."""
+
 
 @dataclass(frozen=True)
 class Bound:
@@ -26,7 +30,7 @@ class Bound:
     values: list[Any]
     many: bool
 
-    def admits(self, value: Any, compare: Callable[[Any, Any], bool]) -> bool:
+    def admits(self, value: Any, compare: Compare) -> bool:
         return any(compare(value, bound) for bound in self.values)
 
 
@@ -123,9 +127,6 @@ def selects(event: AgentEvent, where: Conditions) -> bool:
         if not inner.hold(getattr(event, field_name), compare):
             return False
     return True
-
-
-Compare = Callable[[Any, Any], bool]
 
 
 @dataclass(frozen=True)
