@@ -517,3 +517,39 @@ def test_a_message_match_is_unaffected_by_argument_spelling() -> None:
     trace = Trace("hi").agent("Your order o-1020 is on its way")
     assert not passes(rule, trace)
     assert isinstance(trace.events[-1], MessageEvent)
+
+
+def test_a_then_spelt_otherwise_without_its_first_is_still_a_then() -> None:
+    rule = constraint(
+        id="b",
+        before={
+            "first": {"tool": "verify", "ok": True},
+            "then": {"tool": "refund", "where": {"args.order_id": "O-1"}},
+        },
+    )
+    trace = Trace("hi").call("refund", {"order_id": " o-1"}, {"refunded": "O-1"})
+    assert not passes(rule, trace)
+    assert passes(rule, Trace("hi").call("refund", {"order_id": " o-1"}, {"refunded": "o-1"}))
+
+
+def test_at_most_counts_a_record_reached_by_two_spellings_twice() -> None:
+    rule = constraint(
+        id="m",
+        at_most={"n": 1, "match": {"tool": "refund", "where": {"args.order_id": "O-1"}}},
+    )
+    trace = Trace("hi").call("refund", {"order_id": "O-1"}, {"order_id": "O-1"})
+    assert not passes(rule, trace.call("refund", {"order_id": "o-1"}, {"order_id": "O-1"}))
+
+
+def test_a_value_the_call_wrote_shows_how_the_tool_took_a_respelt_argument() -> None:
+    rule = constraint(id="n", never={"tool": "set_status", "where": {"args.status": "cancelled"}})
+    row = write("orders", "O-1", {"status": "ordered"}, {"status": "cancelled"})
+    assert not passes(rule, Trace("hi").call("set_status", {"status": "Cancelled"}, writes=[row]))
+    kept = write("orders", "O-1", {"status": "ordered"}, {"status": "Cancelled"})
+    assert passes(rule, Trace("hi").call("set_status", {"status": "Cancelled"}, writes=[kept]))
+
+
+def test_the_spacing_error_names_the_part_that_can_never_be_found(edited_bank: EditTask) -> None:
+    rule = {"never": {"message": "agent", "matches": r"card\s\snumber"}}
+    errors = _errors(edited_bank(_add(rule)).root)
+    assert len(errors) == 1 and "'\\\\s\\\\s'" in errors[0] and "tasks/transfer.yaml" in errors[0]
