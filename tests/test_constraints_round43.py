@@ -553,3 +553,19 @@ def test_the_spacing_error_names_the_part_that_can_never_be_found(edited_bank: E
     rule = {"never": {"message": "agent", "matches": r"card\s\snumber"}}
     errors = _errors(edited_bank(_add(rule)).root)
     assert len(errors) == 1 and "'\\\\s\\\\s'" in errors[0] and "tasks/transfer.yaml" in errors[0]
+
+
+def test_an_id_padded_with_a_million_spaces_is_still_the_record_the_tool_served() -> None:
+    padded = " " * 500_000 + "o-1020" + "\n" * 500_000
+    trace = Trace("hi").call("get_order", {"order_id": padded}, {"order_id": "O-1020"})
+    assert not passes(NEVER_O1020, trace)
+
+
+def test_a_value_longer_than_any_id_is_compared_as_written() -> None:
+    from groundstate.grading.constraints._spelling import LONGEST
+
+    long_value = "A" * (LONGEST + 1)
+    rule = constraint(id="n", never={"tool": "note", "where": {"args.text": long_value}})
+    assert not passes(rule, Trace("hi").call("note", {"text": long_value}))
+    lower = long_value.lower()
+    assert passes(rule, Trace("hi").call("note", {"text": lower}, {"text": long_value}))

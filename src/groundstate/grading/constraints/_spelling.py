@@ -23,6 +23,11 @@ from typing import Any
 from groundstate.grading.constraints._text import fold
 from groundstate.trace import AgentEvent
 
+LONGEST = 4096
+"""The longest value, its whitespace runs made one space, read for another spelling: a longer
+one is compared as written. Folding an argument of a million characters against every
+condition would cost grading time of the agent's choosing; a value this long spelt otherwise
+is no id, email or path a tool looks up."""
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?")
 """A number written as text (after :func:`fold`: ASCII digits, lower case)."""
 
@@ -32,6 +37,9 @@ def respelt(value: Any, expected: Any) -> bool:
     equal once folded and their whitespace runs made one space and stripped, or a number
     and a string that reads as the same number."""
     if type(value) is str and type(expected) is str:
+        value, expected = " ".join(value.split()), " ".join(expected.split())
+        if max(len(value), len(expected)) > LONGEST:
+            return False
         return _spelling(value) == _spelling(expected)
     if isinstance(value, str) and _is_number(expected):
         return bool(_as_number(value) == expected)
@@ -45,7 +53,7 @@ def same_path(value: Any, expected: Any) -> bool:
     ``a/b``): *expected* names a path (holds a ``/``), both are relative or both absolute."""
     if type(value) is not str or type(expected) is not str or "/" not in expected:
         return False
-    if not value or "\0" in value or "\0" in expected:
+    if not value or max(len(value), len(expected)) > LONGEST or "\0" in value + expected:
         return False
     return PurePosixPath(value) == PurePosixPath(expected)
 
@@ -78,7 +86,10 @@ def _is_number(value: Any) -> bool:
 
 
 def _as_number(text: str) -> float | None:
-    written = fold(text).strip()
+    written = text.strip()
+    if len(written) > 64:  # no number a tool parses
+        return None
+    written = fold(written)
     if not _NUMBER.fullmatch(written):
         return None
     number = float(written)
