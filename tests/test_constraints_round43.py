@@ -569,3 +569,9 @@ def test_a_value_longer_than_any_id_is_compared_as_written() -> None:
     assert not passes(rule, Trace("hi").call("note", {"text": long_value}))
     lower = long_value.lower()
     assert passes(rule, Trace("hi").call("note", {"text": lower}, {"text": long_value}))
+
+
+def test_a_verbose_pattern_laid_out_on_lines_checks_clean(edited_bank: EditTask) -> None:
+    pattern = "(?x)\n\trefund \\s issued   # the refund\n\t| card \\s number\n"
+    rule = {"never": {"message": "agent", "matches": pattern}}
+    assert _errors(edited_bank(_add(rule)).root) == []  # a tab outside (?x) is refused (round 41)

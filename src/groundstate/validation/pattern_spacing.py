@@ -31,13 +31,18 @@ class _Atom:
     """How many times the atom must match at least (its quantifier's minimum)."""
 
 
+def verbose(pattern: str) -> bool:
+    """Whether *pattern* is verbose (``(?x)``): its whitespace is layout, not text."""
+    try:
+        return bool(re.compile(pattern, re.IGNORECASE).flags & re.VERBOSE)
+    except (re.error, OverflowError, RecursionError):
+        return False  # refused as it is, elsewhere
+
+
 def spacing_problem(pattern: str) -> str | None:
     """Why *pattern* asks for spacing normalised text never has, or None."""
-    try:
-        if re.compile(pattern, re.IGNORECASE).flags & re.VERBOSE:
-            return None
-    except (re.error, OverflowError, RecursionError):
-        return None  # refused as it is, elsewhere
+    if verbose(pattern):
+        return None
     atoms = _atoms(pattern)
     dead = next((a for a in atoms if a.kind == _DEAD and a.least), None)
     if dead is not None:

@@ -86,7 +86,7 @@ from groundstate.spec.task import (
 )
 from groundstate.tools import declaration_problems, source_line
 from groundstate.validation.dialect import answered_otherwise
-from groundstate.validation.pattern_spacing import spacing_problem
+from groundstate.validation.pattern_spacing import spacing_problem, verbose
 
 Severity = Literal["error", "warning"]
 Query = Callable[[str], list[tuple[Any, ...]]]
@@ -375,7 +375,12 @@ def _pattern_problems(suite: Suite) -> Iterator[SuiteProblem]:
     :mod:`groundstate.validation.pattern_spacing`)."""
     for path, at, constraint in _each_constraint(suite):
         for where, pattern in _patterns(constraint):
-            dead = [c for c in sorted(set(pattern)) if normalise(f"a{c}a") != f"a{c.lower()}a"]
+            layout = verbose(pattern)  # (?x): its line breaks and tabs are layout
+            dead = [
+                c
+                for c in sorted(set(pattern))
+                if normalise(f"a{c}a") != f"a{c.lower()}a" and not (layout and c.isspace())
+            ]
             shown = ", ".join(f"{c!r} (read as {normalise(f'a{c}a')[1:-1]!r})" for c in dead)
             spacing = None if dead else spacing_problem(pattern)
             if dead or spacing:
