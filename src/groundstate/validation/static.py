@@ -86,6 +86,7 @@ from groundstate.spec.task import (
 )
 from groundstate.tools import declaration_problems, source_line
 from groundstate.validation.dialect import answered_otherwise
+from groundstate.validation.pattern_spacing import spacing_problem, verbose
 
 Severity = Literal["error", "warning"]
 Query = Callable[[str], list[tuple[Any, ...]]]
@@ -369,19 +370,28 @@ def _pattern_problems(suite: Suite) -> Iterator[SuiteProblem]:
     """A ``matches`` or ``asks`` pattern with a character normalised text never holds (a
     typographic apostrophe, ``ß``, a non-breaking space, a tab, a fullwidth or look-alike
     letter): it searches normalised text, so ``never: {message: agent, matches: "I\u2019m
-    sorry"}`` holds on every attempt, and an ``at_least`` on it fails on every one."""
+    sorry"}`` holds on every attempt, and an ``at_least`` on it fails on every one. So is
+    one asking for spacing it never has (two spaces in a row, a ``\\n``: see
+    :mod:`groundstate.validation.pattern_spacing`)."""
     for path, at, constraint in _each_constraint(suite):
         for where, pattern in _patterns(constraint):
-            dead = [c for c in sorted(set(pattern)) if normalise(f"a{c}a") != f"a{c.lower()}a"]
-            if dead:
-                shown = ", ".join(f"{c!r} (read as {normalise(f'a{c}a')[1:-1]!r})" for c in dead)
+            layout = verbose(pattern)  # (?x): its line breaks and tabs are layout
+            dead = [
+                c
+                for c in sorted(set(pattern))
+                if normalise(f"a{c}a") != f"a{c.lower()}a" and not (layout and c.isspace())
+            ]
+            shown = ", ".join(f"{c!r} (read as {normalise(f'a{c}a')[1:-1]!r})" for c in dead)
+            spacing = None if dead else spacing_problem(pattern)
+            if dead or spacing:
                 field_name = f"{at}{where}"
                 yield SuiteProblem(
                     file=str(path),
                     line=line_of(path, field_name),
                     field=field_name,
                     reason=f"constraint {constraint.id!r}: the pattern searches normalised text, "
-                    f"which never holds {shown}: write it as normalised text reads",
+                    + (f"which never holds {shown}" if dead else f"where {spacing}")
+                    + ": write it as normalised text reads",
                 )
 
 
