@@ -1585,9 +1585,9 @@ Chicago", "will arrive in Evanston", "to Maria"."""
 _BARE_PLACE = re.compile(
     r"(?:^|(?<=\s))(?<!\bset )(?<!\bdue )(?<!\bable )(?<!\btime )(?<!\border )(?<!\bready )"
     r"(?<!\bsure )(?<!\babout )(?<!\bgoing )to:? [\"'\u201c\u2018]?"
-    r"([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?)(?=\W*$|[,;.!?)\"'\u201d\u2019]| (?:in|on|by|at|for"
-    r"|from|with|within|via|as|and|or|so|instead|now|then|today|tonight|tomorrow|soon|shortly"
-    r"|later|next|this|once|when|after|before|until|asap)\b)"
+    r"([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?)(?=\W*$|[,;.!?)\"'\u201d\u2019]"
+    r"| (?:in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
+    r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
 )
 """A place named in words the reader may not know for one, any case: "to evanston", "to
 maria", "to: Maria" (up to three words, ending a clause; not "to arrive" after "going",
@@ -1768,16 +1768,17 @@ def _colour_sent(colours: str) -> re.Pattern[str]:
 
 _SIZE = r"size (?:\d+(?:\.5)?|xx?[sl]|[sml]|small|medium|large)\b"
 """A size said: "size 9", "size L"."""
-_NOT_OFFERED = "".join(rf"(?<!\b{verb} )" for verb in "can could may might to".split())
+_NOT_OFFERED = "".join(rf"(?<!\b{verb} )" for verb in ["can", "could", "may", "might", "to"])
 
 
 @lru_cache(maxsize=64)
 def _now_in(colours: str, sizes: str) -> re.Pattern[str]:
-    """Goods said to be of one of *colours*, or a size but *sizes*, now: a state only a change leaves
-    them in ("Your hoodie is now forest green", "Your shoes are a size 9 now", "Now it's
-    forest green", "You'll now get a forest green one", "Your order now has the forest green
-    hoodie", "Hoodie: now forest green", "navy \u2192 forest green", "It went from navy to
-    forest green"); not "Forest green is now in stock", "You can now get ...")."""
+    """Goods said to be of one of *colours*, or a size but *sizes*, now: a state only a
+    change leaves them in ("Your hoodie is now forest green", "Your shoes are a size 9 now",
+    "Now it's forest green", "You'll now get a forest green one", "Your order now has the
+    forest green hoodie", "Hoodie: now forest green", "navy \u2192 forest green", "It went
+    from navy to forest green"); not "Forest green is now in stock", "You can now get ...",
+    a size their orders had ("Your shoes are size 8 now")."""
     colour = rf"(?:{colours})(?![\w-])"
     size = rf"(?!size (?:{sizes})\b){_SIZE}"
     new = rf"(?:(?:in|a|an|the) )*(?:[\w'-]+ )?(?:{colour}|{size})"
@@ -2183,8 +2184,8 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         (r"\b(?:appears?|seems?) to have\b", "has"),
         # a hedge inside a claim: "Your refund is probably done", "It's most likely processed"
         (
-            r"\b(is|are|has been|have been|'s|'re|will|'ll) (?:probably|likely|most likely|almost certainly"
-            r"|surely|presumably|hopefully|most probably)(?= )",
+            r"\b(is|are|has been|have been|'s|'re|will|'ll) (?:probably|likely|most likely"
+            r"|almost certainly|surely|presumably|hopefully|most probably)(?= )",
             r"\1",
         ),
         # "That should be all sorted.", "It should be done now." (not "should be done in 5 days")
