@@ -1709,6 +1709,7 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
     attempt's *places*, goods sent to another place are sent to a new address."""
     if _ASKS_TO_CONFIRM.search(normalise(text)):
         return []
+    text = _table_read(text)
     if places is not None:
         places = replace(places, named=_names(text))
     claims = []
@@ -1720,6 +1721,35 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
             if not _unstated_at(sentence, *found.span())
         ]
     return claims
+
+
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}")
+
+
+def _table_read(text: str) -> str:
+    """*text* with each row of a markdown table as a line of its own: its first cell, then of
+    each other cell its column's heading and the cell ("| Rain jacket | evanston |" under "|
+    Item | Ships to |" is "Rain jacket ships to: evanston.")."""
+    lines = text.split("\n")
+    read: list[str] = []
+    heading: list[str] | None = None
+    for at, line in enumerate(lines):
+        if not line.lstrip().startswith("|"):
+            heading = None
+            read.append(line)
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        following = lines[at + 1] if at + 1 < len(lines) else ""
+        if _TABLE_RULE.match(line):
+            continue
+        if heading is None and _TABLE_RULE.match(following):
+            heading = [cell.lower() for cell in cells]
+        elif heading is None:
+            read.append(line)
+        else:
+            pairs = zip(heading[1:], cells[1:], strict=False)
+            read.append(" ".join(f"{cells[0]} {name}: {cell}." for name, cell in pairs))
+    return "\n".join(read)
 
 
 def _goods_sent(
@@ -1784,8 +1814,8 @@ def _now_in(colours: str, sizes: str) -> re.Pattern[str]:
     new = rf"(?:(?:in|a|an|the) )*(?:[\w'-]+ )?(?:{colour}|{size})"
     tight = rf"(?:(?:in|a|an|the) )?(?:(?:{colours}) )?(?:{colour}|{size})"
     return re.compile(
-        rf"\b(?:(?:is|are|'s|'re|becomes?|has become|have become) now|(?:will|'ll) now be"
-        rf"|(?:will|'ll) be now) {new}"
+        rf"\b(?:(?:is|are|'s|'re) now|(?:has|have|'s|'ve|will|'ll) (?:now )?become|becomes?"
+        rf"|(?:will|'ll) now be|(?:will|'ll) be now) {new}"
         rf"|(?:[:|=\u2014\u2013]|->|\u2192) ?now {new}|\b(?:is|are|'s|'re) {new} now\b"
         rf"|\bnow,? (?:[\w'-]+ ){{1,3}}?(?:is|are|'s|'re|will be|'ll be) {new}"
         rf"|{_NOT_OFFERED}\bnow (?:be )?(?:get|gets|getting|receive|receives|receiving|have|has"
@@ -1825,11 +1855,19 @@ def _plain_text(text: str) -> str:
     return _MARKS.sub("", text)
 
 
+_BROKEN_LINE = re.compile(
+    r"(?i)\b(to|at|in|on|the|a|an|your|of|for|is|are|was|were|will|be|been|has|have|now)"
+    r"[ \t]*\n[ \t]*(?=[^\W\d_])"
+)
+"""A line break inside a sentence, after a word no sentence ends in ("Your jacket will ship
+to\nEvanston.")."""
+
+
 def _sentences(text: str) -> Iterator[str]:
     """The normalised sentences of a message, :func:`_in_english`: split at line breaks (each
     item of a list), then at a full stop, semicolon, "!" or "?" (not the point of "$22.00");
     markdown marks dropped."""
-    for line in _LINE.split("\n" + _plain_text(text)):
+    for line in _LINE.split("\n" + _BROKEN_LINE.sub(r"\1 ", _plain_text(text))):
         for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
                 yield sentence.strip()
