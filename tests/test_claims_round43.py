@@ -198,6 +198,10 @@ OLD_PLACE = [
     "Would you like it to ship to Evanston instead?",
     "If I update the address, it will ship to your office.",
     "You said it should ship to Maria.",
+    "It will go to paypal.",
+    "It will ship to Apt. 5F.",
+    "It will ship to N Clark Street.",
+    "It will ship to u soon.",
 ]
 
 
@@ -233,6 +237,9 @@ HER_OWN_CITY = [
     "It will be delivered to your apartment in new york.",
     "It ships to Grace Liu at 610 W 112th Street.",
     "It is going to arrive on Thursday.",
+    "It will ship to W 112th Street.",
+    "It will ship to apt 3c.",
+    "It will ship to grace.",
 ]
 
 

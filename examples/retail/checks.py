@@ -1591,18 +1591,20 @@ _BARE_PLACE = re.compile(
 )
 """A place named in words the reader may not know for one, any case: "to evanston", "to
 maria", "to: Maria" (up to three words, ending a clause; not "to arrive" after "going",
-"set" or "due")."""
+"set" or "due"). Not new when the words stand in a stored place ("to clark street")."""
 _NOT_BARE_PLACE = re.compile(
     r"(?:you|your|yours|us|our|ours|the|a|an|this|that|these|those|it|its|them|their|theirs"
     r"|him|her|his|me|my|mine|one|both|each|every|all|any|some|no|there|here|home|whoever"
     r"|where|which|what|arrive|reach|be|get|make|show|take|leave|go|come|ship|land|start"
     r"|begin|head|move|appear|return|stay|remain|wait|see|keep|help|ensure|give|allow|meet"
     r"|delivery|shipping|processing|dispatch|fulfil?lment|packing|transit|print|production"
-    r"|warehouse|carrier|courier|customers?|door|doorstep|destination|schedule"
+    r"|warehouse|carrier|courier|customers?|door|doorstep|destination|schedule|u|ya|yourself"
+    r"|paypal|visa|mastercard|amex|card|account|wallet|bank|balance|credit"
+    r"|suite|ste|apt|apartment|unit|floor|fl|room|rm|no|number"
     rf"|{'|'.join(MONTHS)}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b.*"
 )
 """Words after "to" that name no new place: a pronoun, a determiner, a verb, a step of the
-delivery, a day."""
+delivery, a way of paying, a unit's word (its number is read by :data:`_UNIT`), a day."""
 _NAME_WORD = re.compile(r"\b[A-Z][a-z'-]+\b")
 
 
@@ -1691,7 +1693,8 @@ def _new_place(place: str, places: _Places) -> bool:
             return True
     for bare in _BARE_PLACE.finditer(fold(place)):
         words = bare[1].split()
-        stored = any(_norm(*words[:n]) in places.stored for n in range(1, len(words) + 1))
+        said = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
+        stored = any(s in f" {line} " for s in said for line in places.stored)
         if not _NOT_BARE_PLACE.fullmatch(bare[1]) and not stored:
             return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
