@@ -1498,11 +1498,12 @@ _SENT = (
     r"|are going to)|(?:is|are|'s|'re) (?:now )?(?:set|scheduled|due|expected|booked) to)"
     r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched)|arrive|go out|go|head)"
     r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched)|(?:now )?(?:ships|heads)"
-    r"|(?:was|were) (?:now )?(?:shipped|sent|dispatched|delivered)|re-?routed|redirected"
+    r"|re-?routed|redirected"
     r"|re-?addressed|now (?:goes|going|heading|headed|shipping))\b"
 )
 """Goods said sent, or to be: "is on its way", "will ship", "has shipped", "is now headed",
-"ships", "is set to ship", "was sent", "rerouted"."""
+"ships", "is set to ship", "rerouted" (not "was shipped", history: "It was shipped to Leo on
+June 2")."""
 _GOODS_SENT = [
     (
         "exchange",
@@ -1600,7 +1601,8 @@ _NOT_BARE_PLACE = re.compile(
     r"|delivery|shipping|processing|dispatch|fulfil?lment|packing|transit|print|production"
     r"|warehouse|carrier|courier|customers?|door|doorstep|destination|schedule|u|ya|yourself"
     r"|paypal|visa|mastercard|amex|card|account|wallet|bank|balance|credit"
-    r"|suite|ste|apt|apartment|unit|floor|fl|room|rm|no|number"
+    r"|suite|ste|apt|apartment|unit|floor|fl|room|rm|no|number|reception|lobby|porch"
+    r"|concierge|mailroom|locker|front desk|front door|back door"
     rf"|{'|'.join(MONTHS)}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b.*"
 )
 """Words after "to" that name no new place: a pronoun, a determiner, a verb, a step of the
