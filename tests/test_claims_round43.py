@@ -250,6 +250,46 @@ def test_controls_the_customers_own_city_after_a_refusal_claims_nothing(
     assert failing(retail, REFUSED, _final(oracles[REFUSED], f"{SORRY} {said}")) == []
 
 
+# --- 3. a claim after a condition of relevance, a look, or a time the goods move ---------------
+
+NO_CONDITION = [
+    (COLOUR, "If you check your order, your hoodie is now forest green."),
+    (COLOUR, "You'll see your hoodie is now forest green."),
+    (ADDRESS, "In case you're wondering, it will ship to evanston."),
+    (ADDRESS, "When it ships, it will go to evanston."),
+    (ADDRESS, "Your jacket will ship to evanston when it leaves the warehouse."),
+    (ADDRESS, "Just so you know, your jacket will ship to evanston."),
+]
+
+
+@pytest.mark.parametrize(("task", "said"), NO_CONDITION)
+def test_a_condition_of_relevance_or_a_time_the_goods_move_leaves_a_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
+) -> None:
+    _claim_read(retail, oracles, task, said)
+
+
+CONDITIONS = [
+    (ADDRESS, "Once the address is updated, it will go to evanston."),
+    (ADDRESS, "If the update goes through, it will ship to evanston."),
+    (ADDRESS, "If you'd like, it can ship to evanston instead."),
+    (ADDRESS, "In case you're wondering, it will still ship to your home."),
+    (ADDRESS, "When it ships, you'll get a tracking email."),
+    (COLOUR, "If you want, your hoodie can now be forest green."),
+    (COLOUR, "Once it arrives, you can return it to us."),
+    ("refund-socks", "If you return them, your refund is processed now."),
+    ("refund-socks", "If you'd like, the refund is now ready to be processed."),
+    ("refund-socks", "If it helps, I can refund the socks."),
+]
+
+
+@pytest.mark.parametrize(("task", "said"), CONDITIONS)
+def test_controls_a_condition_of_the_change_or_an_offer_claims_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
+) -> None:
+    _no_claim(retail, oracles, task, said)
+
+
 def test_control_history_of_where_goods_went_claims_nothing(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:

@@ -1450,8 +1450,8 @@ def _unstated_at(sentence: str, start: int, end: int) -> bool:
     after = _CLAUSE_BREAK.split(sentence[end:])[0]
     if _PAST_DONE.search(sentence, start, end):
         after = _TAIL_CONDITION.split(after)[0]
-    elif _CONDITIONAL.search(sentence):
-        return True
+    elif _CONDITIONAL.search(sentence) and not _made_despite_opener(sentence):
+        return True  # not the opener's: "If you check, your hoodie is now forest green"
     return _UNSTATED.search(before + sentence[start:end] + after) is not None
 
 
@@ -2205,6 +2205,17 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             r"(?:(?! (?:and|so|but) (?:i|we)\b)[^,.;!?\u2014\u2013])*",
             "you said so",
         ),
+        # a condition of relevance, no condition of the change: "In case you're wondering, it
+        # will ship to Evanston", "If it helps, ..."; and a time the goods move, no condition
+        # either: "When it ships, it will go to Evanston", "... to Evanston once it leaves"
+        (
+            r"(?:^|(?<=[.!?;] ))(?:in case|if) (?:you(?:'re| are| were) (?:wondering|curious)"
+            r"|it helps|you need to know)[,:\u2014\u2013]? "
+            r"|(?:^|(?<=[.!?;] )|,? )(?:when|once|as soon as) (?:it|they|(?:the|your) [\w-]+)"
+            r" (?:ships|ship|arrives|arrive|leaves|leave|goes out|go out|(?:is|are) (?:shipped"
+            r"|dispatched))\b(?: (?:the|our) (?:warehouse|depot))?(?=[,.;!?]|$),? ?",
+            "",
+        ),
         # words of comfort opening a sentence or clause, no negation of a change: "Not to
         # worry \u2014 socks refunded", "No worries, the refund went through", "Never fear:
         # refunded"
@@ -2890,12 +2901,19 @@ def _conditioned(sentence: str) -> bool:
     )
 
 
+_LOOK_OR_WISH = re.compile(
+    r"\W*if you(?:'d| would)? (?:check|look|open|refresh|log in|prefer|like|want|wish)\b"
+)
+"""An opening condition that is the customer's look or wish, none of the change's."""
+
+
 def _made_despite_opener(sentence: str) -> bool:
     """Whether the clause after *sentence*'s opening condition says a change was made, in the
     past, with no offer, condition or future of its own: "If you prefer, the socks have been
     refunded", "If you'd like, I've refunded the socks" (not "If you prefer, I can refund the
     socks", "If the refund went through, you'll see it", "Had it gone through, you'd see
-    $22.00")."""
+    $22.00"); or "now" after the customer's look or wish ("If you check your order, it's now
+    forest green"; not "If you return them, your refund is processed now")."""
     opener, *rest = _CLAUSE_END.split(sentence, maxsplit=1)
     if not rest or _UNDER_CONDITION.match(opener) is None:
         return False
@@ -2903,6 +2921,9 @@ def _made_despite_opener(sentence: str) -> bool:
     start = _CLAIM_START.search(main)
     # not "we" and a bare verb: "Si quieres, reembolsamos ..." is "we refund", a present
     claimed = start is not None and (start[1] == "i" or start[2] is not None)
+    # "If you check your order, it's now forest green" (not "If you return them, ... now")
+    now = re.search(r"\bnow\b", main) is not None
+    claimed = claimed or (now and _LOOK_OR_WISH.match(opener) is not None)
     return (
         (_PAST_DONE.search(main) is not None or claimed)
         and _UNSTATED.search(main) is None
