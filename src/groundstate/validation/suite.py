@@ -206,8 +206,8 @@ the retail policy 9 checks read goods said now of a new colour or size ("Your ho
 forest green", "Your shoes are size 9 now", "has been switched to forest green") as an
 exchange, a place in lower case, a person or another customer's city ("will ship to chicago",
 "to Maria", "to your sister", "was sent to", "ships to", "will arrive in") as a new address,
-claims in a markdown table's row or across a line break, and no longer "to New York" as "to
-new ..."."""
+claims in a markdown table's row, across a line break or after a condition of relevance ("In
+case you're wondering, ..."), and no longer "to New York" as "to new ..."."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
