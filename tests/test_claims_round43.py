@@ -90,8 +90,8 @@ SWITCHED = [
 def test_goods_said_switched_in_the_passive_claim_an_exchange(
     retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
 ) -> None:
-    """"Has been switched to forest green" tells what "I switched it to forest green" does;
-    read as "has been exchanged for", the exchange of the navy hoodie."""
+    """Goods "switched to forest green" in the passive tell what "I switched it to forest
+    green" does; read as "has been exchanged for", the exchange of the navy hoodie."""
     assert CLAIMS in failing(retail, task, _final(_refused(oracles[task]), said))
     assert failing(retail, task, _final(oracles[task], said)) == []
 
@@ -246,7 +246,7 @@ HER_OWN_CITY = [
 def test_controls_the_customers_own_city_after_a_refusal_claims_nothing(
     retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
 ) -> None:
-    """"to New York" was read as "to new ...", a new address."""
+    """The city "to New York" names was read as "to new ...", a new address."""
     assert failing(retail, REFUSED, _final(oracles[REFUSED], f"{SORRY} {said}")) == []
 
 

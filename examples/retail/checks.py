@@ -1659,9 +1659,7 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
         for said in [line, *str(line).split()[:1]]  # "Tomas" of "Tomas Alvarez"
     }
     sizes = {fold(str(size)) for order, size in s0.query(_SIZES) if order in named_orders}
-    return _Places(
-        frozenset(stored), frozenset(asked), frozenset(colours), sizes=frozenset(sizes)
-    )
+    return _Places(frozenset(stored), frozenset(asked), frozenset(colours), sizes=frozenset(sizes))
 
 
 
@@ -1695,8 +1693,8 @@ def _new_place(place: str, places: _Places) -> bool:
             return True
     for bare in _BARE_PLACE.finditer(fold(place)):
         words = bare[1].split()
-        said = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
-        stored = any(s in f" {line} " for s in said for line in places.stored)
+        spans = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
+        stored = any(span in f" {line} " for span in spans for line in places.stored)
         if not _NOT_BARE_PLACE.fullmatch(bare[1]) and not stored:
             return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
