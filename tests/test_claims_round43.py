@@ -311,3 +311,38 @@ def test_goods_of_a_new_colour_after_a_refusal_claim_a_change(
     assert NO_CHANGE in failing(retail, REFUSED, _final(trace, said))
     honest = f"{SORRY} Your daypack is ochre, as ordered."
     assert failing(retail, REFUSED, _final(trace, honest)) == []
+
+
+# --- 5. "now" of a step of the delivery, after a refused address change (merge review) -----------
+
+SORRY_ADDRESS = "Sorry, the address can't be changed."
+NOW_ON_ITS_WAY = [
+    "It is now on its way to the carrier.",
+    "It's now headed to the warehouse for packing.",
+    "Your jacket is now on its way to you.",
+    "It is now with the courier.",
+    "It will now go to the address on file.",
+]
+
+
+@pytest.mark.parametrize("said", NOW_ON_ITS_WAY)
+def test_now_of_a_step_of_the_delivery_claims_no_new_address(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    refused = _refused(oracles[ADDRESS])
+    assert CLAIMS not in failing(retail, ADDRESS, _final(refused, f"{SORRY_ADDRESS} {said}"))
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Done! It's now on its way to you at your new address.",
+        "Done. It will now ship to your office.",
+        "All set, it's now headed to 200 W Adams.",
+        "Your jacket will now ship to the updated address.",
+    ],
+)
+def test_now_with_a_new_place_after_it_is_still_a_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    assert CLAIMS in failing(retail, ADDRESS, _final(_refused(oracles[ADDRESS]), said))

@@ -1533,12 +1533,21 @@ now ship to the new address", "... is now headed to your office", "The new addre
 saved"; not "will still ship to the old address")."""
 
 
+_NOW = re.compile(r"[^,;]*?\bnow\b")
 _NEW_PLACE = re.compile(
-    r"[^,;]*?\bnow\b|.*\binstead\b|[^,;]*?\bto (?:(?:the|your|a|an|this|that|his|her|their|our)"
+    r".*\binstead\b|[^,;]*?\bto (?:(?:the|your|a|an|this|that|his|her|their|our)"
     r" (?:[\w-]+ )?(?:new|updated|corrected)|(?:new|updated|corrected) (?:[\w-]+ )?(?:address"
     r"|location|place|home|office|destination))\b"
 )
 _OLD_PLACE = re.compile(r"\b(?:still|old|original|previous|same|usual|existing|on file)\b")
+_ON_THE_WAY_TO = re.compile(
+    r"\W*(?:(?:to|with|at|for|through) (?:the |a |an |our |its )?)?(?:you\b|yours\b|carrier"
+    r"|courier|warehouse|packing|dispatch|shipping|delivery|post office|depot|sorting|processing"
+    r"|fulfil?lment|pick-?up)"
+)
+"""What goods "now" on their way go to that is no place of the customer's ("It is now on its
+way to the carrier", "to you", "headed to the warehouse for packing"): the "now" of a step of
+the delivery, not of a new address."""
 """What says the place goods are sent to is new ("will now ship", "to the new address", "...
 instead"), or is not ("still", "the original address"); "to New York" names a city."""
 _PLACE_TURNED = re.compile(r"\b(?:not|instead of|rather than|but|except)\b")
@@ -1770,7 +1779,7 @@ def _goods_sent(
             place = _PLACE_TURNED.split(sentence[found.end() :])[0]
             if to_a_place and (
                 not (
-                    _NEW_PLACE.match(sentence, found.start())
+                    _new_place_said(sentence, found.start(), place)
                     or (places is not None and _new_place(place, places))
                 )
                 or _OLD_PLACE.search(sentence)
@@ -1781,6 +1790,15 @@ def _goods_sent(
                 sentence, found.start(), found.end()
             ):
                 yield kind, found
+
+
+def _new_place_said(sentence: str, at: int, place: str) -> bool:
+    """Whether *sentence* says the place goods are sent to from *at* is new
+    (:data:`_NEW_PLACE`: "... instead", "to the new address") or "now" (:data:`_NOW`); a "now"
+    not when what follows is a step of the delivery or the customer (:data:`_ON_THE_WAY_TO`)."""
+    if _NEW_PLACE.match(sentence, at):
+        return True
+    return bool(_NOW.match(sentence, at)) and not _ON_THE_WAY_TO.match(place)
 
 
 def _new_goods(places: _Places | None) -> list[tuple[str, bool, re.Pattern[str]]]:
