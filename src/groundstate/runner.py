@@ -36,6 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from groundstate import steadyloop
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.analysis import final_runs, planned_runs
@@ -868,7 +869,7 @@ def run_batch(
     if validate:
         config = proven(suite, store, config, allow_invalid=allow_invalid)
     runner = BatchRunner(suite, system, store, make_agent=agent_factory, on_run=on_run)
-    return asyncio.run(runner.start(config))
+    return steadyloop.run(runner.start(config))
 
 
 def proven(

@@ -557,14 +557,14 @@ def _standard_output_aside() -> TextIO | None:
 def _run_batch(
     runner: BatchRunner, config: BatchConfig, resume_id: str | None, progress: _progress
 ) -> BatchResult:
-    import asyncio
+    from groundstate import steadyloop  # asyncio.run, held against in-process code
 
     with progress as on_run:
         runner.on_run = on_run
         if resume_id is None:
-            return asyncio.run(runner.start(config))
+            return steadyloop.run(runner.start(config))
         # tasks found invalid since the batch started leave its figures, as at a start
-        return asyncio.run(
+        return steadyloop.run(
             runner.resume(
                 resume_id,
                 config.concurrency,
