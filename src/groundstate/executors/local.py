@@ -181,9 +181,13 @@ class InProcessExecutor:
         kept: list[Any] = []  # the process-wide state as the attempt finds it (see abandon)
         finished = in_loop_thread(attempt, name, crashes=False, kept=kept)
         (shared,) = kept
+        begun = time.monotonic()
         try:
             output = await asyncio.shield(finished)
         except asyncio.CancelledError:
+            if _cancelled_within(finished):
+                put_back_after(shared)
+                return lost(job, self.suite, CANCELLED_WITHIN, begun, overdue=False)
             await _unwind(started, finished, shared)
             raise
         except BaseException:
@@ -191,6 +195,23 @@ class InProcessExecutor:
             raise
         put_back_after(shared)  # whatever its agent made its thread take its end for
         return output
+
+
+CANCELLED_WITHIN = (
+    "the attempt's task was cancelled in its own event loop by code in the process (no"
+    " interruption of the batch asked for it)"
+)
+
+
+def _cancelled_within(finished: asyncio.Future[Any]) -> bool:
+    """Whether the attempt ended cancelled though the batch's task awaiting it was not: code
+    in the process (an agent that found the attempt's loop through ``sys._current_frames()``)
+    cancelled it. Before, the cancellation reached the batch, which stopped with a traceback,
+    the try unstored and drawn anew by ``--resume``."""
+    current = asyncio.current_task()
+    if current is None or current.cancelling() or not finished.done() or finished.cancelled():
+        return False
+    return isinstance(finished.exception(), asyncio.CancelledError)  # delivered from its loop
 
 
 async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput], shared: Any) -> None:
