@@ -17,12 +17,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Coroutine
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from groundstate.exitcause import loop_disrupted
 from groundstate.interrupts import from_ctrl_c
 
 T = TypeVar("T")
+
+OWNED: ContextVar[bool] = ContextVar("groundstate_owned_loop", default=False)
+"""Whether the batch whose code runs here runs on a loop :func:`run` made, whose main task
+nobody but the harness holds: a cancellation no interruption asked for is then in-process
+code's (a library caller awaiting ``BatchRunner.start`` may cancel it itself)."""
 
 STOPPED = "Event loop stopped before Future completed."
 """What ``run_until_complete`` raises when the loop was stopped under it."""
@@ -32,8 +38,10 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     """Run *main* to its end on a new event loop, as ``asyncio.run`` does (the loop closed
     after it, its tasks cancelled, its async generators and default executor shut down),
     holding the loop against the stops described above."""
+    context = contextvars.copy_context()
+    context.run(OWNED.set, True)
     with asyncio.Runner() as runner:
-        return run_on(runner.get_loop(), main, contextvars.copy_context())
+        return run_on(runner.get_loop(), main, context)
 
 
 def run_on(
