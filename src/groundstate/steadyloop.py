@@ -9,8 +9,10 @@ agent's attempt anew.
 
 Stopping a loop leaves it whole (``run_forever`` returns at the end of an iteration), and a
 callback's exception leaves the callbacks after it queued: running the loop again loses
-nothing. Not held: the harness's tasks cancelled, its callbacks dropped from the loop's
-queue, the loop's selector closed (docs/reliability.md, *What is not guaranteed*)."""
+nothing. A cancelled task cannot be run on: an attempt's is its agent's crash
+(:mod:`groundstate.executors.local`), the batch's ends it (:data:`OWNED`). Not held: the
+harness's callbacks dropped from the loop's queue, the loop's selector closed
+(docs/reliability.md, *What is not guaranteed*)."""
 
 from __future__ import annotations
 

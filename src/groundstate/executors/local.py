@@ -200,7 +200,7 @@ class InProcessExecutor:
         except BaseException as error:
             put_back_after(shared)
             if isinstance(error, Exception) and self._agents_left(job):
-                said = f"{type_name(error)}: {text_of(error)}"
+                said = f"{type_name(type(error))}: {text_of(error)}"
                 cause = f"the harness failed while code an agent left ran ({said})"
                 return lost(job, self.suite, cause, begun, overdue=False)
             raise
