@@ -610,3 +610,68 @@ def test_an_agent_raising_cancelled_error_itself_is_a_crash(bank: Suite) -> None
 
     run = _run(bank, cancels)
     assert run.terminal_reason == "agent_failure/crashed"
+
+
+# --- (6) a harness error on a try while code an agent left still runs ------------------------
+
+
+def _batch_failing_on_attempt_2(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, release: threading.Event, leave: bool
+) -> tuple[Any, RunStore]:
+    """A two-attempt in-process batch whose harness work on attempt 2 fails (as when a
+    thread rebinds what it calls); that attempt's agent leaves a thread running if *leave*."""
+    import groundstate.executors.local as local
+    from groundstate.runner import BatchConfig, run_batch
+    from groundstate.spec.system import load_system
+
+    real = local.run_job
+
+    async def failing(job: Any, *args: Any) -> Any:
+        output = await real(job, *args)
+        if job.info.attempt == 2:
+            raise ValueError("zip() argument 2 is shorter than argument 1")
+        return output
+
+    monkeypatch.setattr(local, "run_job", failing)
+
+    async def agent(session: Session) -> str:
+        if leave and session.seed != 0:
+            threading.Thread(target=release.wait, args=(30,), daemon=True).start()
+        return await _do_the_task(session)
+
+    store = RunStore(tmp_path / "runs.db")
+    config = BatchConfig(attempts=2)
+    system = load_system(BANK_SYSTEM)
+    factory = lambda: FunctionAgent(agent)  # noqa: E731
+    try:
+        return run_batch(load_suite(BANK), system, config, store, agent_factory=factory), store
+    except BaseException:
+        store.close()
+        raise
+
+
+def test_a_harness_error_while_a_left_thread_runs_is_the_agents_crash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, release: threading.Event
+) -> None:
+    """Before: the batch stopped with the error, the try unstored and drawn anew by a resume
+    (where the agent, honest that time, passed)."""
+    result, store = _batch_failing_on_attempt_2(monkeypatch, tmp_path, release, leave=True)
+    with store:
+        reasons = {r.attempt: r.terminal_reason for r in result.runs}
+        assert reasons == {1: "success", 2: "agent_failure/crashed"}
+        (second,) = [r for r in result.runs if r.attempt == 2]
+        message = second.infrastructure_status["exception"]["message"]
+        assert "while code an agent left ran (ValueError: zip()" in message
+        assert store.verify(result.batch.batch_id).ok
+
+
+def test_a_harness_error_with_no_agent_code_left_still_stops_the_batch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, release: threading.Event
+) -> None:
+    """False-positive guard: the harness's own bug is not laid at an agent that left
+    nothing running; the batch stops with it, what was stored kept."""
+    with pytest.raises(ValueError, match="zip"):
+        _batch_failing_on_attempt_2(monkeypatch, tmp_path, release, leave=False)
+    with RunStore(tmp_path / "runs.db") as store:
+        batch = store.batch().batch_id
+        assert [r.terminal_reason for r in store.runs(batch)] == ["success"]
