@@ -94,6 +94,12 @@ def misbehave():
         ctypes.CDLL(None).kill(os.getpid(), signal.SIGINT)
     elif HOW == "child_kill":
         subprocess.run(["kill", "-INT", str(os.getpid())])
+    elif HOW == "fork_kill":  # the child's own os.kill: of another process, not wrapped
+        pid = os.fork()
+        if pid == 0:
+            os.kill(os.getppid(), signal.SIGINT)
+            os._exit(0)
+        os.waitpid(pid, 0)
 
 
 async def agent(session):
@@ -321,7 +327,7 @@ def test_a_disruption_is_laid_at_the_tries_in_flight_not_at_those_being_graded(
 # --- (3) signals sent around the wrappers --------------------------------------------------------
 
 
-@pytest.mark.parametrize("how", ["ctypes_kill", "child_kill"])
+@pytest.mark.parametrize("how", ["ctypes_kill", "child_kill", "fork_kill"])
 def test_a_signal_sent_around_the_wrappers_never_stores_the_attempt_as_passed(
     template: Path, tmp_path: Path, how: str
 ) -> None:
