@@ -243,21 +243,42 @@ def test_an_agent_cancelling_the_batchs_task_is_its_crash_on_resume(
 # --- (2) the steady loop itself ---------------------------------------------------------------
 
 
-def test_a_loop_stopped_from_another_thread_runs_its_coroutine_to_the_end() -> None:
+async def _stopped_thrice() -> list[int]:
+    loop = asyncio.get_running_loop()
+    done = []
+    for n in range(3):
+        threading.Thread(target=loop.call_soon_threadsafe, args=(loop.stop,)).start()
+        await asyncio.sleep(0.05)
+        done.append(n)
+    return done
+
+
+def test_a_loop_stopped_from_another_thread_runs_its_coroutine_to_the_end(
+    tmp_path: Path,
+) -> None:
     """Before (``asyncio.run``): ``RuntimeError: Event loop stopped before Future
-    completed``, the coroutine's work abandoned half-way."""
+    completed``, the coroutine's work abandoned half-way. The try in flight is told."""
+    from groundstate import steadyloop
+    from groundstate.exitcause import disruption_of, forget_interruption, watching
+
+    RunStore(tmp_path / "runs.db").close()
+    with watching(tmp_path / "runs.db") as watch:
+        watch.started("acting")
+        try:
+            assert steadyloop.run(_stopped_thrice()) == [0, 1, 2]
+            assert "loop.stop()" in (disruption_of("acting") or "")
+        finally:
+            watch.ended("acting")
+            forget_interruption("acting")
+
+
+def test_a_loop_stopped_with_no_try_to_blame_ends_as_under_asyncio_run() -> None:
+    """False-positive guard: with no in-process try in flight (a pool worker, the testing
+    API, the canary) the stop is never absorbed unremarked: it ends the work as it did."""
     from groundstate import steadyloop
 
-    async def work() -> list[int]:
-        loop = asyncio.get_running_loop()
-        done = []
-        for n in range(3):
-            threading.Thread(target=loop.call_soon_threadsafe, args=(loop.stop,)).start()
-            await asyncio.sleep(0.05)
-            done.append(n)
-        return done
-
-    assert steadyloop.run(work()) == [0, 1, 2]
+    with pytest.raises(RuntimeError, match="Event loop stopped before Future completed"):
+        steadyloop.run(_stopped_thrice())
 
 
 def test_the_coroutines_own_exit_and_errors_still_leave_the_steady_loop() -> None:

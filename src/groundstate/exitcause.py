@@ -285,16 +285,19 @@ def interruption_sent(run_id: str | None) -> str | None:
         return _sent.get(run_id) if run_id is not None else None
 
 
-def loop_disrupted(what: str) -> None:
+def loop_disrupted(what: str) -> bool:
     """Note that code in the process *what* (stopped the batch's event loop, raised
     ``SystemExit`` in it: :mod:`groundstate.steadyloop`, which runs it again) against every
     try in flight whose grading has not started (a callback bears no mark of whose it is
     that an agent could not forge: laid at each, as a call from a thread of an agent's own
-    is). Read by the episode (:func:`disruption_of`) as the try's prohibited action."""
+    is). Read by the episode (:func:`disruption_of`) as the try's prohibited action. False
+    when there is no such try (no batch in-process here: a pool worker, ``testing.attempt``;
+    the canary; only checks running): the disruption is then not held."""
     with _lock:
         flights = set().union(*[w.in_flight - w.grading for w in _watches])
         for run_id in flights:
             _disrupted.setdefault(run_id, what)
+    return bool(flights)
 
 
 def disruption_of(run_id: str | None) -> str | None:

@@ -3,7 +3,10 @@ batch, but a loop stopped (``loop.stop()``, handed over with ``call_soon_threads
 agent that found the loop through ``sys._current_frames()``), or a callback raising
 ``SystemExit`` or ``KeyboardInterrupt`` (no Ctrl-C pressed), is run again where it left off,
 and the tries in flight are told (:func:`groundstate.exitcause.loop_disrupted`: their agent's
-prohibited action). Before, the batch stopped there: ``SystemExit(0)`` ended ``run`` with
+prohibited action). Only while an in-process batch has tries in flight to lay it at: in a
+pool worker (whose parent records the attempt's end), under ``testing.attempt`` or with only
+checks running, the error is raised as ``asyncio.run`` raises it, so a disruption is never
+silently absorbed. Before, the batch stopped there: ``SystemExit(0)`` ended ``run`` with
 status 0 and its attempts unstored, the others with a traceback, and the resume drew the
 agent's attempt anew.
 
@@ -57,9 +60,8 @@ def run_on(
             return loop.run_until_complete(task)
         except BaseException as error:
             what = disruption(error, task)
-            if what is None:
-                raise
-            loop_disrupted(what)
+            if what is None or not loop_disrupted(what):
+                raise  # none to hold it against: it ends the work as under asyncio.run
 
 
 def disruption(error: BaseException, task: asyncio.Future[Any]) -> str | None:
