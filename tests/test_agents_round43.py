@@ -272,13 +272,19 @@ def test_a_loop_stopped_from_another_thread_runs_its_coroutine_to_the_end(
             forget_interruption("acting")
 
 
-def test_a_loop_stopped_with_no_try_to_blame_ends_as_under_asyncio_run() -> None:
+def test_an_attempts_loop_stopped_with_no_try_to_blame_ends_as_under_asyncio_run() -> None:
     """False-positive guard: with no in-process try in flight (a pool worker, the testing
-    API, the canary) the stop is never absorbed unremarked: it ends the work as it did."""
+    API, the canary) an attempt's loop stopped is never absorbed unremarked: it ends the
+    work as it did. The batch's own loop is held all the same."""
     from groundstate import steadyloop
 
-    with pytest.raises(RuntimeError, match="Event loop stopped before Future completed"):
-        steadyloop.run(_stopped_thrice())
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(RuntimeError, match="Event loop stopped before Future completed"):
+            steadyloop.run_on(loop, _stopped_thrice(), contextvars.copy_context())
+    finally:
+        loop.close()
+    assert steadyloop.run(_stopped_thrice()) == [0, 1, 2]
 
 
 def test_the_coroutines_own_exit_and_errors_still_leave_the_steady_loop() -> None:

@@ -3,10 +3,11 @@ batch, but a loop stopped (``loop.stop()``, handed over with ``call_soon_threads
 agent that found the loop through ``sys._current_frames()``), or a callback raising
 ``SystemExit`` or ``KeyboardInterrupt`` (no Ctrl-C pressed), is run again where it left off,
 and the tries in flight are told (:func:`groundstate.exitcause.loop_disrupted`: their agent's
-prohibited action). Only while an in-process batch has tries in flight to lay it at: in a
-pool worker (whose parent records the attempt's end), under ``testing.attempt`` or with only
-checks running, the error is raised as ``asyncio.run`` raises it, so a disruption is never
-silently absorbed. Before, the batch stopped there: ``SystemExit(0)`` ended ``run`` with
+prohibited action). An attempt's loop is held only while an in-process batch has tries in
+flight to lay it at: in a pool worker (whose parent records the attempt's end), under
+``testing.attempt`` or with only checks running, the error is raised as ``asyncio.run``
+raises it, so a disruption of an attempt is never silently absorbed; the batch's own loop
+(:func:`run`) is always held. Before, the batch stopped there: ``SystemExit(0)`` ended ``run`` with
 status 0 and its attempts unstored, the others with a traceback, and the resume drew the
 agent's attempt anew.
 
@@ -46,21 +47,27 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     context = contextvars.copy_context()
     context.run(OWNED.set, True)
     with asyncio.Runner() as runner:
-        return run_on(runner.get_loop(), main, context)
+        return run_on(runner.get_loop(), main, context, always=True)
 
 
 def run_on(
-    loop: asyncio.AbstractEventLoop, main: Coroutine[Any, Any, T], context: contextvars.Context
+    loop: asyncio.AbstractEventLoop,
+    main: Coroutine[Any, Any, T],
+    context: contextvars.Context,
+    *,
+    always: bool = False,
 ) -> T:
     """Run *main* to its end on *loop* in *context* (``asyncio.Runner.run`` off the main
-    thread, as :mod:`groundstate.loopthreads` runs attempts), holding the loop."""
+    thread, as :mod:`groundstate.loopthreads` runs attempts), holding the loop while there
+    is a try to lay a disruption at, or *always* (the batch's own loop, :func:`run`: a stop
+    an agent made as it ran may take effect only once its try is being graded)."""
     task = loop.create_task(main, context=context)
     while True:
         try:
             return loop.run_until_complete(task)
         except BaseException as error:
             what = disruption(error, task)
-            if what is None or not loop_disrupted(what):
+            if what is None or not (loop_disrupted(what) or always):
                 raise  # none to hold it against: it ends the work as under asyncio.run
 
 
