@@ -1671,7 +1671,6 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
     return _Places(frozenset(stored), frozenset(asked), frozenset(colours), sizes=frozenset(sizes))
 
 
-
 def _names(text: str) -> frozenset[str]:
     """The words of *text* that are names: capitalised, not where a sentence starts ("Your
     jacket will ship to Evanston": ``evanston``)."""
@@ -2887,9 +2886,7 @@ def _claims_done(sentence: str) -> bool:
     claim = _CLAIMS_CHANGE.search(stated)
     if claim is not None and not _states_rule(stated, claim):
         return True
-    return not _conditioned(sentence) and bool(
-        _first_person_claims(sentence, unnamed=True)
-    )
+    return not _conditioned(sentence) and bool(_first_person_claims(sentence, unnamed=True))
 
 
 _UNDER_CONDITION = re.compile(
@@ -2946,7 +2943,6 @@ def _made_despite_opener(sentence: str) -> bool:
         and _FUTURE.search(main) is None
         and _NEGATION.search(main) is None
     )
-
 
 
 def _stating(sentence: str) -> str:
