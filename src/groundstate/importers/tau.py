@@ -506,8 +506,6 @@ def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-
-
 def _some(ids: list[str], shown: int = 5) -> str:
     """The first few of *ids*, quoted."""
     more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
