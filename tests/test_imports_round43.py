@@ -124,9 +124,7 @@ def test_tau2_numbered_and_unnumbered_simulations_are_counted_together(
 
 
 @pytest.mark.parametrize("given", [True, False, 1.5, 0, -2, "two", [2], {"n": 2}])
-def test_a_num_trials_that_is_no_count_is_refused(
-    store: Store, tmp_path: Path, given: Any
-) -> None:
+def test_a_num_trials_that_is_no_count_is_refused(store: Store, tmp_path: Path, given: Any) -> None:
     """Read as none, a ``num_trials`` of ``true`` or ``1.5`` left every task's count unchecked;
     a ``0`` said every trial was past the run ("trials 0 to -1")."""
     err = store.refused(_tau2(tmp_path, [simulation("a", 0, 1.0)], num_trials=given))
@@ -275,7 +273,8 @@ def test_checks_of_a_component_outside_the_basis_do_not_count(tmp_path: Path) ->
     """Guard: τ² runs every evaluator for diagnostics and multiplies only the basis: a failed
     database check on a COMMUNICATE-only task is no failure."""
     scored = _scored(1.0, db_check={"db_match": False, "db_reward": 0.0},
-                     reward_basis=["COMMUNICATE"], reward_breakdown={"COMMUNICATE": 1.0})  # fmt: skip
+                     reward_basis=["COMMUNICATE"],
+                     reward_breakdown={"COMMUNICATE": 1.0})  # fmt: skip
     assert _reason(tmp_path, scored) == "success"
 
 
@@ -303,8 +302,11 @@ def test_a_single_component_evaluation_keeps_its_verdict(tmp_path: Path) -> None
     assert _reason(tmp_path, scored) == "agent_failure/communication"
 
 
-@pytest.mark.parametrize("key", ["db", "Db", "db_check", "DB_CHECK", "env-assertion",
-                                 "communicate_checks", "nl_assertions", "action_checks"])  # fmt: skip
+MISSPELT = ["db", "Db", "db_check", "DB_CHECK", "env-assertion", "communicate_checks",
+            "nl_assertions", "action_checks"]  # fmt: skip
+
+
+@pytest.mark.parametrize("key", MISSPELT)
 def test_a_component_spelled_otherwise_is_refused(store: Store, tmp_path: Path, key: str) -> None:
     """Read as given, a failed ``"db"`` was no database failure (the sub-reason named no
     state) and a basis of ``"db"`` no database check."""
@@ -397,8 +399,8 @@ def test_tau2_pass_k_recomputed_with_invalid_attempts_out(store: Store, tmp_path
     report = store.report(batch)
     assert (report["valid_attempts"], report["invalid_attempts"]) == (8, 1)
     _agrees(report, {"a": [True, True, False], "b": [False, True], "c": [False, True, True]})
-    _agrees(report["invalid_as_failure"],
-            {"a": [True, True, False], "b": [False, True, False], "c": [False, True, True]})  # fmt: skip
+    strict = {"a": [True, True, False], "b": [False, True, False], "c": [False, True, True]}
+    _agrees(report["invalid_as_failure"], strict)
 
 
 def test_terminal_bench_pass_k_recomputed(store: Store, tmp_path: Path) -> None:
@@ -470,7 +472,7 @@ def test_a_truncated_tau2_file_stores_nothing(store: Store, tmp_path: Path, cut:
     sims = [simulation("a", i, 1.0, reward_info=_scored(1.0)) for i in range(3)]
     text = json.dumps(tau2_file(sims))
     path = tmp_path / "tau2.json"
-    path.write_text(text[:cut] if cut > 0 else text[:cut])
+    path.write_text(text[:cut])
     store.refused(path, "--format", "tau2-bench")
 
 

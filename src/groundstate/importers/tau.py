@@ -382,7 +382,7 @@ class Tau2Source:
         value = _part(self._results, "info").get("num_trials")
         if value is None:
             return None
-        trials = checked(self.path, "info.num_trials", lax(as_integer), value)
+        trials = checked(str(self.path), "info.num_trials", lax(as_integer), value)
         if trials < 1:
             raise SpecError(
                 self.path, "info.num_trials", f"must be a count of 1 or more (τ² runs each "
