@@ -162,8 +162,8 @@ def _tree(paths: list[tuple[tuple[str, ...], JsonScalar]]) -> Conditions:
     for segments, value in paths:
         if segments:
             below.setdefault(segments[0], []).append((segments[1:], value))
-    here = tuple(value for segments, value in paths if not segments)
-    keys = tuple((k, _tree(v)) for k, v in below.items() if k != "*")
+    here = tuple([value for segments, value in paths if not segments])
+    keys = tuple([(k, _tree(v)) for k, v in below.items() if k != "*"])
     return Conditions(here, keys, _tree(below["*"]) if "*" in below else None)
 
 
