@@ -216,7 +216,7 @@ def play_attempt(
     """
     if task_id not in suite.tasks:
         known = ", ".join(sorted(suite.tasks))
-        raise SpecError(suite.root, "task", f"no task {task_id!r} (the suite has: {known})")
+        raise SpecError(suite.shown(), "task", f"no task {task_id!r} (the suite has: {known})")
     one = dataclasses.replace(
         suite,
         tasks={task_id: suite.tasks[task_id]},

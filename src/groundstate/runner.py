@@ -822,7 +822,7 @@ def _suite_change(batch: BatchInfo, suite: Suite) -> str:
                 f"{suite.config.environment!r}: resume it with --environment {kind}"
             )
     return (
-        f"the suite {suite.root} changed since the batch started (a file added, removed or "
+        f"the suite {suite.shown()} changed since the batch started (a file added, removed or "
         "edited: the batch keeps only the suite's hash)"
     )
 
