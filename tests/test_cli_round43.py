@@ -78,9 +78,7 @@ def _problems(suite: Path) -> list[str]:
         "2025-06-16T15:00:00.250",
     ],
 )
-def test_a_clock_without_a_time_zone_is_refused_naming_the_field(
-    retail: Path, clock: str
-) -> None:
+def test_a_clock_without_a_time_zone_is_refused_naming_the_field(retail: Path, clock: str) -> None:
     """Fails on the old code: accepted, naive."""
     _edit(retail / "tasks/refund-socks.yaml", CLOCK_LINE, f"clock: {clock}")
     problems = _problems(retail)
@@ -272,6 +270,16 @@ def test_a_suite_given_from_a_sibling_folder_is_named_so(copy: Path) -> None:
     (copy / "retail" / "suite.lock").mkdir()
     outcome = groundstate("lock", "../retail", cwd=copy / "elsewhere")
     assert_refused(outcome, "error: ../retail/suite.lock: cannot write")
+
+
+def test_a_suite_given_through_dot_dot_locks_and_is_named_so(copy: Path) -> None:
+    """Fails on the old code: a traceback (``ValueError: '/w/retail/fixtures/retail.sql' is
+    not in the subpath of '/w/elsewhere/../retail'``)."""
+    (copy / "elsewhere").mkdir()
+    outcome = groundstate("lock", "../retail", cwd=copy / "elsewhere")
+    assert outcome.code == 0, outcome.text
+    assert outcome.out.strip() == "locked 18 tasks in ../retail/suite.lock"
+    assert (copy / "retail" / "suite.lock").is_file()
 
 
 def test_a_suite_given_in_full_is_named_in_full(copy: Path) -> None:

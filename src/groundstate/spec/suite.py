@@ -253,8 +253,14 @@ def _as_given(root: Path, report: Report) -> Report:
     """*report*, each problem of a file of the suite named under *root* as given: the suite is
     loaded from its absolute folder, whose files (tools.py, checks.py) were named in full
     while the task files were named as given."""
-    absolute = root.absolute()
+    absolute = _absolute(root)
     return lambda error: report(error.rerooted(absolute, root))
+
+
+def _absolute(root: Path) -> Path:
+    """*root* in full, without ``..`` (``lock ../retail``: the fixtures' paths, normalised as
+    :meth:`Suite.fixture_path` makes them, were not under ``/w/elsewhere/../retail``)."""
+    return Path(os.path.normpath(root.absolute()))
 
 
 def _walk(root: Path, report: Report) -> Suite | None:
@@ -278,9 +284,8 @@ def _walk(root: Path, report: Report) -> Suite | None:
         files = _hash_files(root)
         # absolute: what grading derives from the root (hidden tests, check files) must not
         # move with the working folder (validate grades once in another: see skew.elsewhere)
-        suite = Suite(
-            root=root.absolute(), config=config, tasks={}, solutions={}, files=files, given=root
-        )
+        suite = Suite(root=_absolute(root), config=config, tasks={}, solutions={}, files=files,
+                      given=root)  # fmt: skip
         suite.tools  # noqa: B018  (imported now: a broken tools.py is a problem of the suite)
         with contextlib.suppress(SpecError):  # read with the files it was hashed with, not at
             suite.policy  # noqa: B018  (the first attempt: a pool worker's, after the preflight)
