@@ -363,3 +363,11 @@ def test_a_bom_before_a_task_or_suite_file_is_read_as_utf8(copy: Path) -> None:
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     outcome = groundstate("check", "retail", cwd=copy)
     assert outcome.code == 0, outcome.text
+
+
+def test_a_missing_agent_file_is_named_without_dot_dot(copy: Path) -> None:
+    """Fails on the old code: ``no file systems/../nowhere/retail_agents.py``."""
+    _edit(copy / SYSTEM, "agents/", "nowhere/")
+    outcome = groundstate("system", "hash", SYSTEM, cwd=copy)
+    assert_refused(outcome, "harness.orchestration_loop.entry: no file nowhere/retail_agents.py")
+    assert "/../" not in outcome.text
