@@ -55,7 +55,6 @@ from groundstate.errors import (
 )
 from groundstate.grading.constraints import normalise
 from groundstate.grading.terminal import AGENT_FAILURES
-from groundstate.paths import as_given
 from groundstate.rounding import counted
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
@@ -162,10 +161,17 @@ def require_sound(suite: Suite) -> None:
     """Raise :class:`SuiteCheckFailed` when the loaded *suite* has a problem ``groundstate
     check`` calls an error (what ``run`` refuses before any proof, for a suite loaded in
     Python)."""
-    check = SuiteCheck(path=str(suite.root))
-    _add(check, _suite_problems(suite))
+    check = SuiteCheck(path=suite.shown())
+    _add(check, _named_problems(suite))
     if not check.ok:
         raise SuiteCheckFailed(check)
+
+
+def _named_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """:func:`_suite_problems`, each file named as the user named the suite (it is loaded from
+    its absolute folder), as the problems found while loading it are."""
+    for problem in _suite_problems(suite):
+        yield problem.model_copy(update={"file": suite.shown(problem.file)})
 
 
 def check_suite(path: Path) -> SuiteCheck:
@@ -173,12 +179,8 @@ def check_suite(path: Path) -> SuiteCheck:
     suite, errors = scan_suite(Path(path))
     check = SuiteCheck(path=str(path))
     _add(check, map(_from_spec_error, [e for error in errors for e in error.every or [error]]))
-    if suite is not None:  # loaded from its absolute folder: each file named as the errors are
-        named = (
-            p.model_copy(update={"file": as_given(p.file, suite.root, Path(path))})
-            for p in _suite_problems(suite)
-        )
-        _add(check, named)
+    if suite is not None:
+        _add(check, _named_problems(suite))
     if check.ok:
         check.suite = suite
     return check
