@@ -219,9 +219,6 @@ _AIMED: dict[str, Callable[..., bool]] = {
 _sent: dict[str, str] = {}
 """The tries whose agent sent this process an interruption (refused): their run id → the
 call (read by the episode, :func:`interruption_sent`)."""
-_disrupted: dict[str, str] = {}
-"""The tries in flight when code in the process disrupted the batch's event loop: their run
-id → what it did (:func:`loop_disrupted`)."""
 
 
 def _interrupts(name: str, args: tuple[Any, ...]) -> bool:
@@ -285,32 +282,9 @@ def interruption_sent(run_id: str | None) -> str | None:
         return _sent.get(run_id) if run_id is not None else None
 
 
-def loop_disrupted(what: str) -> bool:
-    """Note that code in the process *what* (stopped the batch's event loop, raised
-    ``SystemExit`` in it: :mod:`groundstate.steadyloop`, which runs it again) against every
-    try in flight whose grading has not started (a callback bears no mark of whose it is
-    that an agent could not forge: laid at each, as a call from a thread of an agent's own
-    is). Read by the episode (:func:`disruption_of`) as the try's prohibited action. False
-    when there is no such try (no batch in-process here: a pool worker, ``testing.attempt``;
-    the canary; only checks running): the disruption is then not held."""
-    with _lock:
-        flights = set().union(*[w.in_flight - w.grading for w in _watches])
-        for run_id in flights:
-            _disrupted.setdefault(run_id, what)
-    return bool(flights)
-
-
-def disruption_of(run_id: str | None) -> str | None:
-    """What code in the process did to the batch's event loop while the try *run_id* was in
-    flight (see :func:`loop_disrupted`), if anything."""
-    with _lock:
-        return _disrupted.get(run_id) if run_id is not None else None
-
-
 def forget_interruption(run_id: str | None) -> None:
     with _lock:
         _sent.pop(run_id or "", None)
-        _disrupted.pop(run_id or "", None)
 
 
 def _said(call: str, status: Any) -> Any:

@@ -71,7 +71,6 @@ from itertools import repeat
 from operator import is_, is_not
 from typing import Any, NamedTuple, TypeVar
 
-from groundstate import steadyloop
 from groundstate.bindings import _dict_of, _read, _version_words
 from groundstate.capture import put_back_streams, streams
 from groundstate.ourthreads import start
@@ -214,8 +213,7 @@ class _LoopThread:
             coroutine = work()
             runner = self._loop()
             asyncio.set_event_loop(runner.get_loop())  # as asyncio.run has it
-            loop = runner.get_loop()
-            outcome = (None, steadyloop.run_on(loop, coroutine, copy_context()))
+            outcome = (None, runner.run(coroutine, context=copy_context()))
         except BaseException as exc:  # delivered: the submitter decides what it means
             outcome = (exc, None)
         if self._runner is not None and not self._reusable(outcome[0]):

@@ -36,7 +36,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from groundstate import steadyloop
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.analysis import final_runs, planned_runs
@@ -75,7 +74,6 @@ from groundstate.store import (
     Problem,
     RunStore,
     StartedTry,
-    note_exit_cause,
     parse_stored,
     prepare_run,
 )
@@ -541,12 +539,6 @@ class BatchRunner:
                 if stored is None:
                     self.interrupt.check()  # a try the signal cut short is not stored
                     stored = await writer.store(output)
-            except asyncio.CancelledError:
-                if marked and stored is None and self._cancelled_by_code():
-                    marked = False  # kept, with its cause: the resume records the crash
-                    with suppress(StoreError):
-                        note_exit_cause(self.store.path, [info.run_id], CANCELLED_BY_CODE)
-                raise
             finally:
                 if marked and stored is None:  # unstored with the process alive: not cut short
                     with suppress(StoreError):
@@ -554,11 +546,6 @@ class BatchRunner:
             previous = stored
             if self.on_run is not None:
                 self.on_run(previous)
-
-    def _cancelled_by_code(self) -> bool:
-        """Whether the batch is being cancelled by in-process code: on a loop the harness
-        made and holds (see :data:`steadyloop.OWNED`), with no interruption noted."""
-        return steadyloop.OWNED.get() and self.interrupt.signum is None
 
     @contextmanager
     def _watching_exits(self) -> Iterator[None]:
@@ -649,13 +636,6 @@ class BatchRunner:
 
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)
-
-
-CANCELLED_BY_CODE = (
-    "the batch's task was cancelled by code in the process (no interruption asked for it)"
-)
-"""The cause written on the marks of the tries in flight then: before, they were unmarked and
-``--resume`` drew the agent's attempt anew."""
 
 
 class _GroupWriter:
@@ -901,7 +881,7 @@ def run_batch(
     if validate:
         config = proven(suite, store, config, allow_invalid=allow_invalid)
     runner = BatchRunner(suite, system, store, make_agent=agent_factory, on_run=on_run)
-    return steadyloop.run(runner.start(config))
+    return asyncio.run(runner.start(config))
 
 
 def proven(
