@@ -213,6 +213,9 @@ class _Oracles:
     def open(self, concurrency: int) -> None:
         self.inner.open(concurrency)
 
+    def room(self, concurrency: int) -> None:
+        self.inner.room(concurrency)
+
     def close(self) -> None:
         self.inner.close()
 
@@ -597,6 +600,9 @@ class _Metered:
 
     def open(self, concurrency: int) -> None:
         self.inner.open(concurrency)
+
+    def room(self, concurrency: int) -> None:
+        self.inner.room(concurrency)
 
     def close(self) -> None:
         self._read()

@@ -109,7 +109,7 @@ class BatchConfig:
         """Refuse a plan no batch can run: no attempt (a batch stored with none, or -1), no
         slot (a concurrency of 0 waited for ever), or no task."""
         _at_least_one("BatchConfig.attempts", self.attempts)
-        _at_least_one("BatchConfig.concurrency", self.concurrency)
+        _a_concurrency("BatchConfig.concurrency", self.concurrency)
         if self.tasks is not None and not self.tasks:
             raise ValueError("BatchConfig.tasks names no task (None runs every task)")
 
@@ -117,6 +117,19 @@ class BatchConfig:
 def _at_least_one(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} is a whole number, at least 1, not {value!r}")
+
+
+MAX_CONCURRENCY = 10_000
+"""Most attempts a batch runs at once, on every executor. Past it this process, the store's
+single writer, is the bottleneck whatever the cluster's size (run several batches instead),
+and a number past SQLite's integers (``--concurrency 99999999999999999999`` on Ray, which
+queues what its CPUs cannot hold) failed as the batch was stored, after validation."""
+
+
+def _a_concurrency(name: str, value: object) -> None:
+    _at_least_one(name, value)
+    if isinstance(value, int) and value > MAX_CONCURRENCY:
+        raise ValueError(f"{name} is at most {MAX_CONCURRENCY:,}, not {value:,}")
 
 
 def _known_tasks(suite: Suite, config: BatchConfig) -> None:
@@ -246,7 +259,7 @@ class BatchRunner:
         run anyway (``run --resume --allow-invalid``); the batch names them invalid from now
         on (:meth:`RunStore.add_invalid_tasks`), as those named when it started.
         *validator_revision*: as :attr:`BatchConfig.validator_revision`, for this resume."""
-        _at_least_one("concurrency", concurrency)
+        _a_concurrency("concurrency", concurrency)
         self._proof = validator_revision
         return await self._interruptible(
             lambda: self._resume(batch_id, concurrency, preflight, invalid_tasks), concurrency
@@ -809,7 +822,7 @@ def _suite_change(batch: BatchInfo, suite: Suite) -> str:
                 f"{suite.config.environment!r}: resume it with --environment {kind}"
             )
     return (
-        f"the suite {suite.root} changed since the batch started (a file added, removed or "
+        f"the suite {suite.shown()} changed since the batch started (a file added, removed or "
         "edited: the batch keeps only the suite's hash)"
     )
 

@@ -45,6 +45,7 @@ from groundstate.paths import (
     in_the_way,
     make_folder,
     not_regular,
+    os_reason,
     output_refusal,
 )
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
@@ -1052,10 +1053,10 @@ class RunStore:
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
             if isinstance(exc, sqlite3.Error):
-                why = _why(exc, self.path)
-            else:
-                why = _file_system_full(self.path)
-            raise StoreError(f"cannot open the run store {self.path}: {exc}{why}") from exc
+                said, why = str(exc), _why(exc, self.path)
+            else:  # the reason alone, not Python's "[Errno 20] ...: 'path'"
+                said, why = os_reason(self.path, exc), _file_system_full(self.path)
+            raise StoreError(f"cannot open the run store {self.path}: {said}{why}") from exc
 
     def _open_read_only(self, cause: sqlite3.Error | None) -> None:
         """A store on read-only media or owned by someone else is still read (``mode=ro``).
@@ -1550,16 +1551,39 @@ class RunStore:
         return text
 
     def batch(self, batch_id: str | None = None) -> BatchInfo:
-        """The batch with this id (a unique prefix is enough), or the latest one."""
+        """The batch *batch_id* names (:meth:`batch_id_for`: its id, a unique prefix of it, or
+        its name), or the latest one."""
         if batch_id is None:
             rows = self._query("SELECT record FROM batches ORDER BY created_at DESC LIMIT 1", ())
         else:
             rows = self._query(
-                "SELECT record FROM batches WHERE batch_id BETWEEN ? AND ?", _prefixed(batch_id)
+                "SELECT record FROM batches WHERE batch_id = ?", (self.batch_id_for(batch_id),)
             )
         if batch_id is None and not rows:
             raise StoreError(f"the run store {self.path} holds no batch yet")
         return self._with_added(_one(rows, BatchInfo, f"batch {batch_id}", self.path))
+
+    def batch_id_for(self, given: str) -> str:
+        """The id of the one batch *given* (a user's argument) names: its id; else a prefix of
+        one id, or the name of one batch (its ``suite``, or its system's name: ``import-results
+        --name``); else refused, each candidate named. Batch ids are hex, so ``compare a b``
+        with batches named ``a`` and ``b`` read the batches whose ids start with those
+        letters, maybe the other way round, without a word. Read from the table: a record
+        that is no JSON has no name, and its id still counts."""
+        require_id(given)
+        if self._query("SELECT 1 FROM batches WHERE batch_id = ?", (given,)):
+            return given
+        rows = self._query(_BATCH_CANDIDATES, (*_prefixed(given), given, given))
+        if len(rows) == 1:
+            return str(rows[0][0])
+        if not rows:
+            raise StoreError(f"no batch {given} in the run store {self.path}")
+        listed = "; ".join(_candidate(given, *row) for row in rows[:_LISTED])
+        more = f"; and {len(rows) - _LISTED} more" if len(rows) > _LISTED else ""
+        raise StoreError(
+            f"batch {given!r} is ambiguous: {len(rows)} batches match: {listed}{more}; give "
+            "one's full id, or enough of it that no other id or name matches"
+        )
 
     def batches(self) -> list[BatchInfo]:
         rows = self._query("SELECT record, batch_id FROM batches ORDER BY created_at", ())
@@ -2565,6 +2589,28 @@ def _columns(db: sqlite3.Connection) -> set[str]:
     """Every ``table.column`` of *db*'s tables."""
     tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     return {f"{t}.{c[1]}" for t in tables for c in db.execute(f"PRAGMA table_info('{t}')")}
+
+
+_BATCH_CANDIDATES = """
+SELECT batch_id, created_at, suite, system FROM (
+    SELECT batch_id, created_at,
+        CASE WHEN json_valid(record) THEN json_extract(record, '$.suite') END AS suite,
+        CASE WHEN json_valid(record) THEN json_extract(record, '$.system_spec.name') END
+            AS system
+    FROM batches
+) WHERE batch_id BETWEEN ? AND ? OR suite = ? OR system = ? ORDER BY created_at
+"""
+"""Batches whose id starts with a text, or that are named so (:meth:`RunStore.batch_id_for`)."""
+
+_LISTED = 5
+"""Candidates an ambiguous batch argument lists."""
+
+
+def _candidate(given: str, batch_id: str, created_at: str, suite: Any, system: Any) -> str:
+    """One batch an ambiguous argument matches: why, and what tells it from the others."""
+    why = f"id starts with {given!r}" if batch_id.startswith(given) else f"named {given!r}"
+    names = f"suite {suite!r}" + (f", system {system!r}" if system != suite else "")
+    return f"{batch_id} ({why}; {names}; created {created_at})"
 
 
 def _prefixed(prefix: str) -> tuple[str, str]:

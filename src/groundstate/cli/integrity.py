@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 import click
 
 from groundstate.cli import STORE_OPTION, main
-from groundstate.errors import StoreError, one_line
+from groundstate.errors import one_line
 from groundstate.rounding import counted
 
 if TYPE_CHECKING:
-    from groundstate.store import RunStore, Verification
+    from groundstate.store import Verification
 
 EXIT_ALTERED = 1
 """Exit status when anything read is altered or missing (2 stays a user error)."""
@@ -46,9 +46,7 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
-        ids = (
-            [resolve_batch(run_store, batch_id)] if batch_id is not None else run_store.batch_ids()
-        )
+        ids = [run_store.batch_id_for(batch_id)] if batch_id is not None else run_store.batch_ids()
         checks = [run_store.verify(b) for b in ids]
         edits = run_store.hand_edits()
     if as_json:
@@ -69,18 +67,6 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
             )
     if any(not c.ok for c in checks):
         sys.exit(EXIT_ALTERED)
-
-
-def resolve_batch(run_store: RunStore, prefix: str) -> str:
-    """The one batch id starting with *prefix*, read from the table, not the record."""
-    from groundstate.store import require_id
-
-    ids = [b for b in run_store.batch_ids() if b.startswith(require_id(prefix))]
-    if not ids:
-        raise StoreError(f"no batch {prefix} in the run store {run_store.path}")
-    if len(ids) > 1:
-        raise StoreError(f"batch {prefix} is ambiguous: {len(ids)} batches match")
-    return ids[0]
 
 
 def _print_check(check: Verification) -> None:

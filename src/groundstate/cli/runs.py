@@ -47,6 +47,10 @@ FAIL_UNDER_OPTION = click.option(
     "estimate it (repeatable).",
 )
 
+MAX_CONCURRENCY = 10_000
+"""``groundstate.runner.MAX_CONCURRENCY``, spelled here so that ``run --help`` need not import
+the runner (tests/test_cli_round43.py holds the two equal)."""
+
 MAX_ATTEMPTS = 100_000
 """Most attempts per task ``run`` plans: a batch's attempts are planned whole before the first
 runs, and 10^25 of them was the kernel's out-of-memory kill, not an error."""
@@ -91,7 +95,7 @@ HTML_OPTION = click.option(
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_CONCURRENCY),  # on every executor
     default=1,
     show_default=True,
     help="Attempts in flight at once (each in its own environment).",
@@ -204,13 +208,16 @@ def run(
             system = load_system(system_file)
             refuse_system_tool_errors(system, loaded_suite)
             where = make_executor(executor, loaded_suite, ray_address=ray_address)
+            where.room(concurrency)  # a --concurrency it cannot hold: before any validation
             if locked:
                 require_lock(loaded_suite)
             chosen = select_tasks(loaded_suite, task_ids=task_ids, slices=slices, patterns=patterns)
             total = len(chosen or loaded_suite.tasks) * attempts
-            with RunStore(store) as run_store:
+            # a resume reads its batch: a store that is not there is an error, not made empty
+            with RunStore(store, create=resume_id is None) as run_store:
                 if resume_id is not None:
                     planned = run_store.batch(resume_id)
+                    resume_id = planned.batch_id  # given by a prefix or name: its id from here
                     _refuse_new_plan(planned, attempts=attempts, seed=seed)
                     check_attempts(gates, planned.attempts)  # as a start does, before running
                     # Before validating: a changed suite is refused as such, and only the
@@ -352,6 +359,8 @@ def report(
 ) -> None:
     """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons.
 
+    BATCH_ID is a batch's id, a prefix of it, or its name (suite, system or import --name);
+    one that matches several batches is refused, each named.
     Intervals are Agresti-Coull on the task-clustered SE with t quantiles (an exact bound
     where every task has one value), "n/a" (with the reason) below 5 tasks; the JSON carries
     the per-task table and the methods (docs/statistics.md).
@@ -737,6 +746,9 @@ def compare_command(
 ) -> None:
     """Compare BATCH_B against BATCH_A: b - a of every metric, in both views.
 
+    Each is a batch's id, a prefix of it, or its name (suite, system or import --name); one
+    that matches several batches (``a``: a name, and the start of a hex id) is refused, each
+    named.
     Paired over the tasks both ran (task-clustered SE, interval, t-test p-value); unpaired and
     labelled so when they share fewer than 5 tasks. Per-task changes are listed only when
     Fisher's exact test survives Benjamini-Hochberg at --fdr. Batches of different task

@@ -121,7 +121,7 @@ def _sessions_cell(summary: BatchSummary) -> str:
 def runs_command(
     batch_id: str, task_pattern: str | None, reason: str | None, as_json: bool, store: Path
 ) -> None:
-    """List the runs of BATCH_ID (a unique prefix is enough), every try, with their ids.
+    """List the runs of BATCH_ID (its id, a prefix of it, or its name), every try, with ids.
 
     ``counted`` is true for the tries every figure counts (``analysis.counted_runs``): false
     for an invalid try that a rerun replaced, a try outside the batch's plan (``verify`` names

@@ -38,6 +38,10 @@ class Executor(Protocol):
     def open(self, concurrency: int) -> None:
         """Start what the executor needs (workers, a cluster connection) before a batch."""
 
+    def room(self, concurrency: int) -> None:
+        """Refuse (:class:`~groundstate.errors.ExecutorError`) a *concurrency* this executor
+        cannot hold here, before any work (validation, the store): :meth:`open` would."""
+
     def close(self) -> None:
         """Stop it; attempts still running (an interrupted batch) are abandoned."""
 

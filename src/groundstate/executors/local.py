@@ -140,6 +140,9 @@ class InProcessExecutor:
     def open(self, concurrency: int) -> None:
         """Nothing to start (a thread per running attempt, at most *concurrency* at once) but
         room for their files (:func:`room_for`)."""
+        self.room(concurrency)
+
+    def room(self, concurrency: int) -> None:
         room_for(concurrency)
 
     def close(self) -> None:
@@ -285,15 +288,22 @@ class ProcessExecutor:
     def open(self, concurrency: int) -> None:
         if self._pool is not None:
             return
-        size = self.workers or max(1, min(concurrency, os.cpu_count() or 1))
+        size, slots = self._shape(concurrency)
         context: BaseContext = multiprocessing.get_context("spawn")  # Windows: no fork server
         if "forkserver" in multiprocessing.get_all_start_methods():
             context = multiprocessing.get_context("forkserver")
             multiprocessing.set_forkserver_preload(["groundstate.executors._job"])
-        slots = -(-max(concurrency, 1) // size)
         room_for(slots)  # here, before the workers start: they inherit it, or it is refused
         workdirs = str(process_dir() / "workers")
         self._pool = _WorkerPool(context, size, slots, (workdirs, self.preload), self._lost)
+
+    def room(self, concurrency: int) -> None:
+        room_for(self._shape(concurrency)[1])
+
+    def _shape(self, concurrency: int) -> tuple[int, int]:
+        """Worker processes for *concurrency*, and attempts each runs at once."""
+        size = self.workers or max(1, min(concurrency, os.cpu_count() or 1))
+        return size, -(-max(concurrency, 1) // size)
 
     def _lost(
         self, job: AttemptJob, cause: str, started: float, overdue: bool, grading: bool

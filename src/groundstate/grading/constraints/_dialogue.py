@@ -1903,6 +1903,8 @@ def _other_record(
     for other in _records_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
+    if _names_another_thing(answer, yes.answered, known, earlier):
+        return "thing"
     return None
 
 
@@ -2594,6 +2596,92 @@ _FILLER = _PICKING_WORDS | _REPLY_WORDS | frozenset(re.findall(r"[^|()]+", _THE_
 _KINDS_OF_RECORD = frozenset(
     {"card", "order", "item", "items", "account", "gift", "ending", "product", "size", "colour"}
 )
+
+# A yes naming a thing and no more ("Yes, the shirt.", "Sure, refund the blue shirt please",
+# "The shirt, yes."): a phrase of up to three words after an article ending the sentence
+# (not the Portuguese "as", which English reads "as": "Yes, as discussed").
+_THING_NAMED = re.compile(
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
+    rf"(?!as\b){_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
+    rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"( please)?, ({_YES_WORDS}\b[\W_]*)+$"
+)
+# Words that make a phrase a clause, not a thing ("my husband says", "the price is fine", "the
+# shirt arrived"): verbs and auxiliaries, and a later word ending like a verb's past or -ing.
+_CLAUSE_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "is are was were be been being am isn't aren't wasn't weren't 's says say said agrees"
+        " agree agreed thinks think thought wants want wanted needs need works work sounds"
+        " looks seems seem does do did don't doesn't didn't will would won't can could can't"
+        " should shall may might must stays stay goes go went fits fit has have had gets got"
+        " approves approved likes like loves love prefers prefer told tells means mean",
+    )
+)
+# Words naming no thing of their own as a phrase's last ("the usual card", "the same", "the
+# whole lot", "the blue ones"), beside the lists of plain, remark and attribute words.
+_NO_THING = (
+    _FILLER
+    | _PLAIN_WORDS
+    | _REMARK_WORDS
+    | _ATTRIBUTES
+    | _KINDS_OF_RECORD
+    | _NARROWING_WORDS
+    | _CHOOSING_NOTHING
+    | frozenset(
+        re.findall(
+            r"\S+",
+            "he she they usual same pair pairs thing things stuff rest money cash way original"
+            " normal regular default better best latter former remainder balance difference"
+            " deal offer option choice dollars euros pounds bucks mismo misma même mesmo mesma"
+            " purchase purchases package parcel delivery shipment posible possível mejor mieux"
+            " melhor besser goods merchandise products stuff suggestion request idea proposal"
+            " plan charge charges transaction deposit customer extra last earlier latest later"
+            " cheaper cheapest newer newest older oldest bigger smaller larger standard basic"
+            " exact first second third primero primera segundo segunda tercero tercera último"
+            " última premier première deuxième seconde dernier dernière erste ersten zweite"
+            " zweiten letzte letzten primeiro primeira terceiro terceira primo prima secondo"
+            " seconda ultimo ultima par paire paar paio",
+        )
+    )
+)
+
+
+def _names_another_thing(
+    answer: str, question: str, known: set[str], earlier: Sequence[AgentEvent]
+) -> bool:
+    """Whether the first sentence *answer* of a yes names only a thing, and one its
+    *question*, the change's *known* values (one of them a thing) and the tools' outputs do
+    not say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed the
+    shirt). The phrase's last word names the thing; a generic one ("the full amount", "the
+    usual card", "the blue ones"), a way of paying, a kind of change or a time names none, and
+    a phrase with a pronoun, a second article or a verb is a clause ("the pair I bought", "the
+    one you said", "the sooner the better", "my husband says")."""
+    found = _THING_NAMED.match(answer)
+    if found is None or not any(_thing(value) for value in known):
+        return False
+    words = (found.group("thing") or found.group("first")).split()
+    head = words[-1]
+    if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in words[1:]):
+        return False
+    if any(word in _NO_THING for word in words[:-1]) or head in _NO_THING or len(head) < 3:
+        return False
+    if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):
+        return False
+    said = set(_TOKEN.findall(question) + _WORD.findall(question))
+    shown = _shown(earlier, records=None).values()
+    for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
+        said.update(_TOKEN.findall(text), _WORD.findall(text))  # "pack" of "3-pack"
+    # any word of the phrase said (a thing the tools showed, "the hoodie stays") leaves it to
+    # the reading of records shown
+    return not any(_said(form, said) for word in words for form in (word, f"{word}s", f"{word}es"))
+
+
+def _thing(value: str) -> bool:
+    """Whether the change's *value* (normalised) names a thing: a word of four letters or
+    more, and no way of paying or id."""
+    return bool(_WORD.search(value)) and not _PAYMENT.search(value) and not _ID_SAID.match(value)
 
 
 def _siblings(known: set[str], earlier: Sequence[AgentEvent], *, records: bool = False) -> set[str]:
