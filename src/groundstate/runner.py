@@ -57,7 +57,7 @@ from groundstate.errors import (
 )
 from groundstate.executors import Executor, InProcessExecutor
 from groundstate.executors._job import WorkerDied
-from groundstate.exitcause import ExitWatch, watching
+from groundstate.exitcause import WATCHED, ExitWatch, watching
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
@@ -555,9 +555,13 @@ class BatchRunner:
             yield
             return
         with watching(self.store.path) as self._exits:
+            # The batch's own context is no try's, whatever its host's says (a context left
+            # marked would make the canary's oracle and the smoke run a batch's agent).
+            unmarked = WATCHED.set(False)
             try:
                 yield
             finally:
+                WATCHED.reset(unmarked)
                 self._exits = None
 
     def _mark_started(self, batch: BatchInfo, task_id: str, info: AttemptInfo) -> bool:
