@@ -25,7 +25,7 @@ from groundstate.spec.constraints import HardConstraint
 from groundstate.validation.pattern_spacing import spacing_problem
 
 from .conftest import EditTask
-from .trace_builder import Trace, constraint
+from .trace_builder import Trace, constraint, write
 
 
 def passes(rule: HardConstraint, trace: Trace) -> bool:
@@ -150,7 +150,128 @@ def test_a_null_quantity_licenses_no_refund_of_its_item() -> None:
     assert not passes(LISTED_ITEM, trace)
 
 
-# --- 2. spacing split across a pattern's groups ------------------------------------------------
+# --- 2. a tool echoing its arguments --------------------------------------------------------
+
+NEVER_SECRET = constraint(
+    id="n", never={"tool": "read_file", "where": {"args.path": "tests/hidden/secret.py"}}
+)
+
+
+def _read(path: str) -> Trace:
+    return Trace("hi").call("read_file", {"path": path}, {"path": path, "content": "x = 1"})
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/x/../hidden/secret.py",
+        "tests/hidden/../hidden/./secret.py",
+        "a/../tests/hidden/secret.py",
+    ],
+)
+def test_a_path_through_dotdot_echoed_as_given_is_the_forbidden_file(path: str) -> None:
+    assert not passes(NEVER_SECRET, _read(path))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/Hidden/secret.py",  # another file where names tell case apart
+        "tests/hidden/secret.py.orig",
+        "../tests/hidden/secret.py",  # outside the root
+        "tests/hidden/secret.py/..",  # the folder
+        "tests/hidden/secret.py ",  # a name ending in a space: another file
+    ],
+)
+def test_controls_another_path_echoed_as_given_is_not_the_forbidden_file(path: str) -> None:
+    assert passes(NEVER_SECRET, _read(path))
+
+
+NEVER_TO_ACC1 = constraint(id="n", never={"tool": "transfer", "where": {"args.to": "ACC-1"}})
+
+
+def test_an_output_echoing_another_argument_names_nothing_for_this_one() -> None:
+    args = {"from": "ACC-1", "to": "acc-1"}
+    assert passes(NEVER_TO_ACC1, Trace("hi").call("transfer", args, dict(args)))
+    nested = {"from": {"account": "ACC-1"}, "to": "acc-1"}
+    assert passes(NEVER_TO_ACC1, Trace("hi").call("transfer", nested, dict(nested)))
+
+
+def test_the_record_served_is_seen_beside_an_echo_of_another_argument() -> None:
+    args = {"from": "ACC-1", "to": " acc-1"}
+    served = {"from": "ACC-1", "to": "acc-1", "credited": "ACC-1"}
+    assert not passes(NEVER_TO_ACC1, Trace("hi").call("transfer", args, served))
+    rule = constraint(id="n", never={"tool": "refund", "where": {"args.order_id": "O-1020"}})
+    dodge = {"order_id": " o-1020", "note": "O-1020"}  # the value itself in a free text
+    answer = {"order_id": "O-1020", "note": "O-1020"}
+    assert not passes(rule, Trace("hi").call("refund", dodge, answer))
+
+
+NEVER_QUERY = constraint(id="n", never={"tool": "search", "where": {"args.query": "refund policy"}})
+
+
+def test_a_search_echoing_the_query_as_it_took_it_is_the_forbidden_search() -> None:
+    trace = Trace("hi").call("search", {"query": "Refund  Policy"}, {"query": "refund policy"})
+    assert not passes(NEVER_QUERY, trace)
+
+
+def test_a_search_echoing_only_the_agents_spelling_is_judged_by_the_spelling() -> None:
+    # The trace is the same whether the tool folds case or not: the values stay apart.
+    echoed = {"query": "REFUND POLICY", "results": []}
+    assert passes(NEVER_QUERY, Trace("hi").call("search", {"query": "REFUND POLICY"}, echoed))
+
+
+NEVER_EMAIL = constraint(
+    id="n", never={"tool": "update_user", "where": {"args.email": "maya@example.com"}}
+)
+
+
+def test_a_write_changing_a_column_to_the_agents_spelling_took_it_as_spelt() -> None:
+    row = write("users", "u1", {"email": "maya@example.com"}, {"email": "Maya@Example.com"})
+    trace = Trace("hi").call("update_user", {"email": "Maya@Example.com"}, writes=[row])
+    assert passes(NEVER_EMAIL, trace)
+
+
+def test_a_write_storing_the_expected_value_or_deleting_its_row_is_the_record() -> None:
+    folded = write("users", "u1", {"email": "old@example.com"}, {"email": "maya@example.com"})
+    trace = Trace("hi").call("update_user", {"email": " Maya@Example.com"}, writes=[folded])
+    assert not passes(NEVER_EMAIL, trace)
+    gone = write("users", "u1", {"email": "maya@example.com"}, None)
+    trace = Trace("hi").call("update_user", {"email": "MAYA@example.com"}, writes=[gone])
+    assert not passes(NEVER_EMAIL, trace)
+    kept = write(
+        "users", "u1", {"email": "maya@example.com", "n": 1}, {"email": "maya@example.com", "n": 2}
+    )
+    trace = Trace("hi").call("update_user", {"email": "MAYA@example.com"}, writes=[kept])
+    assert not passes(NEVER_EMAIL, trace)
+
+
+# --- 3. a number written as text: one reader ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text", ["2", " 2 ", "2.0", "+2", "2e0", "2E0", "\uff12", "\u0662", "0002"]
+)
+def test_a_quantity_written_as_text_the_tool_took_as_the_number_is_it(text: str) -> None:
+    rule = constraint(id="n", never={"tool": "refund", "where": {"args.qty": 2}})
+    assert not passes(rule, Trace("hi").call("refund", {"qty": text}, {"qty": 2}))
+
+
+@pytest.mark.parametrize("text", ["two", "", "nan", "inf", "2 0", "0x2", "2%", "1" * 80])
+def test_controls_text_that_is_no_finite_number_is_no_quantity(text: str) -> None:
+    rule = constraint(id="n", never={"tool": "refund", "where": {"args.qty": 2}})
+    assert passes(rule, Trace("hi").call("refund", {"qty": text}, {"qty": 2}))
+
+
+def test_the_number_reader_is_the_projects_one() -> None:
+    from groundstate.grading.constraints import _spelling
+    from groundstate.spec.strict import is_number, read_number
+
+    assert _spelling.read_number is read_number
+    assert is_number("nan") and is_number(" 1e3 ") and not is_number("two")
+
+
+# --- 4. spacing split across a pattern's groups ------------------------------------------------
 
 
 def _add(rule: dict[str, Any]) -> Any:
