@@ -352,3 +352,35 @@ def test_a_huge_or_deep_pattern_is_judged_without_failing() -> None:
     assert spacing_problem("x{1000000}") is None
     assert spacing_problem("x{1000000} {2}") is not None
     assert spacing_problem("(" * 90 + "a" + ")" * 90) is None
+
+
+DIGITS_NEVER = [
+    "4111 1111",
+    r"\d{3}-\d{4}",
+    "2024-01-15",
+    r"card 4111( |-)1111",
+    r"(\d )+\d",
+    "1(/)2",
+]
+DIGITS_CAN = [r"\d{3}-?\d{4}", "o-1020", "4111.1111", "1-a-2", r"\d+ items", r"\d{4}/\d{2}|\d{8}"]
+DIGIT_TEXTS = ["card 4111 1111", "2024-01-15", "call 555-1234", "1 / 2", "O-1020", "4111.1111"]
+
+
+@pytest.mark.parametrize("pattern", DIGITS_NEVER)
+def test_a_separator_between_two_digits_never_matches_and_is_refused(pattern: str) -> None:
+    assert not any(re.search(pattern, normalise(t), re.I) for t in DIGIT_TEXTS)
+    problem = spacing_problem(pattern)
+    assert problem is not None and "between two digits" in problem
+
+
+@pytest.mark.parametrize("pattern", DIGITS_CAN)
+def test_controls_digits_normalised_text_can_hold_are_not_refused(pattern: str) -> None:
+    texts = [*DIGIT_TEXTS, "1-a-2", "3 items"]
+    assert any(re.search(pattern, normalise(t), re.I) for t in texts)
+    assert spacing_problem(pattern) is None
+
+
+def test_a_card_number_pattern_with_its_groups_is_a_check_error(edited_bank: EditTask) -> None:
+    rule = {"never": {"message": "agent", "matches": r"4111 1111 1111 1111"}}
+    errors = _errors(edited_bank(_add(rule)).root)
+    assert len(errors) == 1 and "between two digits" in errors[0], errors

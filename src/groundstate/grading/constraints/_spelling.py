@@ -8,9 +8,11 @@ tool did: an argument differing from the expected value only in spelling (case, 
 or repeated whitespace, Unicode forms, a number written as text) names it when the call's
 output or writes show the expected value itself, so the tool served that record. Where they
 show another spelling only (a tool that tells ``a1`` from ``A1`` served record ``a1``), or
-nothing, the values stay apart: honest distinct values never collide. A path spelt another
-way (``./tests/hidden/x``, ``tests//hidden/x/``) names the same file for every tool that takes
-one, whatever the call shows.
+nothing, the values stay apart: honest distinct values never collide. What the call echoes
+is not shown so: a value its arguments hold at the same path, a changed column's old value.
+A path spelt another way (``./tests/hidden/x``, ``tests//hidden/x/``, ``tests/a/../hidden/x``)
+names the same file for every tool that takes one, whatever the call shows (a tool echoing
+the path it was given shows nothing else).
 """
 
 from __future__ import annotations
