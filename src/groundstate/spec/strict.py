@@ -133,11 +133,21 @@ Weight = Annotated[Number, Field(gt=0, le=MAX_WEIGHT)]
 
 def is_number(text: str) -> bool:
     """Whether *text* reads as a number (a value YAML quoted, or a clock written as one)."""
+    return read_number(text) is not None
+
+
+def read_number(text: str) -> float | None:
+    """The number *text* is written as, as ``float`` reads it (``" 2 "``, ``"1e3"``, ``"nan"``,
+    ``"\u0662"``), or None: the one reader of a number written as text."""
     try:
-        float(text)
+        return float(text)
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def is_number_value(value: Any) -> bool:
+    """Whether *value* is a JSON number (an int or float; not ``true``, not its text)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def did_you_mean(name: object, known: Iterable[str], *, cutoff: float = 0.75) -> str:

@@ -24,13 +24,13 @@ from typing import Any
 
 from groundstate.environments.base import Row, Snapshot
 from groundstate.spec.canonical import canonical_json
+from groundstate.spec.strict import is_number_value
 
 Located = tuple[str, Row]
 """A row and the name of its table."""
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+is_number = is_number_value
 
 
 def _norm(value: Any) -> tuple[str, Any] | None:

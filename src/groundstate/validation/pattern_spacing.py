@@ -2,19 +2,31 @@
 
 Normalised text has no whitespace but single spaces, none at its start or end: a pattern
 that needs two whitespace characters in a row (``"refund  issued"``, ``"\\s\\s"``, ``" {2}"``,
-``" \\s+"``), a line break or tab written as an escape (``"\\n"``, ``"\\t"``, ``"\\x09"``), or
-a space right after ``^`` or before ``$`` is never found: a ``never`` on it holds on every
-attempt, an ``at_least`` fails on every one. The reading is of the pattern's text, part by
-part: a part inside a group is judged within the group, and a verbose pattern (``(?x)``,
-where spaces are not literal) is not judged.
+``" \\s+"``, ``"(refund )( now)"``, ``"x(?: ){2}y"``), a line break or tab (``"\\n"``,
+``"\\t"``, ``"\\x09"``, ``"[\\n\\r]"``), or a space right after ``^`` or before ``$`` is
+never found: a ``never`` on it holds on every attempt, an ``at_least`` fails on every one.
+Nor is a space, ``-`` or ``/`` between two digits, which normalised text removes
+(``"4111 1111"``, ``"\\d{3}-\\d{4}"``: it reads ``41111111``).
+
+The pattern is read as the regular expression engine parses it (groups, alternatives,
+quantifiers, a verbose pattern's layout), and each part is summed up by the shapes of the
+texts it can match: empty or not, the kinds of their first and last characters and of
+their first and last that separate no digits, whether they hold a ``^`` or ``$`` with
+nothing before or after it. Joining two shapes fails where two spaces would meet, a space
+would follow ``^`` or precede ``$``, text would precede ``^`` or follow ``$``, or separators
+would stand between two digits. A pattern is refused only when no shape is left: one
+alternative normalised text can hold (``"a  b|c"``) is enough. Lookarounds, word boundaries
+and backreferences are read as matching anything, so they never cause a refusal.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import operator
 import re
 from dataclasses import dataclass
+from typing import Any
 
 _SPACE, _DEAD, _OTHER, _START, _END, _BREAK = "space", "dead", "other", "start", "end", "break"
 _DEAD_ESCAPES = {"n": "\\n", "t": "\\t", "r": "\\r", "f": "\\f", "v": "\\v"}
@@ -40,7 +52,27 @@ def verbose(pattern: str) -> bool:
 
 
 def spacing_problem(pattern: str) -> str | None:
-    """Why *pattern* asks for spacing normalised text never has, or None."""
+    """Why *pattern* asks for spacing normalised text never has, or None.
+
+    Judged on the pattern as the regular expression engine reads it (groups, alternatives,
+    quantifiers, a verbose pattern's layout): refused only when no text it matches is
+    normalised text. The part named is the first the pattern's text shows, where one does."""
+    if _matchable(pattern):
+        return None
+    if _matchable(pattern, digits=False):
+        return (
+            "every match has a space, '-' or '/' between two digits, which normalised text "
+            "removes ('card 4111 1111' reads 'card 41111111')"
+        )
+    return _named_part(pattern) or (
+        "every match needs spacing it never has across the pattern's groups (two spaces in "
+        "a row, a space at the start or end, a line break or tab)"
+    )
+
+
+def _named_part(pattern: str) -> str | None:
+    """The part of *pattern*'s text that asks for spacing normalised text never has, read
+    part by part (a part inside a group within the group), or None."""
     if verbose(pattern):
         return None
     atoms = _atoms(pattern)
@@ -142,3 +174,178 @@ def _class(pattern: str, at: int) -> tuple[_Atom, int]:
     if not all(map(operator.or_, spaces, blank)):
         return _Atom(_OTHER, shown), end + 1
     return _Atom(_SPACE if any(spaces) else _DEAD, shown), end + 1
+
+
+# --- the pattern as the engine parses it -------------------------------------------------------
+
+_sre: Any = importlib.import_module("re._parser")
+"""The standard library's regular expression parser (``sre_parse``, which warns on import)."""
+
+_SEPARATORS = frozenset(" /-_*`~\u2013\u2014\u2015")
+"""What normalised text removes between two digits (``_text._DIGIT_SEPARATORS``)."""
+_KINDS = frozenset("spdo")
+"""Kinds of character: ``s`` a space, ``p`` another separator of digits (``-``, ``/``),
+``d`` a digit, ``o`` any other (whitespace but a space is no kind: never held)."""
+
+_Shape = tuple[str, str, str, str, bool, bool]
+"""What a text a part matches looks like: the kinds of its first and last character (``""``:
+the text is empty), of its first and last character that is no separator (``""``: none is),
+and whether it holds a ``^`` with nothing before it, or a ``$`` with nothing after it. Its
+inside is normalised text's (a shape that would not be is dropped)."""
+_EMPTY: _Shape = ("", "", "", "", False, False)
+_RANGE_READ = 2048
+"""Characters of a class's range read for their kinds; a longer range is taken to hold
+every kind."""
+_LOOPS = 64
+"""Repetitions worked out before a quantified part is read as matching anything (its shapes
+repeat well before)."""
+
+
+def _matchable(pattern: str, *, digits: bool = True) -> bool:
+    """Whether some normalised text holds a match of *pattern* (searched ignoring case);
+    not *digits*: were separators between digits kept."""
+    try:
+        parsed = _sre.parse(pattern, re.IGNORECASE)
+    except (re.error, OverflowError, RecursionError):
+        return True  # refused as it is, elsewhere
+    try:
+        return bool(_sequence(list(parsed), digits))
+    except RecursionError:
+        return True
+
+
+def _join(a: _Shape, b: _Shape) -> _Shape | None:
+    """The shape of a text of shape *a* followed by one of shape *b*, or None if none is
+    normalised text's."""
+    a_first, a_last, a_lead, a_trail, a_start, a_end = a
+    b_first, b_last, b_lead, b_trail, b_start, b_end = b
+    if (
+        (a_first and b_start)  # text before ^
+        or (a_end and b_first)  # text after $
+        or (a_last == "s" and b_first == "s")  # two spaces
+        or (a_start and not a_first and b_first == "s")  # ^ then a space
+        or (b_end and not b_first and a_last == "s")  # a space then $
+        # a digit, separators, a digit: normalised text joins the digits
+        or (a_trail == b_lead == "d" and (a_last in ("s", "p") or b_first in ("s", "p")))
+    ):
+        return None
+    return (
+        a_first or b_first,
+        b_last or a_last,
+        a_lead or b_lead,
+        b_trail or a_trail,
+        a_start or b_start,
+        a_end or b_end,
+    )
+
+
+def _joined(a: frozenset[_Shape], b: frozenset[_Shape]) -> frozenset[_Shape]:
+    return frozenset(j for x in a for y in b if (j := _join(x, y)) is not None)
+
+
+def _sequence(items: list[tuple[Any, Any]], digits: bool) -> frozenset[_Shape]:
+    shapes = frozenset({_EMPTY})
+    for op, av in items:
+        shapes = _joined(shapes, _item(op, av, digits))
+        if not shapes:
+            break
+    return shapes
+
+
+def _item(op: Any, av: Any, digits: bool) -> frozenset[_Shape]:
+    if op is _sre.LITERAL:
+        return _chars({_kind(chr(av))}, digits)
+    if op is _sre.NOT_LITERAL:
+        return _chars(_KINDS - ({"s"} if chr(av) == " " else set()), digits)
+    if op is _sre.ANY:
+        return _chars(set(_KINDS), digits)
+    if op is _sre.IN:
+        return _chars(_members(av), digits)
+    if op is _sre.BRANCH:
+        return frozenset().union(*(_sequence(list(branch), digits) for branch in av[1]))
+    if op is _sre.SUBPATTERN:
+        return _sequence(list(av[-1]), digits)
+    if op is _sre.ATOMIC_GROUP:
+        return _sequence(list(av), digits)
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+        return _repeat(_sequence(list(av[2]), digits), av[0], av[1])
+    if op is _sre.AT and av in (_sre.AT_BEGINNING, _sre.AT_BEGINNING_STRING):
+        return frozenset({("", "", "", "", True, False)})
+    if op is _sre.AT and av in (_sre.AT_END, _sre.AT_END_STRING):
+        return frozenset({("", "", "", "", False, True)})
+    if op is _sre.GROUPREF_EXISTS:
+        _, yes, no = av
+        return _sequence(list(yes), digits) | (
+            _sequence(list(no), digits) if no is not None else {_EMPTY}
+        )
+    if op in (_sre.GROUPREF, _sre.GROUPREF_IGNORE):
+        return _ANY
+    return frozenset({_EMPTY})  # a lookaround or word boundary: no characters
+
+
+def _chars(kinds: set[str] | frozenset[str], digits: bool = True) -> frozenset[_Shape]:
+    """The shapes of one character of one of *kinds* (not *digits*: a digit read as any
+    other character)."""
+    if not digits and "d" in kinds:
+        kinds = (kinds - {"d"}) | {"o"}
+    return frozenset(
+        (k, k, "" if k in "sp" else k, "" if k in "sp" else k, False, False) for k in kinds if k
+    )
+
+
+def _kind(char: str) -> str:
+    """The kind of *char* (see :data:`_KINDS`), ``""`` for whitespace but a space."""
+    if char in _SEPARATORS:
+        return "s" if char == " " else "p"
+    return "" if char.isspace() else "d" if "0" <= char <= "9" else "o"
+
+
+def _members(items: list[tuple[Any, Any]]) -> set[str]:
+    """The kinds of character a class (``[...]``, ``\\s``, ``\\d``) matches."""
+    kinds: set[str] = set()
+    negated = False
+    for op, av in items:
+        if op is _sre.NEGATE:
+            negated = True
+        elif op is _sre.LITERAL:
+            kinds.add(_kind(chr(av)))
+        elif op is _sre.RANGE and av[1] - av[0] < _RANGE_READ:
+            kinds |= {_kind(chr(c)) for c in range(av[0], av[1] + 1)}
+        elif op is _sre.CATEGORY and av is _sre.CATEGORY_SPACE:
+            kinds.add("s")
+        elif op is _sre.CATEGORY and av is _sre.CATEGORY_DIGIT:
+            kinds.add("d")
+        elif op is _sre.CATEGORY and av is _sre.CATEGORY_NOT_SPACE:
+            kinds |= {"p", "d", "o"}
+        else:  # a word character, not a digit, a long range: take every kind
+            kinds |= _KINDS
+    kinds.discard("")
+    if negated:  # all but a space, if the class holds one; all but the rest, if \\S
+        covered = any(op is _sre.CATEGORY and av is _sre.CATEGORY_NOT_SPACE for op, av in items)
+        return (set() if "s" in kinds else {"s"}) | (set() if covered else {"p", "d", "o"})
+    return kinds
+
+
+def _repeat(shapes: frozenset[_Shape], least: int, most: int) -> frozenset[_Shape]:
+    """The shapes of *least* to *most* texts of *shapes* in a row."""
+    seen = [frozenset({_EMPTY})]
+    while len(seen) <= most:
+        after = _joined(seen[-1], shapes)
+        if after in seen:  # from here on the shapes repeat with a period
+            start = seen.index(after)
+            period = len(seen) - start
+            break
+        if len(seen) > _LOOPS:
+            return _ANY
+        seen.append(after)
+    else:
+        return frozenset().union(*seen[least : most + 1])
+
+    def nth(n: int) -> frozenset[_Shape]:
+        return seen[n] if n < len(seen) else seen[start + (n - start) % period]
+
+    return frozenset().union(*(nth(n) for n in range(least, min(most, least + len(seen)) + 1)))
+
+
+_ANY = _repeat(_chars(set(_KINDS)), 0, _sre.MAXREPEAT)
+"""Every shape without an anchor: what a part read as matching anything matches."""

@@ -29,6 +29,10 @@ class Bound:
 
     values: list[Any]
     many: bool
+    path: tuple[str, ...] = ()
+    """The path captured: values captured through one ``*`` of it come from one element."""
+    at: tuple[tuple[int, ...], ...] = ()
+    """Through ``*``: for each value, the index it was reached at under each ``*``."""
 
     def admits(self, value: Any, compare: Compare) -> bool:
         return any(compare(value, bound) for bound in self.values)
@@ -88,16 +92,60 @@ def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
     reading every record whose owner is null too (``*`` leaves its null elements out)."""
     bindings: Bindings = {}
     for name, path in paths.items():
-        values = resolve(event, path)
-        if values is None:
+        segments = _segments(path)
+        if "*" not in segments:
+            values = resolve(event, path)
+            if values is None or values[0] is None:
+                return None
+            bindings[name] = Bound(values[:1], False)
+            continue
+        reached = _reach(event, path)
+        if reached is None:
             return None
-        many = "*" in _segments(path)
-        if not many and values[0] is None:
-            return None
-        bindings[name] = (
-            Bound([v for v in values if v is not None], True) if many else Bound(values[:1], False)
-        )
+        found = [(at, v) for at, v in reached if v is not None]
+        bindings[name] = Bound([v for _, v in found], True, segments, tuple(at for at, _ in found))
     return bindings
+
+
+def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | None:
+    """:func:`resolve`, each value with the index it was reached at under each ``*``."""
+    root, *rest = _segments(path)
+    if root not in _fields(type(event)):
+        return None
+    reached: list[tuple[tuple[int, ...], Any]] = [((), getattr(event, root))]
+    for segment in rest:
+        after: list[tuple[tuple[int, ...], Any]] = []
+        for at, value in reached:
+            if segment == "*":
+                if not isinstance(value, list):
+                    return None
+                after.extend(((*at, i), item) for i, item in enumerate(value))
+                continue
+            found = _step(value, segment)
+            if found is None:
+                return None
+            after.append((at, found[0]))
+        reached = after
+    return reached
+
+
+def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    """How many ``*`` two paths go through together (those of their common start)."""
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        shared += x == "*"
+    return shared
+
+
+def _one_element(
+    a: tuple[str, ...], at_a: tuple[int, ...], b: tuple[str, ...], at_b: tuple[int, ...]
+) -> bool:
+    """Whether values reached at *at_a* on path *a* and *at_b* on *b* are of one element
+    under each ``*`` the paths go through together."""
+    shared = _shared(a, b)
+    return at_a[:shared] == at_b[:shared]
 
 
 def holds(event: AgentEvent, where: dict[str, JsonScalar], bindings: Bindings) -> bool:
@@ -107,8 +155,108 @@ def holds(event: AgentEvent, where: dict[str, JsonScalar], bindings: Bindings) -
     ``"$name"`` expects the captured value (with ``*`` in the capture: one of the values).
     A missing path fails; an empty list under ``*`` has no value that could fail. A value
     in the call's arguments equals as the tool took it (:func:`agrees`).
+
+    Names captured through one ``*`` (``item: output.items.*.id``, ``qty:
+    output.items.*.qty``) are met by one element together: ``{args.item_id: $item, args.qty:
+    $qty}`` needs an item listed with that quantity, not an id listed beside another item's
+    quantity. Where the conditions' own paths go through ``*`` (``args.items.*.id``), each
+    element of the call is met so, by an element of its own.
     """
-    return all(_condition(event, path, expected, bindings) for path, expected in where.items())
+    return all(
+        _condition(event, path, expected, bindings) for path, expected in where.items()
+    ) and _together(event, where, bindings)
+
+
+def _together(event: AgentEvent, where: dict[str, JsonScalar], bindings: Bindings) -> bool:
+    """Conditions on names captured through one ``*`` are met by one captured element (see
+    :func:`holds`); *bindings* holds every name *where* uses."""
+    uses = [
+        (path, name)
+        for path, expected in where.items()
+        if (name := variable(expected)) is not None and bindings[name].many
+    ]
+    for names in _tied({name for _, name in uses}, bindings):
+        for part in _apart([(p, n) for p, n in uses if n in names]):
+            reached = [(_segments(p), _reach(event, p) or []) for p, _ in part]
+            for row in _rows(reached):
+                if not _met_together(event, part, row, bindings):
+                    return False
+    return True
+
+
+def _tied(names: set[str], bindings: Bindings) -> list[list[str]]:
+    """The names captured through one ``*`` together, in groups of two or more."""
+    groups: list[list[str]] = []
+    for name in sorted(names):
+        path = bindings[name].path
+        joined = [g for g in groups if any(_shared(path, bindings[n].path) for n in g)]
+        groups = [g for g in groups if g not in joined] + [[n for g in joined for n in g] + [name]]
+    return [g for g in groups if len(g) > 1]
+
+
+def _apart(uses: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """*uses* split where their paths go through no ``*`` together (``args.a.*`` and
+    ``args.b.*``: two lists, each element met by itself); a path without ``*`` joins each."""
+    single = [u for u in uses if "*" not in _segments(u[0])]
+    parts: list[list[tuple[str, str]]] = []
+    for use in [u for u in uses if u not in single]:
+        joined = [p for p in parts if any(_shared(_segments(use[0]), _segments(q)) for q, _ in p)]
+        parts = [p for p in parts if p not in joined] + [[u for p in joined for u in p] + [use]]
+    return [p + single for p in parts] or [single]
+
+
+def _rows(
+    reached: list[tuple[tuple[str, ...], list[tuple[tuple[int, ...], Any]]]],
+) -> list[list[tuple[tuple[int, ...], Any]]]:
+    """The values of the paths *reached*, one of each, taken under each ``*`` two paths go
+    through together from one element."""
+    rows: list[list[tuple[tuple[int, ...], Any]]] = [[]]
+    for i, (path, found) in enumerate(reached):
+        rows = [
+            [*row, (at, value)]
+            for row in rows
+            for at, value in found
+            if all(_one_element(path, at, reached[j][0], row[j][0]) for j in range(i))
+        ]
+    return rows
+
+
+def _met_together(
+    event: AgentEvent,
+    uses: list[tuple[str, str]],
+    row: list[tuple[tuple[int, ...], Any]],
+    bindings: Bindings,
+) -> bool:
+    """Whether one captured element per ``*`` meets the conditions *uses* on the values in
+    *row*: a choice of one captured value per name, each admitting its values, all chosen
+    from one element under each ``*`` their capture paths go through together."""
+    names = sorted({name for _, name in uses})
+    candidates: list[list[int]] = []
+    for name in names:
+        bound = bindings[name]
+        wanted = [
+            (_agreeing(event) if _segments(path)[0] == "args" else same, value)
+            for (path, n), (_, value) in zip(uses, row, strict=True)
+            if n == name
+        ]
+        candidates.append(
+            [i for i, v in enumerate(bound.values) if all(c(value, v) for c, value in wanted)]
+        )
+
+    def choose(k: int, chosen: list[int]) -> bool:
+        if k == len(names):
+            return True
+        bound = bindings[names[k]]
+        return any(
+            all(
+                _one_element(bound.path, bound.at[i], bindings[n].path, bindings[n].at[j])
+                for n, j in zip(names, chosen, strict=False)
+            )
+            and choose(k + 1, [*chosen, i])
+            for i in candidates[k]
+        )
+
+    return choose(0, [])
 
 
 def selects(event: AgentEvent, where: Conditions) -> bool:

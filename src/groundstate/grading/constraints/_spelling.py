@@ -8,19 +8,23 @@ tool did: an argument differing from the expected value only in spelling (case, 
 or repeated whitespace, Unicode forms, a number written as text) names it when the call's
 output or writes show the expected value itself, so the tool served that record. Where they
 show another spelling only (a tool that tells ``a1`` from ``A1`` served record ``a1``), or
-nothing, the values stay apart: honest distinct values never collide. A path spelt another
-way (``./tests/hidden/x``, ``tests//hidden/x/``) names the same file for every tool that takes
-one, whatever the call shows.
+nothing, the values stay apart: honest distinct values never collide. What the call echoes
+is not shown so: a value its arguments hold at the same path, a changed column's old value.
+A path spelt another way (``./tests/hidden/x``, ``tests//hidden/x/``, ``tests/a/../hidden/x``)
+names the same file for every tool that takes one, whatever the call shows (a tool echoing
+the path it was given shows nothing else).
 """
 
 from __future__ import annotations
 
 import math
-import re
+import posixpath
 from pathlib import PurePosixPath
 from typing import Any
 
+from groundstate.environments.base import Row, RowWrite
 from groundstate.grading.constraints._text import fold
+from groundstate.spec.strict import is_number_value, read_number
 from groundstate.trace import AgentEvent
 
 LONGEST = 4096
@@ -28,8 +32,6 @@ LONGEST = 4096
 one is compared as written. Folding an argument of a million characters against every
 condition would cost grading time of the agent's choosing; a value this long spelt otherwise
 is no id, email or path a tool looks up."""
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?")
-"""A number written as text (after :func:`fold`: ASCII digits, lower case)."""
 
 
 def respelt(value: Any, expected: Any) -> bool:
@@ -41,56 +43,80 @@ def respelt(value: Any, expected: Any) -> bool:
         if max(len(value), len(expected)) > LONGEST:
             return False
         return _spelling(value) == _spelling(expected)
-    if isinstance(value, str) and _is_number(expected):
+    if isinstance(value, str) and is_number_value(expected):
         return bool(_as_number(value) == expected)
-    if isinstance(expected, str) and _is_number(value):
+    if isinstance(expected, str) and is_number_value(value):
         return bool(_as_number(expected) == value)
     return False
 
 
 def same_path(value: Any, expected: Any) -> bool:
-    """Whether *value* and *expected* are one path written two ways (``./a//b/`` and
-    ``a/b``): *expected* names a path (holds a ``/``), both are relative or both absolute."""
+    """Whether *value* and *expected* are one path written two ways (``./a//b/``,
+    ``a/c/../b`` and ``a/b``): *expected* names a path (holds a ``/``), both are relative or
+    both absolute."""
     if type(value) is not str or type(expected) is not str or "/" not in expected:
         return False
     if not value or max(len(value), len(expected)) > LONGEST or "\0" in value + expected:
         return False
-    return PurePosixPath(value) == PurePosixPath(expected)
+    return PurePosixPath(posixpath.normpath(value)) == PurePosixPath(posixpath.normpath(expected))
 
 
 def shown(event: AgentEvent, expected: Any) -> bool:
     """Whether the call's output or writes hold *expected* itself as one of their values
-    (a whole value: ``O-1020``, not a text mentioning it)."""
-    writes = getattr(event, "writes", None) or []
-    found: list[Any] = [getattr(event, "output", None)]
-    found += [part for w in writes for part in (w.key, w.before, w.after)]
+    (a whole value: ``O-1020``, not a text mentioning it), as the tool's own: not where the
+    call's arguments hold *expected* at the same path (``transfer(from: ACC-1, to: acc-1)``
+    answering ``{from: ACC-1, to: acc-1}`` echoes its ``from``; it served no ``ACC-1`` for
+    ``to``), nor as the old value of a column the call changed (what the row held, not what
+    the tool took)."""
+    args = getattr(event, "args", None)
+    found: list[tuple[tuple[Any, ...], Any]] = [((), getattr(event, "output", None))]
+    for w in getattr(event, "writes", None) or []:
+        found += [((), w.key), ((), w.after), ((), _kept(w))]
     while found:
-        value = found.pop()
+        path, value = found.pop()
         if isinstance(value, dict):
-            found.extend(value.values())
+            found.extend(((*path, k), v) for k, v in value.items())
         elif isinstance(value, list):
-            found.extend(value)
-        elif value == expected and (
-            type(value) is type(expected) or (_is_number(value) and _is_number(expected))
-        ):
+            found.extend(((*path, i), v) for i, v in enumerate(value))
+        elif _is(value, expected) and not _is(_at(args, path), expected):
             return True
     return False
+
+
+def _is(value: Any, expected: Any) -> bool:
+    return value == expected and (
+        type(value) is type(expected) or (is_number_value(value) and is_number_value(expected))
+    )
+
+
+def _at(value: Any, path: tuple[Any, ...]) -> Any:
+    """The value at *path* (keys and list indices) in *value*, or None."""
+    for step in path:
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and isinstance(step, int):
+            value = value[step] if step < len(value) else None
+        else:
+            return None
+    return value
+
+
+def _kept(write: RowWrite) -> Row | None:
+    """The columns of the row before *write* that it kept (all of a deleted row)."""
+    before, after = write.before, write.after
+    if before is None or after is None:
+        return before
+    return {c: v for c, v in before.items() if c not in after or _is(after[c], v)}
 
 
 def _spelling(text: str) -> str:
     return " ".join(fold(text).split())
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _as_number(text: str) -> float | None:
+    """The finite number *text* is written as, folded (``"\uff12"`` is 2), or None."""
     written = text.strip()
     if len(written) > 64:  # no number a tool parses
         return None
-    written = fold(written)
-    if not _NUMBER.fullmatch(written):
-        return None
-    number = float(written)
-    return number if math.isfinite(number) else None
+    number = read_number(fold(written))
+    return number if number is not None and math.isfinite(number) else None
