@@ -471,7 +471,7 @@ class Tau2Source:
                 f"({_some(none)}): they are not in the batch, so no score counts them"
             )
         trials = self._num_trials()
-        if (past := next(self._past(trials), None)) is not None:
+        if trials is not None and (past := next(self._past(trials), None)) is not None:
             where, name, said = past
             raise SpecError(
                 where, name, f"{said}, but info.num_trials is {trials}: τ² runs each task "
@@ -487,12 +487,10 @@ class Tau2Source:
             )
         return warnings
 
-    def _past(self, trials: int | None) -> Iterator[tuple[str, str, str]]:
+    def _past(self, trials: int) -> Iterator[tuple[str, str, str]]:
         """Where a simulation is past *trials* (``info.num_trials``), the field that shows it
         and what it says: a trial numbered past the count, or a task with more simulations
         than the count (simulations without a ``trial`` count there too)."""
-        if trials is None:
-            return
         if self._last is not None and self._last[1] >= trials:
             yield self._last[0], "trial", str(self._last[1])
         for task, n in self._held.items():
