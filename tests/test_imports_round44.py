@@ -13,6 +13,8 @@ reward beside a premature end back to 0 ("corrupted").
 from __future__ import annotations
 
 import json
+import math
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -403,3 +405,57 @@ def test_the_library_names_the_file_for_a_recombination_it_refuses(tmp_path: Pat
         0.0, reward_breakdown=None))])  # fmt: skip
     with pytest.raises(SpecError, match=r"tau2\.json:simulations\[0\]: reward_info\.reward"):
         list(open_source(path).rows())
+
+
+# --- the public τ² retail tasks: honest records of their own bases keep importing ----------
+
+TAU_RETAIL = Path(
+    os.environ.get("GROUNDSTATE_TAU2_DATA")
+    or Path(__file__).parent.parent.parent / "shared" / "tau_data" / "tau2-bench" / "retail"
+)  # as tests/test_tau2_suite.py finds it
+
+
+def _honest(task: dict[str, Any], trial: int, db: bool, nl: bool) -> dict[str, Any]:
+    """A simulation of *task* as τ²'s ``all`` evaluation records it under the task's own
+    ``reward_basis``: every evaluator's checks, the breakdown of the basis's components."""
+    basis = task["evaluation_criteria"]["reward_basis"]
+    assertions = task["evaluation_criteria"].get("nl_assertions") or []
+    nl_checks = [{"nl_assertion": a, "met": nl, "justification": "."} for a in assertions]
+    parts = {"DB": float(db), "NL_ASSERTION": float(nl or not assertions)}
+    breakdown = {name: parts[name] for name in basis}
+    scored = {
+        "reward": math.prod(breakdown.values()), "db_check": {"db_match": db,
+                                                              "db_reward": float(db)},
+        "env_assertions": [], "action_checks": [{"action": {"action_id": "0", "name": "x",
+        "arguments": {}, "requestor": "assistant"}, "action_match": db,
+        "action_reward": float(db), "tool_type": "write"}], "communicate_checks": [],
+        "nl_assertions": nl_checks or None, "reward_basis": basis,
+        "reward_breakdown": breakdown, "info": {"env": None, "nl": None},
+    }  # fmt: skip
+    return simulation(task["id"], trial, None, id=f"{task['id']}-{trial}", reward_info=scored)
+
+
+@pytest.mark.skipif(not (TAU_RETAIL / "tasks.json").is_file(), reason="no τ² retail data")
+def test_honest_records_of_the_public_retail_tasks_import_and_recompute(
+    store: Store, tmp_path: Path
+) -> None:
+    tasks = json.loads((TAU_RETAIL / "tasks.json").read_text(encoding="utf-8"))
+    chosen = [t for t in tasks if t["evaluation_criteria"]["reward_basis"] == ["DB"]][:2]
+    chosen += [t for t in tasks if "NL_ASSERTION" in t["evaluation_criteria"]["reward_basis"]
+               and t["evaluation_criteria"].get("nl_assertions")][:4]  # fmt: skip
+    plan = ["11", "10", "01", "00", "11", "10"]  # (db, nl) per task, both trials the same
+    sims, outcomes = [], {}
+    for task, (db, nl) in zip(chosen, plan, strict=True):
+        basis = task["evaluation_criteria"]["reward_basis"]
+        passed = db == "1" and (nl == "1" or "NL_ASSERTION" not in basis)
+        sims += [_honest(task, trial, db == "1", nl == "1") for trial in (0, 1)]
+        outcomes[str(task["id"])] = [passed, passed]
+    premature = {"reward": 0.0, "reward_basis": None, "info": {"note": "prematurely"}}
+    first = str(chosen[0]["id"])
+    sims[1] = simulation(first, 1, None, id="stop", termination_reason="max_steps",
+                         reward_info=premature)  # fmt: skip
+    outcomes[first][1] = False
+    data = {"timestamp": "t", "info": {"num_trials": 2}, "tasks": chosen, "simulations": sims}
+    batch, err = _imported(store, write_json(tmp_path / "results.json", data))
+    assert err == ""
+    _agrees(store.report(batch), outcomes)
