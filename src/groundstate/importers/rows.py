@@ -158,6 +158,41 @@ def reward_verdict(reward: float, failure: str = "agent_failure/incorrect_state"
     return Verdict(False, failure, partial)
 
 
+@dataclass
+class StoppedRewards:
+    """Attempts a stop decided (a limit hit, an error raised) that their file still gives a
+    non-zero reward, though their harness scores such an end 0 (τ² every end but
+    ``agent_stop`` and ``user_stop``, τ-bench an attempt that raised or ran out of steps):
+    the reward is none the harness wrote (τ²'s own ``recombine_rewards`` sets it back to 0
+    as a corrupted one). A limit hit is a failure with its terminal reason, never a success
+    and never partly one: such an attempt is read by its end, its reward as 0 (the reward
+    given is kept in its origin), and the file's attempts so read are named in one warning.
+    Read by its reward, a ``max_steps`` end of 0.8 was a failure kept with a partial score of
+    0.8, and one of 1 a failure scoring 1 in the batch's mean reward."""
+
+    harness: str
+    """The harness, and what it scores 0 (for the warning)."""
+    places: list[str] = field(default_factory=list)
+
+    def reward(self, where: str, end: str, reward: float | None) -> float | None:
+        """The reward a stop at *where* (its *end*) counts: 0 for any non-zero one."""
+        if not reward:
+            return reward
+        self.places.append(f"{where} ({end}, reward {reward!r})")
+        return 0.0
+
+    def warnings(self, path: Path | str) -> list[str]:
+        if not self.places:
+            return []
+        more = f" and {len(self.places) - 1} more" if len(self.places) > 1 else ""
+        return [
+            f"{path}: {len(self.places)} attempt(s) that a limit or an error ended carry a "
+            f"non-zero reward ({self.places[0]}{more}), which {self.harness}: read as failures "
+            "by their end with reward 0, never as successes or partial scores (the file was "
+            "edited, or rescored by a script that ignored the end?)"
+        ]
+
+
 def reward_kind(reward: float) -> str:
     """``1``, ``0`` or ``partial``: a reward as the import report counts it."""
     if reward_verdict(reward).success:

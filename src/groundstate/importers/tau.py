@@ -29,6 +29,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     OnceEach,
+    StoppedRewards,
     Tokens,
     amount,
     as_integer,
@@ -102,6 +103,10 @@ class TauSource:
     path: Path
     errors: ErrorPolicy = "agent"
     format: str = "tau-bench"
+    _stopped: StoppedRewards = field(
+        default_factory=lambda: StoppedRewards("τ-bench scores 0 (an attempt that raised, or ran "
+                                               "out of steps, has the reward of no final state)")
+    )  # fmt: skip
 
     def rows(self) -> Iterator[ImportedRow]:
         """Each result, read one at a time (with its trajectory, a large run's file runs to
@@ -119,7 +124,7 @@ class TauSource:
         return f"{self.path}:{line}"  # the 1-based position in the list
 
     def warnings(self) -> list[str]:
-        return []
+        return self._stopped.warnings(self.path)
 
     def system(self) -> dict[str, Any]:
         return {"harness": "tau-bench", "errors": self.errors}
@@ -160,7 +165,7 @@ class TauSource:
                 success=False,
                 terminal_reason=reason,
                 origin={"reward": reward, "error": error},
-                reward=reward,  # τ-bench scores a raised attempt 0
+                reward=self._stopped.reward(where, "info.error", reward),
                 mapped=f"info.error -> {reason}",
             )
         if "reward_info" in info and info["reward_info"] is None:
@@ -170,7 +175,7 @@ class TauSource:
                 success=False,
                 terminal_reason=STEP_LIMIT,
                 origin={"reward": reward},
-                reward=reward,
+                reward=self._stopped.reward(where, "reward_info null", reward),
                 mapped=f"reward_info null -> {STEP_LIMIT}",
             )
         checks = _tau_agrees(where, reward, info)
@@ -354,6 +359,10 @@ class Tau2Source:
 
     _last: tuple[str, int] | None = None
     """Where the highest trial number read is, and it (checked against ``info.num_trials``)."""
+    _stopped: StoppedRewards = field(
+        default_factory=lambda: StoppedRewards("τ² scores 0 (every end but agent_stop and "
+                                               "user_stop is never evaluated)")
+    )  # fmt: skip
 
     @cached_property
     def _results(self) -> dict[str, Any]:
@@ -422,7 +431,7 @@ class Tau2Source:
     def rows(self) -> Iterator[ImportedRow]:
         once = OnceEach("simulation")
         for index, (where, item) in enumerate(self._simulations(), start=1):
-            row = _tau2_row(where, index, item)
+            row = _tau2_row(where, index, item, self._stopped)
             if isinstance(item, dict):
                 once.check(where, "id", item.get("id"), (item.get("task_id"), item.get("trial")))
                 self._held[str(item.get("task_id"))] += 1
@@ -454,7 +463,7 @@ class Tau2Source:
                 "τ² runs only the tasks it lists, so its simulations are of another run, or "
                 "copied in, and read they would be attempts in no run's denominator",
             )  # fmt: skip
-        warnings = []
+        warnings = self._stopped.warnings(self.path)
         if none := [task for task in ids if task not in held]:
             warnings.append(
                 f"{self.path}: {len(none)} of the {counted(len(ids), 'task')} it lists "
@@ -462,19 +471,13 @@ class Tau2Source:
                 f"({_some(none)}): they are not in the batch, so no score counts them"
             )
         trials = self._num_trials()
-        if trials is not None and self._last is not None and self._last[1] >= trials:
-            where, trial = self._last
+        if trials is not None and (past := next(self._past(trials), None)) is not None:
+            where, name, said = past
             raise SpecError(
-                where, "trial", f"{trial}, but info.num_trials is {trials}: τ² numbers a run's "
-                f"trials 0 to {trials - 1} (range(num_trials)), so this simulation is none it "
-                "ran, and would be an attempt past the run's count",
-            )  # fmt: skip
-        if trials is not None and (more := [t for t, n in held.items() if n > trials]):
-            raise SpecError(
-                self._first[more[0]], "task_id", f"{more[0]!r} has {held[more[0]]} "
-                f"simulations (the first here), but info.num_trials is {trials}: τ² runs each "
-                "task num_trials times, so the file holds simulations of it this run did not "
-                "make (copied in, or of another run): attempts past the run's count",
+                where, name, f"{said}, but info.num_trials is {trials}: τ² runs each task "
+                f"num_trials times, numbered 0 to {trials - 1} (range(num_trials)), so this "
+                "simulation is none this run made (copied in, or of another run): an attempt "
+                "past the run's count",
             )  # fmt: skip
         if trials is not None and (fewer := [t for t, n in held.items() if n < trials]):
             warnings.append(
@@ -483,6 +486,16 @@ class Tau2Source:
                 f"simulations ({_some(sorted(fewer))}): the missing ones are not imported"
             )
         return warnings
+
+    def _past(self, trials: int) -> Iterator[tuple[str, str, str]]:
+        """Where a simulation is past *trials* (``info.num_trials``), the field that shows it
+        and what it says: a trial numbered past the count, or a task with more simulations
+        than the count (simulations without a ``trial`` count there too)."""
+        if self._last is not None and self._last[1] >= trials:
+            yield self._last[0], "trial", str(self._last[1])
+        for task, n in self._held.items():
+            if n > trials:
+                yield self._first[task], "task_id", f"{task!r} has {n} simulations (the first here)"
 
     def system(self) -> dict[str, Any]:
         info = _part(self._results, "info")
@@ -604,7 +617,7 @@ def _same(said: Any, value: Any) -> bool:
     return str(said) == str(value)
 
 
-def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
+def _tau2_row(where: str, index: int, item: Any, stopped: StoppedRewards) -> ImportedRow:
     item = mapping(where, "simulation", item)
     end = item.get("termination_reason")
     if not isinstance(end, str):
@@ -623,6 +636,7 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         success, reason, partial = False, USER_SIMULATOR, None
     label, unlabelled = _tau2_label(where, index, item)
     cost, duration = item.get("agent_cost"), item.get("duration")
+    scored_as = stopped.reward(where, end, reward) if TAU2_ENDS.get(end) else reward
     return ImportedRow(
         line=index,
         task_id=task_key(where, "task_id", item.get("task_id")),
@@ -630,7 +644,7 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         success=success,
         terminal_reason=reason,
         partial_score=partial,
-        reward=None if reason == "grader_failure" else reward,  # else τ²'s own 0 for its error
+        reward=None if reason == "grader_failure" else scored_as,  # else τ²'s own 0 for its error
         cost=None if cost is None else amount(where, "agent_cost", cost),
         latency=None if duration is None else amount(where, "duration", duration),
         tokens=_session_tokens(where, item.get("agent_usage"))
@@ -809,8 +823,8 @@ def _tau2_verdict(
     if end not in TAU2_ENDS:
         unmapped = f"τ² termination_reason {end!r} has no mapping; decided by its reward"
     stop = TAU2_ENDS.get(end)
-    if stop is not None:
-        return False, stop, _partial(reward), None
+    if stop is not None:  # never evaluated: its reward, if any, is no partial score
+        return False, stop, None, None
     if _evaluation_failed(scored):
         return False, "grader_failure", None, unmapped  # τ² scored it 0 for its own error
     if reward is None:
@@ -830,10 +844,6 @@ def _evaluation_failed(scored: dict[str, Any]) -> bool:
     ``info`` holds the components' details (``env``, ``nl``, ...), never ``error``."""
     info = scored.get("info")
     return isinstance(info, dict) and raised(info.get("error"))
-
-
-def _partial(reward: float | None) -> float | None:
-    return reward if reward is not None and 0.0 < reward < 1.0 else None
 
 
 def _breakdown(where: str, reward: float, scored: dict[str, Any]) -> dict[str, float]:
@@ -865,15 +875,17 @@ COMPONENTS = ("DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE")
 """τ²'s ``RewardType``: the components a reward may multiply (``reward_basis``), each recorded
 in ``reward_breakdown`` under this name."""
 CHECKS = {
-    "DB": ("db_check", "db_match"),
-    "ENV_ASSERTION": ("env_assertions", "met"),
-    "ACTION": ("action_checks", "action_match"),
-    "COMMUNICATE": ("communicate_checks", "met"),
-    "NL_ASSERTION": ("nl_assertions", "met"),
+    "DB": ("db_check", "db_match", "db_reward"),
+    "ENV_ASSERTION": ("env_assertions", "met", "reward"),
+    "ACTION": ("action_checks", "action_match", "action_reward"),
+    "COMMUNICATE": ("communicate_checks", "met", None),
+    "NL_ASSERTION": ("nl_assertions", "met", None),
 }
-"""Where a ``RewardInfo`` records each component's own checks, and the flag each check
-passed by: the component's reward is 1 exactly when every check passed (``db_check`` is one
-object, the others lists)."""
+"""Where a ``RewardInfo`` records each component's own checks, the flag each check passed by,
+and the check's own reward where it has one: the component's reward is 1 exactly when every
+check passed (``db_check`` is one object, the others lists). τ²'s ``recombine_rewards`` script
+recombines a reward from those rewards (``db_reward``, each ``reward``, each
+``action_reward``), not from the flags: each is held to its flag."""
 EVERY_CHECK = frozenset({"DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE"})
 """The basis τ²'s ``all_ignore_basis`` evaluation writes whatever the task's was; its
 breakdown still holds ``DB`` and ``ENV_ASSERTION`` only where the task's own basis did."""
@@ -886,7 +898,7 @@ def _component(where: str, name: str, value: Any) -> str:
     is no spelling of one (a later version's component) is kept as given."""
     text = str(value)
     plain = re.sub(r"[^A-Z]", "", text.upper())
-    for known, (check, _) in CHECKS.items():
+    for known, (check, _, _) in CHECKS.items():
         if text != known and plain in (known.replace("_", ""), check.replace("_", "").upper()):
             raise SpecError(
                 where, f"{name}.{text}", f"τ² names this reward component {known!r} "
@@ -897,9 +909,12 @@ def _component(where: str, name: str, value: Any) -> str:
 
 def _checks_passed(where: str, scored: dict[str, Any]) -> dict[str, bool]:
     """Whether each component's recorded checks all passed, for the components whose checks
-    the ``RewardInfo`` holds (``null`` or ``[]``: none recorded, nothing said)."""
+    the ``RewardInfo`` holds (``null`` or ``[]``: none recorded, nothing said). A check's own
+    reward that its flag contradicts (``action_match: true`` beside ``action_reward: 0``) is
+    refused: τ²'s ``recombine_rewards`` multiplies the rewards, this reading the flags, and
+    the two would give the same file two verdicts."""
     passed: dict[str, bool] = {}
-    for component, (name, flag) in CHECKS.items():
+    for component, (name, flag, scored_by) in CHECKS.items():
         held = scored.get(name)
         items = [held] if isinstance(held, dict) else held
         if not items:
@@ -909,18 +924,19 @@ def _checks_passed(where: str, scored: dict[str, Any]) -> dict[str, bool]:
         flags = []
         for i, item in enumerate(items):
             at = f"reward_info.{name}" + ("" if isinstance(held, dict) else f"[{i}]")
-            value = mapping(where, at, item).get(flag)
+            check = mapping(where, at, item)
+            value = check.get(flag)
             if not isinstance(value, bool):
                 raise SpecError(where, f"{at}.{flag}", f"must be true or false, got {value!r}")
+            if scored_by is not None and check.get(scored_by) is not None:
+                given = checked(where, f"{at}.{scored_by}", as_reward, check[scored_by])
+                if (given >= 1 - REWARD_TOLERANCE) != value:
+                    raise SpecError(
+                        where, f"{at}.{scored_by}", f"{check[scored_by]!r}, but {flag} is "
+                        f"{json.dumps(value)}: τ² scores a check that passed 1, any other 0",
+                    )  # fmt: skip
             flags.append(value)
         passed[component] = all(flags)
-    if isinstance(db := scored.get("db_check"), dict) and db.get("db_reward") is not None:
-        given = checked(where, "reward_info.db_check.db_reward", as_reward, db["db_reward"])
-        if (given >= 1 - REWARD_TOLERANCE) != passed["DB"]:
-            raise SpecError(
-                where, "reward_info.db_check.db_reward", f"{db['db_reward']!r}, but db_match "
-                f"is {json.dumps(passed['DB'])}: τ² scores a matching database 1, any other 0",
-            )  # fmt: skip
     return passed
 
 
@@ -937,13 +953,21 @@ def _components_agree(
     passed = _checks_passed(where, scored)
     for name, value in parts.items():
         if name in passed and (value >= 1 - REWARD_TOLERANCE) != passed[name]:
-            check, flag = CHECKS[name]
+            check, flag, _ = CHECKS[name]
             raise SpecError(
                 where, f"reward_info.reward_breakdown.{name}", f"{value!r}, but its checks "
                 f"(reward_info.{check}, by {flag}) {'all' if passed[name] else 'did not all'} "
                 "pass: τ² scores a component 1 exactly when its checks all pass",
             )  # fmt: skip
     basis = _basis(where, scored.get("reward_basis"))
+    outside = [name for name in parts if name not in basis]
+    if basis and outside and len(outside) < len(parts):
+        raise SpecError(
+            where, f"reward_info.reward_breakdown.{outside[0]}", f"not in reward_basis "
+            f"({', '.join(basis)}), beside components that are: τ² multiplies only the basis's "
+            "components (its recombine_rewards recombines the reward from the basis alone); "
+            "only a one-component evaluation (--evaluation-type communicate) records another",
+        )  # fmt: skip
     failed = [name for name in basis if passed.get(name) is False and name not in parts]
     if parts and (left := [name for name in failed if not _ignored(basis, name)]):
         raise SpecError(
@@ -958,6 +982,13 @@ def _components_agree(
             where, "reward_info.reward", f"{reward!r}, but reward_basis counts {failed[0]}, "
             f"whose checks (reward_info.{CHECKS[failed[0]][0]}) failed: τ²'s reward is 0 when "
             "a component it counts fails",
+        )  # fmt: skip
+    if basis and all(passed.get(name) for name in basis) and not reward_verdict(reward).success:
+        shown = ", ".join(f"reward_info.{CHECKS[name][0]}" for name in basis if name in CHECKS)
+        raise SpecError(
+            where, "reward_info.reward", f"{reward!r}, but every component reward_basis "
+            f"counts ({', '.join(basis)}) has its checks recorded and passed ({shown}): τ²'s "
+            "reward is their product, 1 (as its recombine_rewards would recombine it)",
         )  # fmt: skip
     return failed
 
