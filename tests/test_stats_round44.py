@@ -113,7 +113,9 @@ def agresti_coull(u: float, se: float, df: float) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def check_level(got: dict[str, Any], values: list[Fraction], weights: list[float], what: str) -> None:
+def check_level(
+    got: dict[str, Any], values: list[Fraction], weights: list[float], what: str
+) -> None:
     """The estimate exactly; with a spread and 5+ tasks the CR1 SE and T - 1 df, the
     Agresti-Coull interval where no widening note applies, never narrower where one does."""
     want = weighted(values, weights)
@@ -323,7 +325,8 @@ def test_compare_names_a_side_whose_invalid_tries_exceed_its_policy(
     assert not any(n.startswith(f"a ({b}) FLAGGED") for n in cmp["notes"])
     final = last_tries(tries_c)
     lost = sum(invalid(t["terminal_reason"]) for t in final.values())
-    assert f"b ({c}): {len(final) - lost} valid and {lost} invalid attempt" in " ".join(cmp["notes"])
+    said = " ".join(cmp["notes"])
+    assert f"b ({c}): {len(final) - lost} valid and {lost} invalid attempt" in said
     # the text and the HTML page say it too
     page = tmp_path / "c.html"
     code, text, err = cli("compare", b, c, "--store", str(store), "--html", str(page))
@@ -421,7 +424,9 @@ def outcomes(cells_: dict[str, tuple[int, int, int]]) -> list[Outcome]:
     out = []
     for task, (n, bad, wins) in cells_.items():
         for j in range(n):
-            end = "environment_failure" if j < bad else "success" if j - bad < wins else "agent_failure"
+            end = "environment_failure" if j < bad else "agent_failure"
+            if j >= bad and j - bad < wins:
+                end = "success"
             out.append(Outcome(task, j, end == "success", valid=j >= bad, terminal_reason=end))
     return out
 
@@ -436,7 +441,9 @@ def outcomes(cells_: dict[str, tuple[int, int, int]]) -> list[Outcome]:
         {"short": (1, 0, 1), **{f"t{i}": (5, 0, i) for i in range(6)}},  # unequal attempts
     ],
 )
-def test_summaries_at_the_edges_match_the_reference(cells_: dict[str, tuple[int, int, int]]) -> None:
+def test_summaries_at_the_edges_match_the_reference(
+    cells_: dict[str, tuple[int, int, int]],
+) -> None:
     found = summarize(outcomes(cells_), n_boot=0)
     for view in ("valid", "strict"):
         got = found.views[view].to_dict()

@@ -804,4 +804,3 @@ def compare_command(
     exit_without_estimate(
         [(f"side {side} (batch {x.batch_id})", data[f"no_estimate_{side}"]) for side, x in sides]
     )
-
