@@ -19,6 +19,8 @@ from groundstate.batchplan import Placed, in_order, placed
 from groundstate.errors import StoreError
 from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.report.numbers import (
+    denominators_text,
+    flagged_text,
     incomplete_text,
     judge_error_text,
     session_text,
@@ -814,7 +816,13 @@ def compare_batches(
         if (note := _incomplete_note(side, batch, table.final())) is not None
     ]
     for side, batch, table in (("a", a, a_table), ("b", b, b_table)):
-        if judged := judge_error_text(judge_errors(_final_counts(batch, table)[0])):
+        final, valid, _ = _final_counts(batch, table)
+        spent = tries(batch, table)
+        if flagged := flagged_text(spent):
+            notes.append(f"{side} ({batch.batch_id}) FLAGGED: {flagged}: not a verdict")
+        if counts := denominators_text(int(valid.sum()), int((~valid).sum()), spent):
+            notes.append(f"{side} ({batch.batch_id}): {counts}")
+        if judged := judge_error_text(judge_errors(final)):
             notes.append(f"{side} ({batch.batch_id}): {judged}")
         block = provenance(batch)
         notes += [

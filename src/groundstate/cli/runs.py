@@ -757,7 +757,7 @@ def compare_command(
     invalid, or every task failed validation) has no estimate: exit 3, as ``report``.
     """
     _one_blas_thread()
-    from groundstate.analysis import compare_batches, comparison_report, no_estimate
+    from groundstate.analysis import compare_batches, comparison_report, no_estimate, tries
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
@@ -782,6 +782,9 @@ def compare_command(
     sides = (("a", a), ("b", b))
     for (side, x), table in zip(sides, (a_runs, b_runs), strict=True):
         data[f"no_estimate_{side}"] = no_estimate(x, table)
+        # every try of the side, reruns included, and its invalid-try flag (as report --json's)
+        data[f"tries_{side}"] = tries(x, table)
+        data[f"invalid_rate_flagged_{side}"] = data[f"tries_{side}"]["flagged"]
     if html is not None:
         from groundstate.report.html import render_comparison  # jinja2: only for HTML
 

@@ -220,6 +220,32 @@ def incomplete_text(missing: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def flagged_text(tries: dict[str, Any]) -> str:
+    """The invalid-try flag of :func:`groundstate.analysis.tries`, as one phrase ("" when not
+    flagged): every report words it alike."""
+    if not tries["flagged"]:
+        return ""
+    invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
+    return (
+        f"invalid tries exceed the batch's declared threshold ({tries['invalid_tries']} of "
+        f"{tries['tries']}: {share_apart(invalid, threshold)} > {declared_share(threshold)})"
+    )
+
+
+def denominators_text(valid: int, invalid: int, tries: dict[str, Any]) -> str:
+    """A batch's counted attempts and its tries, reruns included, as one phrase ("" when no
+    try is invalid): ``34 valid and 20 invalid attempts counted; 54 tries in all, 20
+    invalid (37.0%)``."""
+    if not tries["invalid_tries"]:
+        return ""
+    rate = share(tries["invalid_tries"] / tries["tries"])
+    return (
+        f"{valid} valid and {counted(invalid, 'invalid attempt')} counted; "
+        f"{counted(tries['tries'], 'try', 'tries')} in all, {tries['invalid_tries']} invalid "
+        f"({rate})"
+    )
+
+
 def outside_plan_text(outside: int) -> str:
     """The tries stored outside the batch's plan (:func:`groundstate.analysis.planned`), as
     one phrase; "" when none (every report words it alike)."""

@@ -23,7 +23,7 @@ from groundstate.report.numbers import (
     amount,
     clipped,
     counted_of,
-    declared_share,
+    flagged_text,
     fraction,
     incomplete_text,
     interval,
@@ -33,7 +33,6 @@ from groundstate.report.numbers import (
     p_value,
     session_text,
     share,
-    share_apart,
     signed,
     validation_text,
 )
@@ -478,12 +477,7 @@ def report_footer(report: dict[str, Any]) -> str:
             f"figure above[/]{': ' + results if results else ''}"
         )
     if report["invalid_rate_flagged"]:
-        invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
-        line += (
-            f"\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold "
-            f"({tries['invalid_tries']} of {tries['tries']}: "
-            f"{share_apart(invalid, threshold)} > {declared_share(threshold)})[/]"
-        )
+        line += f"\n[bold red]FLAGGED: {quoted(flagged_text(tries))}[/]"
     if outside := outside_plan_text(report.get("outside_plan", 0)):
         line += f"\n[bold red]OUTSIDE THE PLAN: {quoted(outside)}[/]"
     if judged := judge_error_text(report["judge_errors"]):
