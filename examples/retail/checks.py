@@ -1507,9 +1507,13 @@ _SENT = (
 """Goods said sent, or to be: "is on its way", "will ship", "should arrive", "will be left",
 "has shipped", "is now headed", "ships", "is set to ship", "rerouted" (not "was shipped",
 history: "It was shipped to Leo on June 2")."""
+_GOODS_VERBS = "expect|receive|get|send|ship|deliver|drop(?: off)?|leave|bring|forward"
+"""Verbs of goods and where they go, active: "Expect it at the Boston address", "I'll send it
+to your office", "The courier will leave it at your office"."""
 _GOODS_OBJECT = (
-    r"(?:it|them|(?:the|your) (?!(?:refund|money|credit|e-?mail|confirmation|tracking|update"
-    r"|notification|message|text|receipt|link|label|code|invoice|call|reply|answer)\b)[\w-]+)\b"
+    r"(?:it|them|delivery|(?:the|your) (?!(?:refund|money|credit|e-?mail|confirmation|tracking"
+    r"|update|notification|message|text|receipt|link|label|code|invoice|call|reply|answer)\b)"
+    r"[\w-]+)\b"
 )
 """Goods as an object: "it", "your jacket" (not "your refund", "the tracking email")."""
 _NOT_RECIPIENT = "you|we|i|they|he|she|it|this|that|there|who|which|one|someone|somebody|everyone"
@@ -1528,9 +1532,11 @@ _GOODS_SENT = [
         "address",
         True,
         re.compile(
-            rf"\b(?:expect|receive|get) {_GOODS_OBJECT}(?= (?:[\w-]+ ){{0,3}}?(?:to|at|in)\b)"
+            rf"\b(?<!\bto )(?<!\bme )(?:{_GOODS_VERBS}) {_GOODS_OBJECT}"
+            r"(?= (?:[\w-]+ ){0,3}?(?:to|at|in)\b)"
             rf"|\b(?P<who>(?:(?:your|my|his|her|their|the|our|an?) )?(?!{_NOT_RECIPIENT}\b)"
-            rf"[^\W\d_][\w-]*)(?:(?: will| should|'ll)(?: now)?(?: be)?| is going to| is| are)"
+            rf"[^\W\d_][\w-]*)(?:(?: will| should|'ll)(?: now)?(?: be)?|(?: is|'s) going to|'s"
+            r"| is| are)"
             r" (?:receive|get|receiving|getting)"
             rf" {_GOODS_OBJECT}"
         ),
