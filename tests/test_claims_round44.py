@@ -238,7 +238,7 @@ def test_return_instructions_after_a_refund_claim_no_new_address(
         assert failing(retail, task, _final(oracles[task], said)) == []
 
 
-# --- 3. words set off inside a claim ---------------------------------------------------------------
+# --- 3. words set off inside a claim ------------------------------------------------------------
 
 SET_OFF = [
     (COLOUR, "Your hoodie is now \u2014 as requested \u2014 forest green."),
