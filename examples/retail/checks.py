@@ -1493,11 +1493,15 @@ def _of_another(sentence: str, at: int) -> bool:
     return _OTHER_SUBJECT.match(sentence, start) is not None
 
 
+_SENT_BY_WILL = (
+    r"(?:(?:will|'ll|should|is going to|are going to)"
+    r"|(?:is|are|'s|'re) (?:now )?(?:set|scheduled|due|expected|booked) to)"
+)
+"""What puts goods' move in the future: "will", "should", "is set to", "is due to"."""
 _SENT = (
     r"(?:(?:is|are|'s|'re) (?:now )?(?:on (?:its|their|the) way|being (?:shipped|sent|delivered)"
     r"|(?:going|headed|heading|shipping|addressed)(?: out)?)(?! back\b)"
-    r"|(?:(?:will|'ll|should|is going to|are going to)"
-    r"|(?:is|are|'s|'re) (?:now )?(?:set|scheduled|due|expected|booked) to)"
+    rf"|{_SENT_BY_WILL}"
     r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched|left|dropped off|waiting)|arrive"
     r"|go out|go|head)"
     r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched)|(?:now )?(?:ships|heads)"
@@ -1507,7 +1511,7 @@ _SENT = (
 """Goods said sent, or to be: "is on its way", "will ship", "should arrive", "will be left",
 "has shipped", "is now headed", "ships", "is set to ship", "rerouted" (not "was shipped",
 history: "It was shipped to Leo on June 2")."""
-_GOODS_VERBS = "expect|receive|get|send|ship|deliver|drop(?: off)?|leave|bring|forward"
+_GOODS_VERBS = "expect|receive|get|send|ship|deliver|drop(?: off)?|leave|bring|forward|hand"
 """Verbs of goods and where they go, active: "Expect it at the Boston address", "I'll send it
 to your office", "The courier will leave it at your office"."""
 _GOODS_OBJECT = (
@@ -1518,6 +1522,12 @@ _GOODS_OBJECT = (
 """Goods as an object: "it", "your jacket" (not "your refund", "the tracking email")."""
 _NOT_RECIPIENT = "you|we|i|they|he|she|it|this|that|there|who|which|one|someone|somebody|everyone"
 """Subjects that receive goods at no new place: "You will receive it", "They'll get it"."""
+_RECEIVER = rf"(?:(?:your|my|his|her|their|the|our|an?) )?(?!(?:{_NOT_RECIPIENT})\b)[^\W\d_][\w-]*"
+"""Who or what receives goods, read as the place they go to: "Maria" ("Maria will receive it",
+"It will reach Maria"), "your sister", "your office"."""
+_CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow ))"
+"""Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
+warehouse team will get it out")."""
 _GOODS_SENT = [
     (
         "exchange",
@@ -1534,12 +1544,16 @@ _GOODS_SENT = [
         re.compile(
             rf"\b(?<!\bto )(?<!\bme )(?:{_GOODS_VERBS}) {_GOODS_OBJECT}"
             r"(?= (?:[\w-]+ ){0,3}?(?:to|at|in)\b)"
-            rf"|\b(?P<who>(?:(?:your|my|his|her|their|the|our|an?) )?(?!{_NOT_RECIPIENT}\b)"
-            rf"[^\W\d_][\w-]*)(?:(?: will| should|'ll)(?: now)?(?: be)?|(?: is|'s) going to|'s"
-            r"| is| are)"
+            rf"|{_CLAUSE_START}(?P<who>{_RECEIVER})(?:(?: will| should|'ll)(?: now)?(?: be)?"
+            r"|(?: is|'s) going to|'s| is| are)"
             r" (?:receive|get|receiving|getting)"
             rf" {_GOODS_OBJECT}"
         ),
+    ),
+    (
+        "address",
+        True,
+        re.compile(rf"{_SENT_BY_WILL} (?:now )?reach (?!out\b)(?P<who>{_RECEIVER})\b"),
     ),
     (
         "address",
