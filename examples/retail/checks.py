@@ -1625,9 +1625,11 @@ class _Places:
 
 
 _ASKED_PLACE = re.compile(r"\bto (?:my|our) ([^\W\d_][\w'-]*)")
+_PAYING = "paypal|visa|mastercard|amex|card|account|wallet|bank|balance|credit"
+"""Ways of paying, where money goes, no place goods go to: "to my Visa", "to your account"."""
 _NOT_A_PLACE = re.compile(
-    r"(?:address|account|card|visa|mastercard|amex|paypal|e-?mail|order|door|inbox|phone|home"
-    r"|house|place|own|usual|current|original|old)(?:es|s)?"
+    rf"(?:{_PAYING}|address|e-?mail|order|door|inbox|phone|home|house|place|own|usual|current"
+    r"|original|old)(?:es|s)?"
 )
 """Words after "to my" that name no place of the customer's besides the one on file."""
 _ELSEWHERE = "office|work|workplace|job|business|company"
@@ -1635,7 +1637,8 @@ _ELSEWHERE = "office|work|workplace|job|business|company"
 not the customer, :data:`_PERSON`: "to your sister")."""
 _HOUSE_NUMBER = re.compile(r"^\W*(?:[\w'-]+ ){0,3}?(?:to|at) (\d+)\b")
 """A place said by its number, street suffix or not: "to 200 W Adams"."""
-_UNIT = re.compile(r"\b(?:suite|ste|apt|apartment|unit|floor|fl|room|rm)\.? ?#? ?\d[\w-]*")
+_UNIT_WORDS = "suite|ste|apt|apartment|unit|floor|fl|room|rm"
+_UNIT = re.compile(rf"\b(?:{_UNIT_WORDS})\.? ?#? ?\d[\w-]*")
 """A place said by its unit: "to Suite 1400", "to Apt 5F"."""
 _OWN_TO = (
     "set due able time order ready sure about going true built made according thanks next close"
@@ -1673,8 +1676,7 @@ _NOT_BARE_PLACE = re.compile(
     r"|where|which|what|arrive|reach|be|get|make|show|take|leave|go|come|ship|land|start"
     r"|begin|head|move|appear|return|stay|remain|wait|see|keep|help|ensure|give|allow|meet"
     rf"|{_DELIVERY_STEPS}|{_TO_A_STANDARD}|customers?|door|doorstep|destination|u|ya|yourself"
-    r"|paypal|visa|mastercard|amex|card|account|wallet|bank|balance|credit"
-    r"|suite|ste|apt|apartment|unit|floor|fl|room|rm|no|number|reception|lobby|porch"
+    rf"|{_PAYING}|{_UNIT_WORDS}|no|number|reception|lobby|porch"
     r"|concierge|mailroom|locker|front desk|front door|back door"
     rf"|{'|'.join(MONTHS)}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b.*"
 )
