@@ -216,8 +216,8 @@ policy 9 checks read no place in "to" and a standard ("ships to spec", "made to 
 size") nor after a word owning its "to" ("thanks to Maria"), and read a new place said by the
 person receiving the goods ("Maria will receive it"), with "at" or "in" after a verb of the
 goods ("It should arrive at your office", "Expect it at the Boston address", "I'll send it to
-your office") and a claim with words set off inside it ("is now — as requested —
-forest green")."""
+your office", "It will reach Maria") and a claim with words set off inside it ("is now — as
+requested — forest green")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
