@@ -287,3 +287,36 @@ def test_controls_a_condition_or_negation_set_off_is_kept(
     retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
 ) -> None:
     _no_claim(retail, oracles, COLOUR, said)
+
+
+# --- 4. "should" of goods on their way: an expectation told, no hedge of an offer ---------------
+
+SIZE = "exchange-shoe-size"
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Your replacement should arrive Friday.",
+        "Your size 9 pair should arrive Friday.",
+        "Your new pair should ship tomorrow.",
+    ],
+)
+def test_goods_that_should_arrive_or_ship_claim_the_exchange(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    _claim_read(retail, oracles, SIZE, said)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "If approved, your new pair should ship tomorrow.",
+        "Once I exchange them, your size 9 pair should arrive Friday.",
+        "Should you want a size 9, it could ship tomorrow.",
+    ],
+)
+def test_controls_should_under_a_condition_or_an_offer_claims_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    _no_claim(retail, oracles, SIZE, said)
