@@ -1412,8 +1412,9 @@ history. Its negations are read per clause (:func:`_negated_at`), the rest per s
 (:data:`_UNSTATED`)."""
 _NEGATION = re.compile(r"\b(?:not|never|unable|cannot|no longer)\b|n't\b")
 _UNSTATED = re.compile(
-    r"\b(can(?!'t\b)|could|would|shall|should(?! (?:now |already )?(?:see|show|appear)\b)|may"
-    r"|might|if|once|when|after(?! all\b)|unless|already|before|previously|earlier|ago)\b|'d\b"
+    r"\b(can(?!'t\b| (?:now )?expect\b)|could|would|shall"
+    r"|should(?! (?:now |already )?(?:see|show|appear|arrive|reach|receive|get|ship)\b)|may|might"
+    r"|if|once|when|after(?! all\b)|unless|already|before|previously|earlier|ago)\b|'d\b"
 )
 """What makes a whole sentence no statement of a change made: an offer or a question ("I
 can refund it", "You'd get $22.00 back"), a condition ("Once approved, ...") or history
@@ -1492,18 +1493,41 @@ def _of_another(sentence: str, at: int) -> bool:
     return _OTHER_SUBJECT.match(sentence, start) is not None
 
 
+_SENT_BY_WILL = (
+    r"(?:(?:will|'ll|should|is going to|are going to)"
+    r"|(?:is|are|'s|'re) (?:now )?(?:set|scheduled|due|expected|booked) to)"
+)
+"""What puts goods' move in the future: "will", "should", "is set to", "is due to"."""
 _SENT = (
     r"(?:(?:is|are|'s|'re) (?:now )?(?:on (?:its|their|the) way|being (?:shipped|sent|delivered)"
-    r"|(?:going|headed|heading|shipping|addressed)(?: out)?)(?! back\b)|(?:(?:will|'ll|is going to"
-    r"|are going to)|(?:is|are|'s|'re) (?:now )?(?:set|scheduled|due|expected|booked) to)"
-    r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched)|arrive|go out|go|head)"
+    r"|(?:going|headed|heading|shipping|addressed)(?: out)?)(?! back\b)"
+    rf"|{_SENT_BY_WILL}"
+    r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched|left|dropped off|waiting)|arrive"
+    r"|go out|go|head)"
     r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched)|(?:now )?(?:ships|heads)"
     r"|re-?routed|redirected"
     r"|re-?addressed|now (?:goes|going|heading|headed|shipping))\b"
 )
-"""Goods said sent, or to be: "is on its way", "will ship", "has shipped", "is now headed",
-"ships", "is set to ship", "rerouted" (not "was shipped", history: "It was shipped to Leo on
-June 2")."""
+"""Goods said sent, or to be: "is on its way", "will ship", "should arrive", "will be left",
+"has shipped", "is now headed", "ships", "is set to ship", "rerouted" (not "was shipped",
+history: "It was shipped to Leo on June 2")."""
+_GOODS_VERBS = "expect|receive|get|send|ship|deliver|drop(?: off)?|leave|bring|forward|hand"
+"""Verbs of goods and where they go, active: "Expect it at the Boston address", "I'll send it
+to your office", "The courier will leave it at your office"."""
+_GOODS_OBJECT = (
+    r"(?:it|them|delivery|(?:the|your) (?!(?:refund|money|credit|e-?mail|confirmation|tracking"
+    r"|update|notification|message|text|receipt|link|label|code|invoice|call|reply|answer)\b)"
+    r"[\w-]+)\b"
+)
+"""Goods as an object: "it", "your jacket" (not "your refund", "the tracking email")."""
+_NOT_RECIPIENT = "you|we|i|they|he|she|it|this|that|there|who|which|one|someone|somebody|everyone"
+"""Subjects that receive goods at no new place: "You will receive it", "They'll get it"."""
+_RECEIVER = rf"(?:(?:your|my|his|her|their|the|our|an?) )?(?!(?:{_NOT_RECIPIENT})\b)[^\W\d_][\w-]*"
+"""Who or what receives goods, read as the place they go to: "Maria" ("Maria will receive it",
+"It will reach Maria"), "your sister", "your office"."""
+_CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow ))"
+"""Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
+warehouse team will get it out")."""
 _GOODS_SENT = [
     (
         "exchange",
@@ -1514,6 +1538,23 @@ _GOODS_SENT = [
         ),
     ),
     ("address", True, re.compile(rf"{_SENT}(?= (?:[\w-]+ ){{0,3}}?(?:to|at|in)\b)")),
+    (
+        "address",
+        True,
+        re.compile(
+            rf"\b(?<!\bto )(?<!\bme )(?:{_GOODS_VERBS}) {_GOODS_OBJECT}"
+            r"(?= (?:[\w-]+ ){0,3}?(?:to|at|in)\b)"
+            rf"|{_CLAUSE_START}(?P<who>{_RECEIVER})(?:(?: will| should|'ll)(?: now)?(?: be)?"
+            r"|(?: is|'s) going to|'s| is| are)"
+            r" (?:receive|get|receiving|getting)"
+            rf" {_GOODS_OBJECT}"
+        ),
+    ),
+    (
+        "address",
+        True,
+        re.compile(rf"{_SENT_BY_WILL} (?:now )?reach (?!out\b)(?P<who>{_RECEIVER})\b"),
+    ),
     (
         "address",
         False,
@@ -1530,7 +1571,9 @@ _GOODS_SENT = [
 ("Your size 9 pair is on its way", "Your new pair will ship tomorrow", "The replacement has
 shipped"), an order going to a new address, in a sentence saying it is new ("Your order will
 now ship to the new address", "... is now headed to your office", "The new address is
-saved"; not "will still ship to the old address")."""
+saved"; not "will still ship to the old address"), goods the customer gets at a place
+("Expect it at the Boston address", "You'll receive it at your office") or another person
+receives ("Maria will receive it": the place is "to Maria")."""
 
 
 _NOW = re.compile(r"[^,;]*?\bnow\b")
@@ -1539,17 +1582,22 @@ _NEW_PLACE = re.compile(
     r" (?:[\w-]+ )?(?:new|updated|corrected)|(?:new|updated|corrected) (?:[\w-]+ )?(?:address"
     r"|location|place|home|office|destination))\b"
 )
+"""What says the place goods are sent to is new ("will now ship", "to the new address", "...
+instead"), or is not ("still", "the original address"); "to New York" names a city."""
 _OLD_PLACE = re.compile(r"\b(?:still|old|original|previous|same|usual|existing|on file)\b")
+_DELIVERY_STEPS = (
+    "carrier|courier|warehouse|packing|dispatch|shipping|delivery|post office|depot|sorting"
+    "|processing|fulfil?lment|pick-?up|transit|print|production"
+)
+"""The steps of a delivery goods go to or through, none a place of the customer's: "on its
+way to the carrier", "headed to the warehouse for packing", "to print", "at the post office"."""
 _ON_THE_WAY_TO = re.compile(
-    r"\W*(?:(?:to|with|at|for|through) (?:the |a |an |our |its )?)?(?:you\b|yours\b|carrier"
-    r"|courier|warehouse|packing|dispatch|shipping|delivery|post office|depot|sorting|processing"
-    r"|fulfil?lment|pick-?up)"
+    r"\W*(?:(?:to|with|at|for|through) (?:the |a |an |our |its )?)?"
+    rf"(?:you\b|yours\b|{_DELIVERY_STEPS})"
 )
 """What goods "now" on their way go to that is no place of the customer's ("It is now on its
 way to the carrier", "to you", "headed to the warehouse for packing"): the "now" of a step of
 the delivery, not of a new address."""
-"""What says the place goods are sent to is new ("will now ship", "to the new address", "...
-instead"), or is not ("still", "the original address"); "to New York" names a city."""
 _PLACE_TURNED = re.compile(r"\b(?:not|instead of|rather than|but|except)\b")
 """Where the place goods go to ends and another is turned down ("to 1 Home Rd, not 200 W
 Adams Street")."""
@@ -1577,9 +1625,11 @@ class _Places:
 
 
 _ASKED_PLACE = re.compile(r"\bto (?:my|our) ([^\W\d_][\w'-]*)")
+_PAYING = "paypal|visa|mastercard|amex|card|account|wallet|bank|balance|credit"
+"""Ways of paying, where money goes, no place goods go to: "to my Visa", "to your account"."""
 _NOT_A_PLACE = re.compile(
-    r"(?:address|account|card|visa|mastercard|amex|paypal|e-?mail|order|door|inbox|phone|home"
-    r"|house|place|own|usual|current|original|old)(?:es|s)?"
+    rf"(?:{_PAYING}|address|e-?mail|order|door|inbox|phone|home|house|place|own|usual|current"
+    r"|original|old)(?:es|s)?"
 )
 """Words after "to my" that name no place of the customer's besides the one on file."""
 _ELSEWHERE = "office|work|workplace|job|business|company"
@@ -1587,35 +1637,52 @@ _ELSEWHERE = "office|work|workplace|job|business|company"
 not the customer, :data:`_PERSON`: "to your sister")."""
 _HOUSE_NUMBER = re.compile(r"^\W*(?:[\w'-]+ ){0,3}?(?:to|at) (\d+)\b")
 """A place said by its number, street suffix or not: "to 200 W Adams"."""
-_UNIT = re.compile(r"\b(?:suite|ste|apt|apartment|unit|floor|fl|room|rm)\.? ?#? ?\d[\w-]*")
+_UNIT_WORDS = "suite|ste|apt|apartment|unit|floor|fl|room|rm"
+_UNIT = re.compile(rf"\b(?:{_UNIT_WORDS})\.? ?#? ?\d[\w-]*")
 """A place said by its unit: "to Suite 1400", "to Apt 5F"."""
-_CITY = re.compile(r"\b(?:to|at|in) (?=([\w'-]+(?: [\w'-]+){0,2}))")
+_OWN_TO = (
+    "set due able time order ready sure about going true built made according thanks next close"
+    " prior subject similar compared addition owing relative up"
+)
+_TO_OF_ANOTHER_WORD = "".join(rf"(?<!\b{word} )" for word in _OWN_TO.split())
+"""Words whose "to" is their own, not the goods' way: "set to arrive", "true to size", "built
+to spec", "according to Maria", "thanks to Denver's team", "due to", "up to"."""
+_CITY = re.compile(
+    rf"\b{_TO_OF_ANOTHER_WORD}(?:to|at|in) (?:the |your )?(?=([\w'-]+(?: [\w'-]+){{0,2}}))"
+)
 """Where a city (or a person) may be named: "will ship to Evanston", "to your home in
-Chicago", "will arrive in Evanston", "to Maria"."""
+Chicago", "will arrive in Evanston", "to Maria", "at the Boston address"."""
 _BARE_PLACE = re.compile(
-    r"(?:^|(?<=\s))(?<!\bset )(?<!\bdue )(?<!\bable )(?<!\btime )(?<!\border )(?<!\bready )"
-    r"(?<!\bsure )(?<!\babout )(?<!\bgoing )to:? [\"'\u201c\u2018]?"
+    rf"(?:^|(?<=\s)){_TO_OF_ANOTHER_WORD}to:? [\"'\u201c\u2018]?"
     r"([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?)(?=\W*$|[,;.!?)\"'\u201d\u2019]"
     r"| (?:in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
     r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
 )
 """A place named in words the reader may not know for one, any case: "to evanston", "to
-maria", "to: Maria" (up to three words, ending a clause; not "to arrive" after "going",
-"set" or "due"). Not new when the words stand in a stored place ("to clark street")."""
+maria", "to: Maria" (up to three words, ending a clause; not the "to" of another word,
+:data:`_TO_OF_ANOTHER_WORD`). Not new when the words stand in a stored place ("to clark
+street")."""
+_TO_A_STANDARD = (
+    "specs?|specifications?|standards?|order|measure|size|scale|fit|form|plan|schedule|budget"
+    "|date|code|requirements?|pattern|template|design|length|taste|par|perfection|completion"
+    "|expectations?|shape|quality|stock|press|market|hand"
+)
+"""The nouns "to" takes bare in an idiom of a standard or a state, no place: "ships to spec",
+"built to spec", "made to order", "true to size", "to scale", "going to plan", "on to
+schedule"."""
 _NOT_BARE_PLACE = re.compile(
     r"(?:you|your|yours|us|our|ours|the|a|an|this|that|these|those|it|its|them|their|theirs"
     r"|him|her|his|me|my|mine|one|both|each|every|all|any|some|no|there|here|home|whoever"
     r"|where|which|what|arrive|reach|be|get|make|show|take|leave|go|come|ship|land|start"
     r"|begin|head|move|appear|return|stay|remain|wait|see|keep|help|ensure|give|allow|meet"
-    r"|delivery|shipping|processing|dispatch|fulfil?lment|packing|transit|print|production"
-    r"|warehouse|carrier|courier|customers?|door|doorstep|destination|schedule|u|ya|yourself"
-    r"|paypal|visa|mastercard|amex|card|account|wallet|bank|balance|credit"
-    r"|suite|ste|apt|apartment|unit|floor|fl|room|rm|no|number|reception|lobby|porch"
+    rf"|{_DELIVERY_STEPS}|{_TO_A_STANDARD}|customers?|door|doorstep|destination|u|ya|yourself"
+    rf"|{_PAYING}|{_UNIT_WORDS}|no|number|reception|lobby|porch"
     r"|concierge|mailroom|locker|front desk|front door|back door"
     rf"|{'|'.join(MONTHS)}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b.*"
 )
 """Words after "to" that name no new place: a pronoun, a determiner, a verb, a step of the
-delivery, a way of paying, a unit's word (its number is read by :data:`_UNIT`), a day."""
+delivery, a standard (:data:`_TO_A_STANDARD`), a way of paying, a unit's word (its number
+is read by :data:`_UNIT`), a day."""
 _NAME_WORD = re.compile(r"\b[A-Z][a-z'-]+\b")
 
 
@@ -1661,11 +1728,12 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
     }
     stored = {
         _norm(said)
-        for customer, _, *lines in rows
+        for customer, order, *lines in rows
         if not customers or customer in customers
         for line in lines
         if line
-        for said in [line, *str(line).split()[:1]]  # "Tomas" of "Tomas Alvarez"
+        # a street's number ("2650" of "2650 N Clark St"), each word of a name ("Alvarez")
+        for said in [line, *str(line).split()[: 1 if order or any(lines[1:]) else None]]
     }
     sizes = {fold(str(size)) for order, size in s0.query(_SIZES) if order in named_orders}
     return _Places(frozenset(stored), frozenset(asked), frozenset(colours), sizes=frozenset(sizes))
@@ -1697,7 +1765,11 @@ def _new_place(place: str, places: _Places) -> bool:
         return True
     for city in _CITY.finditer(place):
         words = list(itertools.takewhile(places.named.__contains__, city[1].split()))
-        if words and _norm(*words) not in places.stored:
+        if (
+            words
+            and not _NOT_BARE_PLACE.fullmatch(" ".join(words))
+            and (_norm(*words) not in places.stored)
+        ):
             return True
     for bare in _BARE_PLACE.finditer(fold(place)):
         words = bare[1].split()
@@ -1706,7 +1778,8 @@ def _new_place(place: str, places: _Places) -> bool:
         if not _NOT_BARE_PLACE.fullmatch(bare[1]) and not stored:
             return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
-    elsewhere = rf"\b(?:to|at) (?:your|the) (?:[\w'-]+ ){{0,2}}?(?:{names}|{_PERSON})\b"
+    other = rf"(?!{_DELIVERY_STEPS})[\w'-]+ "  # not "at the post office"
+    elsewhere = rf"\b(?:to|at) (?:your|the) (?:{other}){{0,2}}?(?:{names}|{_PERSON})\b"
     named = re.search(elsewhere, place)
     return named is not None
 
@@ -1725,13 +1798,36 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
         places = replace(places, named=_names(text))
     claims = []
     for whole in _sentences(text):
-        sentence = _after_turn(_unasked(whole))
-        claims += [
-            (kind, _clause_at(sentence, found.start()))
-            for kind, found in _goods_sent(sentence, places)
-            if not _unstated_at(sentence, *found.span())
-        ]
-    return claims
+        for said in dict.fromkeys([whole, _without_asides(whole)]):
+            sentence = _after_turn(_unasked(said))
+            claims += [
+                (kind, _clause_at(sentence, found.start()))
+                for kind, found in _goods_sent(sentence, places)
+                if not _unstated_at(sentence, *found.span())
+            ]
+    return list(dict.fromkeys(claims))
+
+
+_SET_OFF = re.compile(
+    r" (?:[\u2014\u2013]|--?) ([^\u2014\u2013]{1,40}?) (?:[\u2014\u2013]|--?) | \(([^()]{1,40})\) "
+    r"|, ([^,;]{1,40}?), "
+)
+"""Words set off inside a clause, between dashes, brackets or commas ("is now \u2014 as
+requested \u2014 forest green", "will (as promised) ship to evanston", "is now, per your
+request, forest green")."""
+
+
+def _without_asides(sentence: str) -> str:
+    """*sentence* without its asides (:data:`_SET_OFF`), but those that make it no statement of a
+    change made or deny one (:data:`_UNSTATED`, :data:`_NEGATION`: "\u2014 once approved \u2014"):
+    goods the aside stood between are read as told ("Your hoodie is now forest green")."""
+
+    def dropped(aside: re.Match[str]) -> str:
+        said = next(words for words in aside.groups() if words is not None)
+        kept = _UNSTATED.search(said) or _NEGATION.search(said) or _TAIL_CONDITION.search(said)
+        return aside.group() if kept else " "
+
+    return _SET_OFF.sub(dropped, sentence)
 
 
 _TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}")
@@ -1776,6 +1872,8 @@ def _goods_sent(
         for found in pattern.finditer(sentence):
             before = sentence[: found.start()]
             place = _PLACE_TURNED.split(sentence[found.end() :])[0]
+            if found.groupdict().get("who"):
+                place = f" to {found['who']}{place}"  # "Maria will receive it"
             if to_a_place and (
                 not (
                     _new_place_said(sentence, found.start(), place)

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 69
+VALIDATOR_REVISION = 70
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -216,7 +216,13 @@ captured through one ``*`` meet ``before.where`` from one element together, a pa
 ``..`` names the file, an echo of another argument or a changed column's old value shows no
 spelling as taken, and ``check`` reads a pattern's spacing across its groups (refusing
 ``(refund )( now)`` and a separator between two digits, ``4111 1111``; no longer
-``a  b|c``)."""
+``a  b|c``); 70: the retail
+policy 9 checks read no place in "to" and a standard ("ships to spec", "made to order", "true to
+size") nor after a word owning its "to" ("thanks to Maria"), and read a new place said by the
+person receiving the goods ("Maria will receive it"), with "at" or "in" after a verb of the
+goods ("It should arrive at your office", "Expect it at the Boston address", "I'll send it to
+your office", "It will reach Maria") and a claim with words set off inside it ("is now — as
+requested — forest green")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
