@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 68
+VALIDATOR_REVISION = 69
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -211,7 +211,11 @@ forest green", "Your shoes are size 9 now", "has been switched to forest green")
 exchange, a place in lower case, a person or another customer's city ("will ship to chicago",
 "to Maria", "to your sister", "was sent to", "ships to", "will arrive in") as a new address,
 claims in a markdown table's row, across a line break or after a condition of relevance ("In
-case you're wondering, ..."), and no longer "to New York" as "to new ..."."""
+case you're wondering, ..."), and no longer "to New York" as "to new ..."; 69: ``confirmed``
+reads a yes naming another thing without an article ("Yes, shirt.", "Yes, the shirt one"), a
+figure the question does not say ("Yes, 14 Elm Road." to 12 Oak Street), cash, a bank account
+or a cheque as another way of paying, and confirms nothing by a yes with words in a script it
+does not read ("OK, только рубашку")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -887,6 +887,9 @@ def _check_change(
     if covering and covering[-1].yes and _answers_another(covering[-1], values, earlier):
         why = "answered the message's last question, about another record"
         return _unconfirmed_by(constraint, change, covering[-1], why, "answered_another")
+    if covering and covering[-1].yes and _unread_script(covering[-1].answer):
+        why = "said more in a script the grader does not read, which may name other terms"
+        return _unconfirmed_by(constraint, change, covering[-1], why, "unread")
     counter_offer = None
     if covering and covering[-1].yes:
         counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
@@ -929,6 +932,22 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+# A letter of a script other than the Latin one (the languages the default yes reads), after
+# an opening "はい" (which it reads as yes) and the Cyrillic and Greek letters drawn like Latin
+# ones (which normalised text has as those).
+_OPENING_HAI = re.compile(r"^[\W_]*はい")
+_UNREAD_LETTER = re.compile(r"[^\W\d_a-z\u00c0-\u024f\u1e00-\u1eff]")
+
+
+def _unread_script(answer: MessageEvent) -> bool:
+    """Whether the reply *answer* holds letters of a script the reader does not read ("OK,
+    только рубашку", "OK, 只退衬衫", "はい、シャツです"): its yes may come with terms the
+    grader cannot see, so it confirms nothing (a yes in a language the default reads
+    nothing of, "Tak", "Да", "是的", is no yes at all)."""
+    text = _OPENING_HAI.sub("", message_text(answer), count=1)
+    return _UNREAD_LETTER.search(text) is not None
 
 
 def _agreed_otherwise(
@@ -1353,13 +1372,16 @@ def _unconfirmed_by(
     return failed(constraint.id, "confirmed", change, problem, **{key: _describe(yes, [])})
 
 
-# A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card or
-# store credit in the languages of the default yes. An id's underscores part words
+# A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card,
+# store credit or cash in the languages of the default yes, a bank account or transfer, a
+# cheque ("by check", "a check": not "check the order"). An id's underscores part words
 # ("paypal_1", "gift_card_0000"); "card" or "credit card" alone may be any of them, but a
 # credit card's id ("credit_card_9513926", as τ² names them) names that kind.
 _PAYMENT = re.compile(
     r"(?<![^\W_])(paypal|visa|mastercard|master card|amex|american express|apple pay|google pay"
-    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|credit_card(?=_\d)|tarjeta de regalo"
+    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|credit_card(?=_\d)|tarjeta de regalo|cash"
+    r"|bank[ _-]?(?:account|transfer)s?|wire[ _-]?transfers?|cheques?|(?<=by )checks?"
+    r"|(?<=a )check|paper checks?|efectivo|esp[eè]ces|bargeld|dinheiro"
     r"|carte[ -]cadeau|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
 )
 
@@ -2598,13 +2620,18 @@ _KINDS_OF_RECORD = frozenset(
 )
 
 # A yes naming a thing and no more ("Yes, the shirt.", "Sure, refund the blue shirt please",
-# "The shirt, yes."): a phrase of up to three words after an article ending the sentence
-# (not the Portuguese "as", which English reads "as": "Yes, as discussed").
+# "Yes - the shirt one", "The shirt, yes."): a phrase of up to three words after an article
+# ending the sentence (not the Portuguese "as", which English reads "as": "Yes, as
+# discussed"); or, with no article, a *bare* word after the yes ("Yes, shirt.", "Yes, both
+# shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase without
+# an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
+_PHRASE = r"[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){0,2}?"
+_BARE = r"((both|all|two|three|four|five) )?[^\W\d_][\w'-]*|\d[\d.,]*( [^\W\d_][\w'-]*){0,3}?"
 _THING_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
-    rf"(?!as\b){_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
-    rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
     rf"( please)?, ({_YES_WORDS}\b[\W_]*)+$"
 )
 # Words that make a phrase a clause, not a thing ("my husband says", "the price is fine", "the
@@ -2654,28 +2681,123 @@ def _names_another_thing(
     """Whether the first sentence *answer* of a yes names only a thing, and one its
     *question*, the change's *known* values (one of them a thing) and the tools' outputs do
     not say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed the
-    shirt). The phrase's last word names the thing; a generic one ("the full amount", "the
-    usual card", "the blue ones"), a way of paying, a kind of change or a time names none, and
-    a phrase with a pronoun, a second article or a verb is a clause ("the pair I bought", "the
-    one you said", "the sooner the better", "my husband says")."""
+    shirt), "Yes, shirt.", "Yes, the blue shirt one" (the word before a last "one" names
+    the thing), "Yes, 14 Elm Road." to a change to 12 Oak Street (a figure the question and
+    the values do not say). The phrase's last word names the thing; a generic one ("the full
+    amount", "the usual card", "the blue ones", "the two"), a way of paying, a kind of change
+    or a time names none, and a phrase with a pronoun, a second article or a verb is a clause
+    ("the pair I bought", "the one you said", "the sooner the better", "my husband says").
+    Without an article, a word of a plain yes, a courtesy or an adverb names none either
+    ("Yes, absolutely", "Yes, thanks", "Yes, sir")."""
     found = _THING_NAMED.match(answer)
     if found is None or not any(_thing(value) for value in known):
         return False
-    words = (found.group("thing") or found.group("first")).split()
+    bare = found.group("bare")
+    words = (found.group("thing") or bare or found.group("first")).split()
+    if words[0][0].isdigit():
+        return _figure_unsaid(words[0], question, known, earlier)
+    if len(words) > 1 and words[-1] in _ONE:  # "the shirt one": the shirt
+        words = words[:-1]
     head = words[-1]
-    if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in words[1:]):
+    clauses = words if bare else words[1:]
+    if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in clauses):
         return False
-    if any(word in _NO_THING for word in words[:-1]) or head in _NO_THING or len(head) < 3:
+    if any(w in _NO_THING and w not in _BEFORE_A_THING for w in words[:-1]) or len(head) < 3:
+        return False
+    if head in _NO_THING or head in _BEFORE_A_THING or head in _NO_THING_BARE:
+        return False
+    if bare and (
+        answer.endswith("?")
+        or _YES_ALONE.match(bare)
+        or any(w in _NO_THING_BARE or w.endswith("ly") for w in words if w not in _BEFORE_A_THING)
+    ):
         return False
     if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):
         return False
+    said = _words_said(question, known, earlier)
+    # the thing's word (the phrase's last) said (a thing the tools showed, "the blue." of socks
+    # shown blue) leaves it to the reading of records shown; a word before it ("the blue
+    # shirt" of socks shown blue) does not
+    return not any(_said(form, said) for form in (head, f"{head}s", f"{head}es"))
+
+
+_ONE = frozenset({"one", "ones"})
+# Words that say which or how many of a thing, not what it is ("the blue ones", "the large",
+# "the two", "both pairs"): none names a thing as the phrase's last word, and before it they
+# leave the phrase a thing ("the two shirts", "both shirts", "the blue shirt").
+_BEFORE_A_THING = frozenset(
+    re.findall(
+        r"\S+",
+        "both all each every whole entire full two three four five six seven eight nine ten"
+        " dozen black white red blue green yellow grey gray navy pink purple orange brown"
+        " beige tan olive teal maroon silver gold golden cream khaki dark light bright pale"
+        " plain striped small medium large xs xl xxl big little long short tall wide slim"
+        " new old other",
+    )
+)
+_YES_ALONE = re.compile(rf"({_YES_WORDS}\b[\W_]*)+$")
+# Words that name no thing after a yes without an article ("Yes, absolutely", "Yes, thanks",
+# "Yes, sir", "Sí, vale"): courtesies, words of praise or assent, forms of address, and the
+# go-aheads of the other languages the default yes reads.
+_NO_THING_BARE = frozenset(
+    re.findall(
+        r"\S+",
+        "thanks thank cheers ta sir ma'am madam mate buddy dude man friend pal dear love boss"
+        " folks guys asap true deal indeed course pleasure sense agree alright fair enough"
+        " awesome brilliant cool excellent fantastic wonderful lovely super nice amazing"
+        " splendid terrific marvellous marvelous superb fab neat gladly happily anything"
+        " whatever whichever either everything everyone any continue process submit"
+        " execute finish complete approve authorise authorize accept yes yeah yep yup please"
+        " absolutely totally certainly definitely exactly obviously naturally sure certain"
+        " understood why not done set ready good fine"
+        " hi hello hey ok okay i you we me us him her his hers mine yours ours theirs"
+        " vale claro bien bueno adelante gracias genial perfecto exacto certo perfetto grazie"
+        " prego avanti procedi parfait merci allez-y bien exactement gerne genau klar natürlich"
+        " danke prima einverstanden pode beleza obrigado obrigada combinado graag prima dank"
+        " bedankt tack takk tak correcto seguro dale venga listo volontiers génial super"
+        " absolument certainement évidemment carrément sicher richtig korrekt passt gut los"
+        " selbstverständlich perfeito exato ótimo correto isso esatto certamente volentieri"
+        " giusto goed zeker klopt akkoord oké schön wunderbar",
+    )
+)
+
+
+def _words_said(question: str, known: set[str], earlier: Sequence[AgentEvent]) -> set[str]:
+    """The words of *question*, of the change's *known* values and of the tools' outputs
+    shown in *earlier* (with the words of four letters or more inside each: "pack" of
+    "3-pack")."""
     said = set(_TOKEN.findall(question) + _WORD.findall(question))
     shown = _shown(earlier, records=None).values()
     for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
-        said.update(_TOKEN.findall(text), _WORD.findall(text))  # "pack" of "3-pack"
-    # any word of the phrase said (a thing the tools showed, "the hoodie stays") leaves it to
-    # the reading of records shown
-    return not any(_said(form, said) for word in words for form in (word, f"{word}s", f"{word}es"))
+        said.update(_TOKEN.findall(text), _WORD.findall(text))
+    return said
+
+
+def _figure_unsaid(
+    figure: str, question: str, known: set[str], earlier: Sequence[AgentEvent]
+) -> bool:
+    """Whether the *figure* a yes names ("Yes, 30.", "Yes, 14 Elm Road.") is none the
+    question, the change's values or the tools' outputs say, when the question or a value says
+    one ("Shall I change your address to 12 Oak Street?"): another value than asked. A
+    question saying no figure leaves it a quantity ("Yes, 2 pairs.")."""
+    figures = _figures(" ".join([question, *known]))
+    if not figures:
+        return False
+    shown = _shown(earlier, records=None).values()
+    figures |= _figures(" ".join(leaf for leaves in shown for leaf in leaves))
+    return not _figures(figure) <= figures
+
+
+def _figures(text: str) -> set[Decimal]:
+    """The numbers normalised *text* says in figures ("22", "22.00" and "22,00" are one)."""
+    found = (f.rstrip(".,") for f in _FIGURE.findall(text))
+    return {
+        Decimal(re.sub(r"[.,]", "", _DECIMAL_POINT.sub("p", f)).replace("p", ".")).normalize()
+        for f in found
+    }
+
+
+_FIGURE = re.compile(r"\d[\d.,]*")
 
 
 def _thing(value: str) -> bool:
