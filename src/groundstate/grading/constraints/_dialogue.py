@@ -1341,11 +1341,13 @@ def _keeps_to_listed(
     checks: see :func:`_names_part`). Read from the question's words, whether or not the tools
     showed the things (:func:`_picks_another` reads those)."""
     answer = message_text(yes.answer)
+    said = set(_WORD.findall(answer)) - _REPLY_WORDS - _KINDS_OF_RECORD
+    if not said:  # a plain yes names none of the things
+        return False
     if _TO_ALL.search(answer) or _ASKS_MORE.search(answer):
         return False
     if _EXCLUDING.search(answer) or _KEPT.search(answer):
         return False  # a thing left out ("Yes, the hoodie stays"): _narrowed_away
-    said = set(_WORD.findall(answer)) - _REPLY_WORDS - _KINDS_OF_RECORD
     own = {w for value in values for w in _WORD.findall(normalise(value))}
     for listed in _LISTED.finditer(yes.answered):
         things = [
@@ -1641,7 +1643,16 @@ candidate (a text of thousands of digits)."""
 def _id_digits(name: str) -> str | None:
     """The digits every text naming *name* holds, when it is shaped as an id (see
     :data:`_ID_SHAPED`); else None."""
-    if len(name) > 40 or _WORD.search(name):
+    if len(name) > 40:
+        return None
+    # the same names come back in every output of a task's tools: read once each (a plain
+    # str; see _read_once)
+    return _id_digits_of(name) if type(name) is str else _id_digits_of.__wrapped__(name)
+
+
+@lru_cache(maxsize=8192)
+def _id_digits_of(name: str) -> str | None:
+    if _WORD.search(name):
         return None
     shaped = _ID_SHAPED.fullmatch(normalise(name))
     return None if shaped is None else shaped[1]
@@ -1670,7 +1681,13 @@ class _ByDigits:
         """The strings one of *texts* may name: every one not shaped as an id, and the ids
         whose digits one of them holds (every id, when they hold too many digits to look
         each window up), each once."""
-        runs = [run for text in texts for run in _DIGITS.findall(text)]
+        return self.candidates_in(_digit_runs(texts))
+
+    def candidates_in(self, runs: list[str]) -> list[str]:
+        """:meth:`candidates` of texts whose runs of digits are *runs* (:func:`_digit_runs`):
+        found once for all the sets a text is looked up in."""
+        if not self.ids:
+            return list(self.plain)
         if sum(len(run) for run in runs) * len(self.lengths) > _DIGIT_WINDOWS:
             return [*self.plain, *(name for names in self.ids.values() for name in names)]
         found: dict[str, None] = {}
@@ -1679,6 +1696,11 @@ class _ByDigits:
                 for start in range(len(run) - size + 1):
                     found.update(dict.fromkeys(self.ids.get(run[start : start + size], ())))
         return [*self.plain, *found]
+
+
+def _digit_runs(texts: Sequence[str]) -> list[str]:
+    """The runs of three digits or more of *texts*, in order."""
+    return [run for text in texts for run in _DIGITS.findall(text)]
 
 
 def _recorded(question: str, earlier: Sequence[AgentEvent]) -> Container[str]:
@@ -2919,17 +2941,19 @@ class _FirstShown:
 
     def walk(self, earlier: Before, upto: int) -> None:
         """Read the outputs of the steps before *upto* not yet read."""
+        paths, where, strings, memo = self.paths, self.where, self.strings, earlier.worked_out
         for at in range(self.walked, upto):
-            for path, leaf, of_record in _output_leaves(at, earlier[at], earlier.worked_out):
-                entry = self.paths.get(path)
+            for path, leaf, of_record in _output_leaves(at, earlier[at], memo):
+                entry = paths.get(path)
                 if entry is None:
-                    entry = self.paths[path] = (of_record, {}, len(self.order))
+                    entry = paths[path] = (of_record, {}, len(self.order))
                     self.order.append(path)
-                    self.strings.append(_ByDigits())
-                if leaf not in entry[1]:
-                    entry[1][leaf] = at
-                    self.where.setdefault(leaf, {})[entry[2]] = at
-                    self.strings[entry[2]].add(leaf)
+                    strings.append(_ByDigits())
+                leaves = entry[1]
+                if leaf not in leaves:
+                    leaves[leaf] = at
+                    where.setdefault(leaf, {})[entry[2]] = at
+                    strings[entry[2]].add(leaf)
         self.walked = max(self.walked, upto)
 
     def upto(self, earlier: Before, upto: int, records: bool | None) -> _Shown:
@@ -2974,10 +2998,11 @@ class _FirstShown:
         self.walk(earlier, upto)
         places = {p for leaf in known for p, at in self.where.get(leaf, {}).items() if at < upto}
         found: dict[str, None] = {}
+        runs = _digit_runs(texts) if places else []
         for place in sorted(places):
             of_record, leaves, _ = self.paths[self.order[place]]
             if of_record or not records:
-                for leaf in self.strings[place].candidates(texts):
+                for leaf in self.strings[place].candidates_in(runs):
                     if leaf and leaf not in known and leaves[leaf] < upto:
                         found[leaf] = None
         return list(found)
@@ -3062,7 +3087,20 @@ _DECIMAL_POINT = re.compile(r"[.,](?=\d{1,2}$)")
 
 def _amounts(text: str) -> set[Decimal]:
     """The amounts of money normalised *text* names ("$22", "22.00 dollars", "22,00 €" and
-    "twenty-two dollars" are one)."""
+    "twenty-two dollars" are one): a set of the caller's own."""
+    # Read once per text (the checks ask it of each question again for every change, rule and
+    # reading), a plain str no longer than the text memos' bound (see _read_once).
+    if type(text) is str and len(text) <= READ_ONCE_CHARS:
+        return set(_amounts_read(text))
+    return _amounts_in(text)
+
+
+@lru_cache(maxsize=4096)
+def _amounts_read(text: str) -> frozenset[Decimal]:
+    return frozenset(_amounts_in(text))
+
+
+def _amounts_in(text: str) -> set[Decimal]:
     found = (m.group(1) or m.group(2) for m in _MONEY.finditer(text))
     figures = (_DECIMAL_POINT.sub("p", f.rstrip(".,")) for f in found)
     amounts = {Decimal(re.sub(r"[.,]", "", f).replace("p", ".")).normalize() for f in figures}
@@ -3261,10 +3299,18 @@ def _leaves_open(message: MessageEvent) -> bool:
     """Whether the agent's *message* asks nothing the user's next message would answer but
     whether to go on or whether there is anything else: that message, if not a yes or no to
     a question, still speaks to the change agreed."""
-    text = message_text(message)
+    # a reading of the text alone, asked of each agent message again for every constraint and
+    # every change: remembered (see _read_once)
+    return _read_once(_leaves_open_text, message_text(message))
+
+
+def _leaves_open_text(text: str) -> bool:
+    """:func:`_leaves_open` of a message whose normalised text is *text*."""
     asks_other = _ASKS_BESIDES.search(text) and _ABOUT_A_CHANGE.search(text)
     return not asks_other and (
-        _asks_nothing(message) or _asks_to_go_on(message) or _ANYTHING_ELSE.search(text) is not None
+        _ASKING.search(text) is None
+        or _GOING_ON.search(text) is not None
+        or _ANYTHING_ELSE.search(text) is not None
     )
 
 
