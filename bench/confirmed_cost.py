@@ -35,11 +35,12 @@ HERE = Path(__file__).resolve().parent
 
 def measure(passes: int) -> dict[str, Any]:
     sys.path.insert(0, str(HERE.parent))
+    from tests.grading_corpus import EXAMPLES, load_cases
+
     from groundstate.grading.constraints._dialogue import confirmed
     from groundstate.grading.constraints._index import TraceIndex
     from groundstate.spec.constraints import ConfirmedConstraint
     from groundstate.spec.suite import load_suite
-    from tests.grading_corpus import EXAMPLES, load_cases
 
     suite = load_suite(EXAMPLES / "retail")
     work = [

@@ -293,3 +293,63 @@ def test_the_unread_letters_are_those_of_no_latin_script() -> None:
     assert _dialogue._UNREAD_LETTER.search("ok, только") is not None
     assert _dialogue._UNREAD_LETTER.search("sí, señor, straße, ærø, ça, đ, ḍ") is None
     assert _dialogue._UNREAD_LETTER.search("yes 👍 ✅ ❤️ 123 $22") is None
+
+
+# --- 4. the readings made once per text give what reading each time gives ---------------------
+
+
+class _Odd(str):
+    """A str subclass: read every time, never from a memo."""
+
+
+def test_amounts_are_a_set_of_the_callers_own() -> None:
+    text = "shall i refund $22.00 for the socks and 11 dollars for the shirt?"
+    first = _dialogue._amounts(text)
+    first.clear()
+    assert _dialogue._amounts(text) == _dialogue._amounts_in(text) != set()
+    assert _dialogue._amounts(_Odd(text)) == _dialogue._amounts_in(text)
+    long_text = text + " x" * _dialogue.READ_ONCE_CHARS
+    assert _dialogue._amounts(long_text) == _dialogue._amounts_in(long_text)
+
+
+@pytest.mark.parametrize("name", ["O-1001", "#W0000002", "Wool Socks", "1001", "o 1001", "x" * 41])
+def test_id_digits_are_the_same_remembered_or_not(name: str) -> None:
+    plain = _dialogue._id_digits(name)
+    assert _dialogue._id_digits(_Odd(name)) == plain
+    assert _dialogue._id_digits(name) == plain  # from the memo now
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Done! Anything else?",
+        "I've refunded the socks.",
+        "Shall I go ahead?",
+        "Would you also like me to refund the shirt?",
+        "Is there anything else I can help with?",
+        "Please confirm the refund of $22.",
+        "Are you sure?",
+    ],
+)
+def test_a_message_left_open_reads_as_its_parts_read(text: str) -> None:
+    message = Trace("Please help").agent(text).events[-1]
+    whole = _dialogue.message_text(message)
+    asks_other = _dialogue._ASKS_BESIDES.search(whole) and _dialogue._ABOUT_A_CHANGE.search(whole)
+    parts = not asks_other and (
+        _dialogue._asks_nothing(message)
+        or _dialogue._asks_to_go_on(message)
+        or _dialogue._ANYTHING_ELSE.search(whole) is not None
+    )
+    assert _dialogue._leaves_open(message) is parts
+
+
+def test_candidates_of_runs_found_once_are_those_of_the_texts() -> None:
+    strings = _dialogue._ByDigits()
+    for name in ["O-1001", "O-1002", "Wool Socks", "I-1001-1", "blue"]:
+        strings.add(name)
+    for texts in [["refund o-1001?"], ["refund 1002 and 1001-1"], ["refund the socks"], []]:
+        runs = _dialogue._digit_runs(texts)
+        assert strings.candidates_in(runs) == strings.candidates(texts)
+    plain = _dialogue._ByDigits()
+    plain.add("Wool Socks")
+    assert plain.candidates(["o-1001"]) == ["Wool Socks"]
