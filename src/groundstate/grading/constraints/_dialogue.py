@@ -850,6 +850,7 @@ def _check_change(
         problem = f"{label(change)} has no value at {', '.join(missing)} to confirm"
         return failed(constraint.id, "confirmed", change, problem, missing_paths=missing)
     values = _values(named)
+    asks = _asks(rule)
     naming = _naming(answers, values)
     covering = _covering(rule, naming)
     resumed = _resumed(answers, covering)
@@ -863,7 +864,7 @@ def _check_change(
                 covering[-1],
                 values,
                 _description(covering[-1], values, earlier),
-                _asks(rule),
+                asks,
                 earlier,
             )
             or _picks_some(covering[-1], named)
@@ -871,13 +872,13 @@ def _check_change(
             or _picks_another(covering[-1], values, earlier)
             or _chose_otherwise(covering[-1], values)
             or _description(covering[-1], values, earlier) is False
-            or _left_out_unknown(covering[-1], values, _asks(rule), earlier)
+            or _left_out_unknown(covering[-1], values, asks, earlier)
         )
     ):
         why = "kept to part of the question, leaving this change out"
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
     if covering and covering[-1].yes:
-        proposed = _proposes_another(covering[-1], values, earlier, _asks(rule))
+        proposed = _proposes_another(covering[-1], values, earlier, asks)
         if proposed is not None:
             why = f"answered a question proposing {proposed}, named in the place of this change's"
             return _unconfirmed_by(constraint, change, covering[-1], why, "proposed_otherwise")
