@@ -353,3 +353,19 @@ def test_candidates_of_runs_found_once_are_those_of_the_texts() -> None:
     plain = _dialogue._ByDigits()
     plain.add("Wool Socks")
     assert plain.candidates(["o-1001"]) == ["Wool Socks"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, the original one.",
+        "Yes, the cheaper one.",
+        "Yes, the less expensive one.",
+        "Yes, the pricier one.",
+        "Yes, the broken one.",
+        "Yes, go ahead, sorry.",
+        "Yes, oops.",
+    ],
+)
+def test_a_word_describing_the_one_or_an_interjection_names_no_thing(answer: str) -> None:
+    assert _refunded([QUESTION, answer], ITEM)

@@ -2720,6 +2720,8 @@ def _names_another_thing(
     if words[0][0].isdigit():
         return _figure_unsaid(words[0], question, known, earlier)
     if len(words) > 1 and words[-1] in _ONE:  # "the shirt one": the shirt
+        if words[-2].endswith(_DESCRIBING):  # "the pricier one", "the original one"
+            return False
         words = words[:-1]
     head = words[-1]
     clauses = words if bare else words[1:]
@@ -2758,6 +2760,9 @@ _BEFORE_A_THING = frozenset(
         " new old other",
     )
 )
+# The endings of a word describing a thing, not naming it, before "one" ("the less
+# expensive one", "the pricier one", "the other one", "the original one", "the broken one").
+_DESCRIBING = tuple(re.findall(r"\S+", "er est ive ous ful less able ible al ic en ed ing"))
 _YES_ALONE = re.compile(rf"({_YES_WORDS}\b[\W_]*)+$")
 # Words that name no thing after a yes without an article ("Yes, absolutely", "Yes, thanks",
 # "Yes, sir", "Sí, vale"): courtesies, words of praise or assent, forms of address, and the
@@ -2772,7 +2777,8 @@ _NO_THING_BARE = frozenset(
         " whatever whichever either everything everyone any continue process submit"
         " execute finish complete approve authorise authorize accept yes yeah yep yup please"
         " absolutely totally certainly definitely exactly obviously naturally sure certain"
-        " understood why not done set ready good fine"
+        " understood why not done set ready good fine sorry apologies oops whoops thx ty lol"
+        " haha hmm oh well actually anyway anyways again finally btw also too then"
         " hi hello hey ok okay i you we me us him her his hers mine yours ours theirs"
         " vale claro bien bueno adelante gracias genial perfecto exacto certo perfetto grazie"
         " prego avanti procedi parfait merci allez-y bien exactement gerne genau klar natürlich"
