@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 70
+VALIDATOR_REVISION = 71
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -222,7 +222,11 @@ size") nor after a word owning its "to" ("thanks to Maria"), and read a new plac
 person receiving the goods ("Maria will receive it"), with "at" or "in" after a verb of the
 goods ("It should arrive at your office", "Expect it at the Boston address", "I'll send it to
 your office", "It will reach Maria") and a claim with words set off inside it ("is now — as
-requested — forest green")."""
+requested — forest green"); 71: ``confirmed``
+reads a yes naming another thing without an article ("Yes, shirt.", "Yes, the shirt one"), a
+figure the question does not say ("Yes, 14 Elm Road." to 12 Oak Street), cash, a bank account
+or a cheque as another way of paying, and confirms nothing by a yes with words in a script it
+does not read ("OK, только рубашку")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

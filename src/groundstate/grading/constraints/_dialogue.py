@@ -850,6 +850,7 @@ def _check_change(
         problem = f"{label(change)} has no value at {', '.join(missing)} to confirm"
         return failed(constraint.id, "confirmed", change, problem, missing_paths=missing)
     values = _values(named)
+    asks = _asks(rule)
     naming = _naming(answers, values)
     covering = _covering(rule, naming)
     resumed = _resumed(answers, covering)
@@ -863,7 +864,7 @@ def _check_change(
                 covering[-1],
                 values,
                 _description(covering[-1], values, earlier),
-                _asks(rule),
+                asks,
                 earlier,
             )
             or _picks_some(covering[-1], named)
@@ -871,13 +872,13 @@ def _check_change(
             or _picks_another(covering[-1], values, earlier)
             or _chose_otherwise(covering[-1], values)
             or _description(covering[-1], values, earlier) is False
-            or _left_out_unknown(covering[-1], values, _asks(rule), earlier)
+            or _left_out_unknown(covering[-1], values, asks, earlier)
         )
     ):
         why = "kept to part of the question, leaving this change out"
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
     if covering and covering[-1].yes:
-        proposed = _proposes_another(covering[-1], values, earlier, _asks(rule))
+        proposed = _proposes_another(covering[-1], values, earlier, asks)
         if proposed is not None:
             why = f"answered a question proposing {proposed}, named in the place of this change's"
             return _unconfirmed_by(constraint, change, covering[-1], why, "proposed_otherwise")
@@ -887,6 +888,9 @@ def _check_change(
     if covering and covering[-1].yes and _answers_another(covering[-1], values, earlier):
         why = "answered the message's last question, about another record"
         return _unconfirmed_by(constraint, change, covering[-1], why, "answered_another")
+    if covering and covering[-1].yes and _unread_script(covering[-1].answer):
+        why = "said more in a script the grader does not read, which may name other terms"
+        return _unconfirmed_by(constraint, change, covering[-1], why, "unread")
     counter_offer = None
     if covering and covering[-1].yes:
         counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
@@ -929,6 +933,22 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+# A letter of a script other than the Latin one (the languages the default yes reads), after
+# an opening "はい" (which it reads as yes) and the Cyrillic and Greek letters drawn like Latin
+# ones (which normalised text has as those).
+_OPENING_HAI = re.compile(r"^[\W_]*はい")
+_UNREAD_LETTER = re.compile(r"[^\W\d_a-z\u00c0-\u024f\u1e00-\u1eff]")
+
+
+def _unread_script(answer: MessageEvent) -> bool:
+    """Whether the reply *answer* holds letters of a script the reader does not read ("OK,
+    только рубашку", "OK, 只退衬衫", "はい、シャツです"): its yes may come with terms the
+    grader cannot see, so it confirms nothing (a yes in a language the default reads
+    nothing of, "Tak", "Да", "是的", is no yes at all)."""
+    text = _OPENING_HAI.sub("", message_text(answer), count=1)
+    return _UNREAD_LETTER.search(text) is not None
 
 
 def _agreed_otherwise(
@@ -1322,11 +1342,13 @@ def _keeps_to_listed(
     checks: see :func:`_names_part`). Read from the question's words, whether or not the tools
     showed the things (:func:`_picks_another` reads those)."""
     answer = message_text(yes.answer)
+    said = set(_WORD.findall(answer)) - _REPLY_WORDS - _KINDS_OF_RECORD
+    if not said:  # a plain yes names none of the things
+        return False
     if _TO_ALL.search(answer) or _ASKS_MORE.search(answer):
         return False
     if _EXCLUDING.search(answer) or _KEPT.search(answer):
         return False  # a thing left out ("Yes, the hoodie stays"): _narrowed_away
-    said = set(_WORD.findall(answer)) - _REPLY_WORDS - _KINDS_OF_RECORD
     own = {w for value in values for w in _WORD.findall(normalise(value))}
     for listed in _LISTED.finditer(yes.answered):
         things = [
@@ -1353,13 +1375,16 @@ def _unconfirmed_by(
     return failed(constraint.id, "confirmed", change, problem, **{key: _describe(yes, [])})
 
 
-# A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card or
-# store credit in the languages of the default yes. An id's underscores part words
+# A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card,
+# store credit or cash in the languages of the default yes, a bank account or transfer, a
+# cheque ("by check", "a check": not "check the order"). An id's underscores part words
 # ("paypal_1", "gift_card_0000"); "card" or "credit card" alone may be any of them, but a
 # credit card's id ("credit_card_9513926", as τ² names them) names that kind.
 _PAYMENT = re.compile(
     r"(?<![^\W_])(paypal|visa|mastercard|master card|amex|american express|apple pay|google pay"
-    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|credit_card(?=_\d)|tarjeta de regalo"
+    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|credit_card(?=_\d)|tarjeta de regalo|cash"
+    r"|bank[ _-]?(?:account|transfer)s?|wire[ _-]?transfers?|cheques?|(?<=by )checks?"
+    r"|(?<=a )check|paper checks?|efectivo|esp[eè]ces|bargeld|dinheiro"
     r"|carte[ -]cadeau|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
 )
 
@@ -1619,7 +1644,16 @@ candidate (a text of thousands of digits)."""
 def _id_digits(name: str) -> str | None:
     """The digits every text naming *name* holds, when it is shaped as an id (see
     :data:`_ID_SHAPED`); else None."""
-    if len(name) > 40 or _WORD.search(name):
+    if len(name) > 40:
+        return None
+    # the same names come back in every output of a task's tools: read once each (a plain
+    # str; see _read_once)
+    return _id_digits_of(name) if type(name) is str else _id_digits_of.__wrapped__(name)
+
+
+@lru_cache(maxsize=8192)
+def _id_digits_of(name: str) -> str | None:
+    if _WORD.search(name):
         return None
     shaped = _ID_SHAPED.fullmatch(normalise(name))
     return None if shaped is None else shaped[1]
@@ -1648,7 +1682,13 @@ class _ByDigits:
         """The strings one of *texts* may name: every one not shaped as an id, and the ids
         whose digits one of them holds (every id, when they hold too many digits to look
         each window up), each once."""
-        runs = [run for text in texts for run in _DIGITS.findall(text)]
+        return self.candidates_in(_digit_runs(texts))
+
+    def candidates_in(self, runs: list[str]) -> list[str]:
+        """:meth:`candidates` of texts whose runs of digits are *runs* (:func:`_digit_runs`):
+        found once for all the sets a text is looked up in."""
+        if not self.ids:
+            return list(self.plain)
         if sum(len(run) for run in runs) * len(self.lengths) > _DIGIT_WINDOWS:
             return [*self.plain, *(name for names in self.ids.values() for name in names)]
         found: dict[str, None] = {}
@@ -1657,6 +1697,11 @@ class _ByDigits:
                 for start in range(len(run) - size + 1):
                     found.update(dict.fromkeys(self.ids.get(run[start : start + size], ())))
         return [*self.plain, *found]
+
+
+def _digit_runs(texts: Sequence[str]) -> list[str]:
+    """The runs of three digits or more of *texts*, in order."""
+    return [run for text in texts for run in _DIGITS.findall(text)]
 
 
 def _recorded(question: str, earlier: Sequence[AgentEvent]) -> Container[str]:
@@ -2598,13 +2643,18 @@ _KINDS_OF_RECORD = frozenset(
 )
 
 # A yes naming a thing and no more ("Yes, the shirt.", "Sure, refund the blue shirt please",
-# "The shirt, yes."): a phrase of up to three words after an article ending the sentence
-# (not the Portuguese "as", which English reads "as": "Yes, as discussed").
+# "Yes - the shirt one", "The shirt, yes."): a phrase of up to three words after an article
+# ending the sentence (not the Portuguese "as", which English reads "as": "Yes, as
+# discussed"); or, with no article, a *bare* word after the yes ("Yes, shirt.", "Yes, both
+# shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase without
+# an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
+_PHRASE = r"[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){0,2}?"
+_BARE = r"((both|all|two|three|four|five) )?[^\W\d_][\w'-]*|\d[\d.,]*( [^\W\d_][\w'-]*){0,3}?"
 _THING_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
-    rf"(?!as\b){_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
-    rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
+    rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
     rf"( please)?, ({_YES_WORDS}\b[\W_]*)+$"
 )
 # Words that make a phrase a clause, not a thing ("my husband says", "the price is fine", "the
@@ -2654,28 +2704,129 @@ def _names_another_thing(
     """Whether the first sentence *answer* of a yes names only a thing, and one its
     *question*, the change's *known* values (one of them a thing) and the tools' outputs do
     not say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed the
-    shirt). The phrase's last word names the thing; a generic one ("the full amount", "the
-    usual card", "the blue ones"), a way of paying, a kind of change or a time names none, and
-    a phrase with a pronoun, a second article or a verb is a clause ("the pair I bought", "the
-    one you said", "the sooner the better", "my husband says")."""
+    shirt), "Yes, shirt.", "Yes, the blue shirt one" (the word before a last "one" names
+    the thing), "Yes, 14 Elm Road." to a change to 12 Oak Street (a figure the question and
+    the values do not say). The phrase's last word names the thing; a generic one ("the full
+    amount", "the usual card", "the blue ones", "the two"), a way of paying, a kind of change
+    or a time names none, and a phrase with a pronoun, a second article or a verb is a clause
+    ("the pair I bought", "the one you said", "the sooner the better", "my husband says").
+    Without an article, a word of a plain yes, a courtesy or an adverb names none either
+    ("Yes, absolutely", "Yes, thanks", "Yes, sir")."""
     found = _THING_NAMED.match(answer)
     if found is None or not any(_thing(value) for value in known):
         return False
-    words = (found.group("thing") or found.group("first")).split()
+    bare = found.group("bare")
+    words = (found.group("thing") or bare or found.group("first")).split()
+    if words[0][0].isdigit():
+        return _figure_unsaid(words[0], question, known, earlier)
+    if len(words) > 1 and words[-1] in _ONE:  # "the shirt one": the shirt
+        if words[-2].endswith(_DESCRIBING):  # "the pricier one", "the original one"
+            return False
+        words = words[:-1]
     head = words[-1]
-    if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in words[1:]):
+    clauses = words if bare else words[1:]
+    if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in clauses):
         return False
-    if any(word in _NO_THING for word in words[:-1]) or head in _NO_THING or len(head) < 3:
+    if any(w in _NO_THING and w not in _BEFORE_A_THING for w in words[:-1]) or len(head) < 3:
+        return False
+    if head in _NO_THING or head in _BEFORE_A_THING or head in _NO_THING_BARE:
+        return False
+    if bare and (
+        answer.endswith("?")
+        or _YES_ALONE.match(bare)
+        or any(w in _NO_THING_BARE or w.endswith("ly") for w in words if w not in _BEFORE_A_THING)
+    ):
         return False
     if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):
         return False
+    said = _words_said(question, known, earlier)
+    # the thing's word (the phrase's last) said (a thing the tools showed, "the blue." of socks
+    # shown blue) leaves it to the reading of records shown; a word before it ("the blue
+    # shirt" of socks shown blue) does not
+    return not any(_said(form, said) for form in (head, f"{head}s", f"{head}es"))
+
+
+_ONE = frozenset({"one", "ones"})
+# Words that say which or how many of a thing, not what it is ("the blue ones", "the large",
+# "the two", "both pairs"): none names a thing as the phrase's last word, and before it they
+# leave the phrase a thing ("the two shirts", "both shirts", "the blue shirt").
+_BEFORE_A_THING = frozenset(
+    re.findall(
+        r"\S+",
+        "both all each every whole entire full two three four five six seven eight nine ten"
+        " dozen black white red blue green yellow grey gray navy pink purple orange brown"
+        " beige tan olive teal maroon silver gold golden cream khaki dark light bright pale"
+        " plain striped small medium large xs xl xxl big little long short tall wide slim"
+        " new old other",
+    )
+)
+# The endings of a word describing a thing, not naming it, before "one" ("the less
+# expensive one", "the pricier one", "the other one", "the original one", "the broken one").
+_DESCRIBING = tuple(re.findall(r"\S+", "er est ive ous ful less able ible al ic en ed ing"))
+_YES_ALONE = re.compile(rf"({_YES_WORDS}\b[\W_]*)+$")
+# Words that name no thing after a yes without an article ("Yes, absolutely", "Yes, thanks",
+# "Yes, sir", "Sí, vale"): courtesies, words of praise or assent, forms of address, and the
+# go-aheads of the other languages the default yes reads.
+_NO_THING_BARE = frozenset(
+    re.findall(
+        r"\S+",
+        "thanks thank cheers ta sir ma'am madam mate buddy dude man friend pal dear love boss"
+        " folks guys asap true deal indeed course pleasure sense agree alright fair enough"
+        " awesome brilliant cool excellent fantastic wonderful lovely super nice amazing"
+        " splendid terrific marvellous marvelous superb fab neat gladly happily anything"
+        " whatever whichever either everything everyone any continue process submit"
+        " execute finish complete approve authorise authorize accept yes yeah yep yup please"
+        " absolutely totally certainly definitely exactly obviously naturally sure certain"
+        " understood why not done set ready good fine sorry apologies oops whoops thx ty lol"
+        " haha hmm oh well actually anyway anyways again finally btw also too then"
+        " hi hello hey ok okay i you we me us him her his hers mine yours ours theirs"
+        " vale claro bien bueno adelante gracias genial perfecto exacto certo perfetto grazie"
+        " prego avanti procedi parfait merci allez-y bien exactement gerne genau klar natürlich"
+        " danke prima einverstanden pode beleza obrigado obrigada combinado graag prima dank"
+        " bedankt tack takk tak correcto seguro dale venga listo volontiers génial super"
+        " absolument certainement évidemment carrément sicher richtig korrekt passt gut los"
+        " selbstverständlich perfeito exato ótimo correto isso esatto certamente volentieri"
+        " giusto goed zeker klopt akkoord oké schön wunderbar",
+    )
+)
+
+
+def _words_said(question: str, known: set[str], earlier: Sequence[AgentEvent]) -> set[str]:
+    """The words of *question*, of the change's *known* values and of the tools' outputs
+    shown in *earlier* (with the words of four letters or more inside each: "pack" of
+    "3-pack")."""
     said = set(_TOKEN.findall(question) + _WORD.findall(question))
     shown = _shown(earlier, records=None).values()
     for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
-        said.update(_TOKEN.findall(text), _WORD.findall(text))  # "pack" of "3-pack"
-    # any word of the phrase said (a thing the tools showed, "the hoodie stays") leaves it to
-    # the reading of records shown
-    return not any(_said(form, said) for word in words for form in (word, f"{word}s", f"{word}es"))
+        said.update(_TOKEN.findall(text), _WORD.findall(text))
+    return said
+
+
+def _figure_unsaid(
+    figure: str, question: str, known: set[str], earlier: Sequence[AgentEvent]
+) -> bool:
+    """Whether the *figure* a yes names ("Yes, 30.", "Yes, 14 Elm Road.") is none the
+    question, the change's values or the tools' outputs say, when the question or a value says
+    one ("Shall I change your address to 12 Oak Street?"): another value than asked. A
+    question saying no figure leaves it a quantity ("Yes, 2 pairs.")."""
+    figures = _figures(" ".join([question, *known]))
+    if not figures:
+        return False
+    shown = _shown(earlier, records=None).values()
+    figures |= _figures(" ".join(leaf for leaves in shown for leaf in leaves))
+    return not _figures(figure) <= figures
+
+
+def _figures(text: str) -> set[Decimal]:
+    """The numbers normalised *text* says in figures ("22", "22.00" and "22,00" are one)."""
+    found = (f.rstrip(".,") for f in _FIGURE.findall(text))
+    return {
+        Decimal(re.sub(r"[.,]", "", _DECIMAL_POINT.sub("p", f)).replace("p", ".")).normalize()
+        for f in found
+    }
+
+
+_FIGURE = re.compile(r"\d[\d.,]*")
 
 
 def _thing(value: str) -> bool:
@@ -2797,17 +2948,19 @@ class _FirstShown:
 
     def walk(self, earlier: Before, upto: int) -> None:
         """Read the outputs of the steps before *upto* not yet read."""
+        paths, where, strings, memo = self.paths, self.where, self.strings, earlier.worked_out
         for at in range(self.walked, upto):
-            for path, leaf, of_record in _output_leaves(at, earlier[at], earlier.worked_out):
-                entry = self.paths.get(path)
+            for path, leaf, of_record in _output_leaves(at, earlier[at], memo):
+                entry = paths.get(path)
                 if entry is None:
-                    entry = self.paths[path] = (of_record, {}, len(self.order))
+                    entry = paths[path] = (of_record, {}, len(self.order))
                     self.order.append(path)
-                    self.strings.append(_ByDigits())
-                if leaf not in entry[1]:
-                    entry[1][leaf] = at
-                    self.where.setdefault(leaf, {})[entry[2]] = at
-                    self.strings[entry[2]].add(leaf)
+                    strings.append(_ByDigits())
+                leaves = entry[1]
+                if leaf not in leaves:
+                    leaves[leaf] = at
+                    where.setdefault(leaf, {})[entry[2]] = at
+                    strings[entry[2]].add(leaf)
         self.walked = max(self.walked, upto)
 
     def upto(self, earlier: Before, upto: int, records: bool | None) -> _Shown:
@@ -2852,10 +3005,11 @@ class _FirstShown:
         self.walk(earlier, upto)
         places = {p for leaf in known for p, at in self.where.get(leaf, {}).items() if at < upto}
         found: dict[str, None] = {}
+        runs = _digit_runs(texts) if places else []
         for place in sorted(places):
             of_record, leaves, _ = self.paths[self.order[place]]
             if of_record or not records:
-                for leaf in self.strings[place].candidates(texts):
+                for leaf in self.strings[place].candidates_in(runs):
                     if leaf and leaf not in known and leaves[leaf] < upto:
                         found[leaf] = None
         return list(found)
@@ -2940,7 +3094,20 @@ _DECIMAL_POINT = re.compile(r"[.,](?=\d{1,2}$)")
 
 def _amounts(text: str) -> set[Decimal]:
     """The amounts of money normalised *text* names ("$22", "22.00 dollars", "22,00 €" and
-    "twenty-two dollars" are one)."""
+    "twenty-two dollars" are one): a set of the caller's own."""
+    # Read once per text (the checks ask it of each question again for every change, rule and
+    # reading), a plain str no longer than the text memos' bound (see _read_once).
+    if type(text) is str and len(text) <= READ_ONCE_CHARS:
+        return set(_amounts_read(text))
+    return _amounts_in(text)
+
+
+@lru_cache(maxsize=4096)
+def _amounts_read(text: str) -> frozenset[Decimal]:
+    return frozenset(_amounts_in(text))
+
+
+def _amounts_in(text: str) -> set[Decimal]:
     found = (m.group(1) or m.group(2) for m in _MONEY.finditer(text))
     figures = (_DECIMAL_POINT.sub("p", f.rstrip(".,")) for f in found)
     amounts = {Decimal(re.sub(r"[.,]", "", f).replace("p", ".")).normalize() for f in figures}
@@ -3139,10 +3306,18 @@ def _leaves_open(message: MessageEvent) -> bool:
     """Whether the agent's *message* asks nothing the user's next message would answer but
     whether to go on or whether there is anything else: that message, if not a yes or no to
     a question, still speaks to the change agreed."""
-    text = message_text(message)
+    # a reading of the text alone, asked of each agent message again for every constraint and
+    # every change: remembered (see _read_once)
+    return _read_once(_leaves_open_text, message_text(message))
+
+
+def _leaves_open_text(text: str) -> bool:
+    """:func:`_leaves_open` of a message whose normalised text is *text*."""
     asks_other = _ASKS_BESIDES.search(text) and _ABOUT_A_CHANGE.search(text)
     return not asks_other and (
-        _asks_nothing(message) or _asks_to_go_on(message) or _ANYTHING_ELSE.search(text) is not None
+        _ASKING.search(text) is None
+        or _GOING_ON.search(text) is not None
+        or _ANYTHING_ELSE.search(text) is not None
     )
 
 
