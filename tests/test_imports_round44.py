@@ -69,7 +69,7 @@ def test_a_tau2_premature_end_keeps_the_given_reward_in_its_origin(tmp_path: Pat
         False, "agent_failure/step_limit", None, 0.0)  # fmt: skip
     assert row.origin is not None and row.origin["reward"] == 0.8
     (warning,) = source.warnings()
-    assert str(path) in warning and "1 attempt(s)" in warning
+    assert str(path) in warning and "1 attempt that" in warning
 
 
 def test_an_honest_tau2_premature_end_gives_no_warning(store: Store, tmp_path: Path) -> None:
@@ -380,7 +380,7 @@ def test_tau2_pass_k_recomputed_with_rewarded_stops_and_uneven_tasks(
         simulation("c", 2, 0.0),
     ]  # fmt: skip
     batch, err = _imported(store, _tau2(tmp_path, sims, num_trials=3))
-    assert "2 attempt(s)" in err and "fewer" in err
+    assert "2 attempts that" in err and "fewer" in err
     report = store.report(batch)
     outcomes = {"a": [True, False, True], "b": [False, True], "c": [False, True, False]}
     _agrees(report, outcomes)

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from groundstate.errors import SpecError, value_problem
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes, read_bytes
+from groundstate.rounding import counted, inflected
 
 T = TypeVar("T")
 
@@ -186,8 +187,9 @@ class StoppedRewards:
             return []
         more = f" and {len(self.places) - 1} more" if len(self.places) > 1 else ""
         return [
-            f"{path}: {len(self.places)} attempt(s) that a limit or an error ended carry a "
-            f"non-zero reward ({self.places[0]}{more}), which {self.harness}: read as failures "
+            f"{path}: {counted(len(self.places), 'attempt')} that a limit or an error ended "
+            f"{inflected(len(self.places), 'carries', 'carry')} a non-zero reward "
+            f"({self.places[0]}{more}), which {self.harness}: read as failures "
             "by their end with reward 0, never as successes or partial scores (the file was "
             "edited, or rescored by a script that ignored the end?)"
         ]
