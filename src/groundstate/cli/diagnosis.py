@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli import STORE_OPTION, console, main, seed_option
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.errors import GroundstateError, one_line
 from groundstate.rounding import counted, decimals, rounded
@@ -402,9 +402,7 @@ def _negative(magnitude: str) -> str:
 @main.command("sample-failures")
 @click.argument("batch_id")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Runs to sample.")
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Sampling seed."
-)
+@seed_option("Sampling seed.")
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
