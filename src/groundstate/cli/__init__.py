@@ -106,7 +106,10 @@ class _Group(click.Group):
                 from groundstate.spec.files import with_line
 
                 exc = with_line(exc)
-            click.echo(f"error: {one_line(str(exc))}", err=True)  # it may quote a file
+            head, *items = str(exc).split("\n") if exc.listed else [str(exc)]
+            click.echo(f"error: {one_line(head)}", err=True)  # it may quote a file
+            for item in items:  # `run`'s invalid tasks printed "...:\n  a: ..." on one line
+                click.echo(f"  {one_line(item.strip())}", err=True)
             sys.exit(2)
         except OSError as exc:  # a path given that cannot be made or read: a parent is a
             if exc.filename is None:  # file, a link loops, the disk is full or read-only
