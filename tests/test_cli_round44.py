@@ -93,9 +93,16 @@ def _one_style(result: Result) -> list[str]:
         (["run", BANK, "--system", BANK_SYSTEM, "--executor", "gpu"], "'--executor': 'gpu'"),
     ],
     ids=[
-        "range", "argument", "option", "unknown-option", "group-option", "command",
-        "subgroup", "float-range", "choice",
-    ],  # fmt: skip
+        "range",
+        "argument",
+        "option",
+        "unknown-option",
+        "group-option",
+        "command",
+        "subgroup",
+        "float-range",
+        "choice",
+    ],
 )
 def test_clicks_own_refusals_are_one_error_line_then_where_help_is(
     args: list[str], said: str, tmp_path: Path
@@ -204,9 +211,8 @@ def test_a_gate_k_out_of_range_is_refused_before_the_batch(gate: str, tmp_path: 
     args = ["run", BANK, "--system", BANK_SYSTEM, "--fail-under", gate, "--store", store]
     result = _invoke(*args)
     assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output and result.exception is None or isinstance(
-        result.exception, SystemExit
-    )
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "k must be 1 to 100,000" in result.stderr.splitlines()[0], result.output
     assert not store.exists()
 
@@ -362,18 +368,20 @@ def test_lock_check_names_the_suite_as_given(retail: Path, monkeypatch: pytest.M
     [
         (
             "2025-06-16T15:00:00",
-            'clock: 2025-06-16T15:00:00 has no time zone: write one, such as '
+            "clock: 2025-06-16T15:00:00 has no time zone: write one, such as "
             '"2025-06-16T15:00:00Z" (UTC) or "2025-06-16T15:00:00+02:00"',
         ),
         (
             "2025-06-16",
-            'clock: 2025-06-16 is a day, not a moment: write its time and time zone, such as '
+            "clock: 2025-06-16 is a day, not a moment: write its time and time zone, such as "
             '"2025-06-16T00:00:00Z" (UTC)',
         ),
     ],
 )
 def test_the_clock_messages_are_as_they_were(retail: Path, clock: str, said: str) -> None:
-    _replace(retail / "tasks" / "refund-socks.yaml", "clock: 2025-06-16T15:00:00Z", f"clock: {clock}")
+    _replace(
+        retail / "tasks" / "refund-socks.yaml", "clock: 2025-06-16T15:00:00Z", f"clock: {clock}"
+    )
     problems = [str(p) for p in check_suite(retail).errors]
     assert any(p.endswith(said) for p in problems), problems
     with pytest.raises(Exception, match="clock"):

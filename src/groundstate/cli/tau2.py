@@ -32,7 +32,7 @@ SWITCH = click.Choice(["required", "report", "off"])
 @click.option(
     "--sample",
     type=click.IntRange(min=1),
-    help="Convert a seeded random sample of this many tasks.",
+    help="Convert a seeded random sample of this many tasks (all, if fewer).",
 )
 @seed_option("Seed of --sample.")
 @click.option(

@@ -386,15 +386,14 @@ class RubricNode(Strict):
 
 LAST_CLOCK_YEAR = 9000
 """A task's clock is before this year: it leaves the clock centuries to move forward in."""
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+"""What a task id may be: it also names the task's files and folders."""
 
 
 def _zoned(moment: str, *offsets: str) -> str:
     """How to write *moment* (a clock's text without a zone) with one: ``such as "...Z" (UTC)``,
     then with each of *offsets* (``or "...+02:00"``)."""
     return "such as " + " or ".join([f'"{moment}Z" (UTC)', *(f'"{moment}{o}"' for o in offsets)])
-
-TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
-"""What a task id may be: it also names the task's files and folders."""
 
 
 class UserScenario(Strict):
@@ -518,8 +517,7 @@ class AgentTask(Strict):
         if isinstance(moment, date) and not isinstance(moment, datetime):
             midnight = f"{moment.isoformat()}T00:00:00"
             raise ValueError(
-                f"{value} is a day, not a moment: write its time and time zone, "
-                + _zoned(midnight)
+                f"{value} is a day, not a moment: write its time and time zone, " + _zoned(midnight)
             )
         return moment
 
