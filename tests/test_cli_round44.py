@@ -175,13 +175,15 @@ def test_every_seed_option_has_the_one_range() -> None:
 @pytest.mark.parametrize("seed", ["-1", str(2**32), "9" * 30, "1" + "0" * 5000])
 @pytest.mark.parametrize("command", sorted(SEEDED))
 def test_a_seed_out_of_range_is_refused_before_any_store_is_made(
-    command: str, seed: str, tmp_path: Path
+    command: str, seed: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # `--out out`, `--into suite`
     store = tmp_path / "s.db"
     result = _invoke(*SEEDED[command], "--seed", seed, "--store", store)
     lines = _one_style(result)
     assert "'--seed'" in lines[0], result.output
     assert not store.exists() and not (tmp_path / "suite").exists()
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_largest_seed_runs_and_is_stored(tmp_path: Path) -> None:
