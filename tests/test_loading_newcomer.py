@@ -474,7 +474,7 @@ def test_runs_refuses_a_reason_that_is_none(tmp_path: Path) -> None:
     )
     assert code == 2
     assert (
-        "Error: Invalid value for '--reason': 'agent_failur' is not a terminal reason (did you"
+        "error: Invalid value for '--reason': 'agent_failur' is not a terminal reason (did you"
         " mean 'agent_failure'?); the classes are success, agent_failure,"
         " harness_compatibility_failure, environment_failure, grader_failure"
     ) in lines

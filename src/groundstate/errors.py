@@ -68,6 +68,10 @@ def value_problem(exc: ValueError | OverflowError) -> str:
 class GroundstateError(Exception):
     """Base class of every error groundstate raises on purpose."""
 
+    listed = False
+    """Its message is a line and a list under it, one item a line (the command line prints
+    each on its own line, indented; any other message is printed as one line)."""
+
 
 class SpecError(GroundstateError):
     """A task, suite or system file is malformed."""

@@ -27,7 +27,11 @@ EXIT_BELOW_GATE = 4
 (3 is reserved for too many invalid tries, which takes precedence: those numbers are not a
 verdict at all)."""
 
-_METRIC = re.compile(r"^(success_rate|pass@(\d+)|pass\^(\d+))$")
+_METRIC = re.compile(r"^(success_rate|pass@([0-9]+)|pass\^([0-9]+))$")
+
+MAX_K = 100_000
+"""The largest k of a gate: ``run --attempts``'s bound (``pass^00`` was k = 0, and a k of
+5,000 digits a traceback, Python making no such integer)."""
 
 
 _ROUNDING = 1e-9
@@ -95,8 +99,9 @@ def parse_gate(text: str) -> Gate:
             f"--fail-under {text!r}: expected METRIC=VALUE with METRIC one of success_rate, "
             "pass@K, pass^K (e.g. success_rate=0.8, pass^2=0.5)"
         )
-    if (match.group(2) or match.group(3) or "1") == "0":
-        raise BadGate(f"--fail-under {text!r}: k must be 1 or more")
+    k = match.group(2) or match.group(3) or "1"
+    if len(k) > len(str(MAX_K)) or not 1 <= int(k) <= MAX_K:  # 10^5000 is no int() Python makes
+        raise BadGate(f"--fail-under {text!r}: k must be 1 to {MAX_K:,} (attempts per task)")
     try:
         threshold = float(value)
     except ValueError:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -27,6 +27,8 @@ from groundstate.paths import DEFAULT_STORE, os_reason
 if TYPE_CHECKING:
     from rich.console import Console
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 STORE_OPTION = click.option(
     "--store",
     type=click.Path(path_type=Path),
@@ -34,6 +36,23 @@ STORE_OPTION = click.option(
     show_default=True,
     help="Run store database (artifacts go beside it).",
 )
+
+MAX_SEED = 2**32 - 1
+"""The largest seed an option takes (every ``--seed``, from 0): an attempt's seed is 32 bits
+(:func:`groundstate.runner.derive_seed`), as numpy's legacy ``seed()`` takes. Unbounded, ``run
+--seed -5`` and ``--seed 99999999999999999999999`` were stored with the batch (a number past
+64 bits, which other readers of its JSON cannot hold)."""
+
+
+def seed_option(help: str) -> Callable[[F], F]:
+    """``--seed``, 0 to :data:`MAX_SEED` (default 0): one range for every command."""
+    return click.option(
+        "--seed",
+        type=click.IntRange(0, MAX_SEED),
+        default=0,
+        show_default=True,
+        help=help,
+    )
 
 
 def console() -> Console:
@@ -72,9 +91,13 @@ class _Group(click.Group):
             code = 0
         leave(code)
 
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _one_style():  # `groundstate --nope`: the group's own options
+            return super().make_context(*args, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with _said_on_stderr():
+            with _said_on_stderr(), _one_style():
                 return super().invoke(ctx)
         except KeyboardInterrupt:
             _stopped()
@@ -83,7 +106,10 @@ class _Group(click.Group):
                 from groundstate.spec.files import with_line
 
                 exc = with_line(exc)
-            click.echo(f"error: {one_line(str(exc))}", err=True)  # it may quote a file
+            head, *items = str(exc).split("\n") if exc.listed else [str(exc)]
+            click.echo(f"error: {one_line(head)}", err=True)  # it may quote a file
+            for item in items:  # `run`'s invalid tasks printed "...:\n  a: ..." on one line
+                click.echo(f"  {one_line(item.strip())}", err=True)
             sys.exit(2)
         except OSError as exc:  # a path given that cannot be made or read: a parent is a
             if exc.filename is None:  # file, a link loops, the disk is full or read-only
@@ -98,6 +124,24 @@ class _Group(click.Group):
                 raise
             click.echo(f"error: {one_line(loop[1])}: a loop of symbolic links", err=True)
             sys.exit(2)
+
+
+@contextmanager
+def _one_style() -> Iterator[None]:
+    """Click's own errors (an unknown option, a number out of its range, a missing argument)
+    said as the library's are: one ``error: ...`` line on stderr, with exit 2 for a usage
+    error, then where help is (click printed the usage first and ``Error: ...`` last). A group
+    given no command still prints its help."""
+    try:
+        yield
+    except click.exceptions.NoArgsIsHelpError:
+        raise
+    except click.ClickException as exc:
+        click.echo(f"error: {one_line(exc.format_message())}", err=True)
+        context = getattr(exc, "ctx", None)
+        if context is not None and context.command.get_help_option(context) is not None:
+            click.echo(f"Try '{context.command_path} --help' for help.", err=True)
+        sys.exit(exc.exit_code)
 
 
 @contextmanager
@@ -166,6 +210,7 @@ from groundstate.cli import (  # noqa: E402  (commands register)
 
 __all__ = [
     "DEFAULT_STORE",
+    "MAX_SEED",
     "STORE_OPTION",
     "check",
     "console",
@@ -176,6 +221,7 @@ __all__ = [
     "main",
     "play",
     "runs",
+    "seed_option",
     "systems",
     "tasks",
     "tau2",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli import STORE_OPTION, console, main, seed_option
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.errors import GroundstateError, one_line
 from groundstate.rounding import counted, decimals, rounded
@@ -85,9 +85,15 @@ def _verified_batch(run_store: RunStore, batch_id: str) -> BatchInfo:
 
 @main.command("plan")
 @click.argument("batch_ids", nargs=-1, required=True, metavar="BATCH [BATCH_B]")
-@click.option("--delta", type=float, default=0.05, show_default=True, help="Difference to detect.")
-@click.option("--power", type=float, default=0.8, show_default=True, help="Power wanted.")
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Two-sided level.")
+@click.option(
+    "--delta", type=float, default=0.05, show_default=True, help="Difference to detect, in (0, 1]."
+)
+@click.option(
+    "--power", type=float, default=0.8, show_default=True, help="Power wanted, in (0, 1)."
+)
+@click.option(
+    "--alpha", type=float, default=0.05, show_default=True, help="Two-sided level, in (0, 1)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @STORE_OPTION
 def plan_command(
@@ -401,10 +407,10 @@ def _negative(magnitude: str) -> str:
 
 @main.command("sample-failures")
 @click.argument("batch_id")
-@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Runs to sample.")
 @click.option(
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Sampling seed."
+    "--n", "n", type=click.IntRange(min=1), required=True, help="Runs to sample (all, if fewer)."
 )
+@seed_option("Sampling seed.")
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),

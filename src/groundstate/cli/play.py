@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from groundstate.cli import STORE_OPTION, main
+from groundstate.cli import STORE_OPTION, main, seed_option
 
 
 @main.command()
@@ -22,7 +22,7 @@ from groundstate.cli import STORE_OPTION, main
 )
 @click.option("--system", type=click.Path(path_type=Path), help="The system (for --as user).")
 @click.option("--save", metavar="NAME", help="Save a successful trajectory as solution NAME.")
-@click.option("--seed", type=int, default=0, show_default=True, help="The attempt's seed.")
+@seed_option("The attempt's seed.")
 @STORE_OPTION
 def play(
     suite: Path,

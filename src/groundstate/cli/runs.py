@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
-from groundstate.cli import DEFAULT_STORE, STORE_OPTION, console, main
+from groundstate.cli import DEFAULT_STORE, STORE_OPTION, console, main, seed_option
 from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
@@ -86,13 +86,7 @@ HTML_OPTION = click.option(
     show_default=True,
     help="Attempts per task.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Batch seed; attempt seeds derive from it.",
-)
+@seed_option("Batch seed; attempt seeds derive from it.")
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1, max=MAX_CONCURRENCY),  # on every executor
@@ -336,9 +330,7 @@ def exit_without_estimate(batches: list[tuple[str, str | None]]) -> None:
 @main.command()
 @click.argument("batch_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(  # numpy's generators take no negative seed
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Bootstrap seed."
-)
+@seed_option("Bootstrap seed.")
 @FAIL_UNDER_OPTION
 @click.option(
     "--k-over-supporting",
@@ -716,9 +708,7 @@ def _run_json(run: AgentRun, counted: bool) -> dict[str, Any]:
 @click.argument("batch_a")
 @click.argument("batch_b")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option(  # numpy's generators take no negative seed
-    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Bootstrap seed."
-)
+@seed_option("Bootstrap seed.")
 @click.option(
     "--fdr",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),

@@ -110,7 +110,7 @@ def lock(suite: Path, check: bool, as_json: bool) -> None:
         for line in lines:
             click.echo(line)
         if not lines:
-            click.echo(f"{suite} matches its lock")
+            click.echo(f"{loaded.shown()} matches its lock")
     if lines:
         sys.exit(1)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 import click
 
-from groundstate.cli import main
+from groundstate.cli import main, seed_option
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.tau2 import ImportReport
@@ -32,9 +32,9 @@ SWITCH = click.Choice(["required", "report", "off"])
 @click.option(
     "--sample",
     type=click.IntRange(min=1),
-    help="Convert a seeded random sample of this many tasks.",
+    help="Convert a seeded random sample of this many tasks (all, if fewer).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+@seed_option("Seed of --sample.")
 @click.option(
     "--mutation-testing",
     type=SWITCH,

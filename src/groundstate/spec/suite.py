@@ -297,7 +297,7 @@ def _walk(root: Path, report: Report) -> Suite | None:
     for task_file in sorted((root / "tasks").glob("*.yaml")):
         _add_task(suite, task_file, report)
     if not suite.tasks and not any((root / "tasks").glob("*.yaml")):
-        report(SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)"))
+        report(_unlisted(root / "tasks"))
     if config.canary is not None and not _task_named(root, config.canary):
         ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
         hint = did_you_mean(config.canary, ids)
@@ -498,6 +498,20 @@ def _task_named(root: Path, task_id: str) -> bool:
     nowhere or a loop): a task file that does not load is reported as itself; "no task" then
     would be a second, wrong report of it."""
     return os.path.lexists(root / "tasks" / f"{task_id}.yaml")
+
+
+def _unlisted(folder: Path) -> SpecError:
+    """Why *folder* (``tasks``) gave no task file: glob lists none, without a word, in a folder
+    this user may not read, or in a file of that name."""
+    if is_file(folder):
+        return SpecError(folder, None, "is a file, not the folder of task files (tasks/*.yaml)")
+    try:
+        os.listdir(folder)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return SpecError(folder, None, f"cannot read: {os_reason(folder, exc)}")
+    return SpecError(folder, None, "the suite has no task files (tasks/*.yaml)")
 
 
 def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:

@@ -390,6 +390,12 @@ TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 """What a task id may be: it also names the task's files and folders."""
 
 
+def _zoned(moment: str, *offsets: str) -> str:
+    """How to write *moment* (a clock's text without a zone) with one: ``such as "...Z" (UTC)``,
+    then with each of *offsets* (``or "...+02:00"``)."""
+    return "such as " + " or ".join([f'"{moment}Z" (UTC)', *(f'"{moment}{o}"' for o in offsets)])
+
+
 class UserScenario(Strict):
     """What the simulated user knows and wants in this task (the persona is in the system)."""
 
@@ -509,9 +515,9 @@ class AgentTask(Strict):
         # The loader keeps a bare timestamp as text; read it as YAML would have.
         moment = yaml_timestamp(value) if isinstance(value, str) else value
         if isinstance(moment, date) and not isinstance(moment, datetime):
+            midnight = f"{moment.isoformat()}T00:00:00"
             raise ValueError(
-                f"{value} is a day, not a moment: write its time and time zone, such as "
-                f'"{moment.isoformat()}T00:00:00Z" (UTC)'
+                f"{value} is a day, not a moment: write its time and time zone, " + _zoned(midnight)
             )
         return moment
 
@@ -522,10 +528,8 @@ class AgentTask(Strict):
         ``ctx.now().timestamp()`` as the machine's local time (another machine, another
         verdict), and comparing it with a moment that has one raised ``TypeError``."""
         if clock.utcoffset() is None:
-            raise ValueError(
-                f"{clock.isoformat()} has no time zone: write one, such as "
-                f'"{clock.isoformat()}Z" (UTC) or "{clock.isoformat()}+02:00"'
-            )
+            moment = clock.isoformat()
+            raise ValueError(f"{moment} has no time zone: write one, {_zoned(moment, '+02:00')}")
         return clock
 
     @field_validator("clock")

@@ -446,6 +446,8 @@ def ensure_valid(
 class InvalidTasks(GroundstateError):
     """A batch was refused because some of its tasks are not proven valid."""
 
+    listed = True  # a task a line
+
 
 def require_valid(
     suite: Suite,
