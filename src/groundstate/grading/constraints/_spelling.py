@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -61,44 +62,68 @@ def same_path(value: Any, expected: Any) -> bool:
     return PurePosixPath(posixpath.normpath(value)) == PurePosixPath(posixpath.normpath(expected))
 
 
-def shown(event: AgentEvent, expected: Any) -> bool:
+def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
     """Whether the call's output or writes hold *expected* itself as one of their values
-    (a whole value: ``O-1020``, not a text mentioning it), as the tool's own: not where the
-    call's arguments hold *expected* at the same path (``transfer(from: ACC-1, to: acc-1)``
-    answering ``{from: ACC-1, to: acc-1}`` echoes its ``from``; it served no ``ACC-1`` for
-    ``to``), nor as the old value of a column the call changed (what the row held, not what
-    the tool took)."""
-    args = getattr(event, "args", None)
-    found: list[tuple[tuple[Any, ...], Any]] = [((), getattr(event, "output", None))]
+    (a whole value: ``O-1020``, not a text mentioning it) as the tool's reading of an
+    argument the agent spelt *value*, not an echo of the agent's own words.
+
+    A row the call changed or deleted is the environment's: its key and the columns it kept
+    are always shown so (not a changed column's old value: what the row held, not what the
+    tool took). An output value, or a column the call wrote, may be an echo: where the call
+    repeats the agent's spelling *value* somewhere (the tool echoes what it is given), one
+    at a path whose end is the end of a path in the arguments holding *expected* (``from``
+    of ``{from: ACC-1}``, ``request.from``, an element of a list echoed) is that argument's
+    echo. Where the call shows *value* nowhere, the tool echoes none of it and every value is
+    its own: an argument holding *expected* that the tool ignored (``get_account(id: acc-1,
+    account_id: ACC-1)`` answering ``{account_id: ACC-1}``) cannot make the record an echo."""
+    if not isinstance(args := getattr(event, "args", None), dict):
+        args = {}
+    own: list[tuple[tuple[Any, ...], Any]] = []  # the environment's: never an echo
+    echoable: list[tuple[tuple[Any, ...], Any]] = [((), getattr(event, "output", None))]
     for w in getattr(event, "writes", None) or []:
-        found += [((), w.key), ((), w.after), ((), _kept(w))]
-    while found:
-        path, value = found.pop()
+        own += [((), w.key), ((), _kept(w))]
+        echoable.append(((), w.after))
+    if any(_is(leaf, expected) for _, leaf in _leaves(own)):
+        return True
+    found = [path for path, leaf in _leaves(echoable) if _is(leaf, expected)]
+    if not found:
+        return False
+    held = [_shape(path) for path, leaf in _leaves([((), args)]) if _is(leaf, expected)]
+    if not held or not any(_is(leaf, value) for _, leaf in _leaves(echoable)):
+        return True
+    return any(not any(_ends_alike(_shape(path), h) for h in held) for path in found)
+
+
+def _leaves(
+    roots: list[tuple[tuple[Any, ...], Any]],
+) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Every value below *roots* that is no object or list, with its path."""
+    stack = list(roots)
+    while stack:
+        path, value = stack.pop()
         if isinstance(value, dict):
-            found.extend(((*path, k), v) for k, v in value.items())
+            stack.extend(((*path, k), v) for k, v in value.items())
         elif isinstance(value, list):
-            found.extend(((*path, i), v) for i, v in enumerate(value))
-        elif _is(value, expected) and not _is(_at(args, path), expected):
-            return True
-    return False
+            stack.extend(((*path, i), v) for i, v in enumerate(value))
+        else:
+            yield path, value
+
+
+def _shape(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """*path* with its list indices left out of account (an echoed list may be reordered)."""
+    return tuple(None if isinstance(step, int) else step for step in path)
+
+
+def _ends_alike(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether one of two paths ends with the other (neither empty)."""
+    n = min(len(a), len(b))
+    return n > 0 and a[-n:] == b[-n:]
 
 
 def _is(value: Any, expected: Any) -> bool:
     return value == expected and (
         type(value) is type(expected) or (is_number_value(value) and is_number_value(expected))
     )
-
-
-def _at(value: Any, path: tuple[Any, ...]) -> Any:
-    """The value at *path* (keys and list indices) in *value*, or None."""
-    for step in path:
-        if isinstance(value, dict) and step in value:
-            value = value[step]
-        elif isinstance(value, list) and isinstance(step, int):
-            value = value[step] if step < len(value) else None
-        else:
-            return None
-    return value
 
 
 def _kept(write: RowWrite) -> Row | None:
