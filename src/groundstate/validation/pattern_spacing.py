@@ -289,7 +289,7 @@ def _fixed(op: Any, av: Any) -> str | None:
         parts = [_fixed(o, a) for o, a in av[2]]
         if None in parts or av[0] > _LOOPS:
             return None
-        return "".join(p or "" for p in parts) * av[0]
+        return "".join(p or "" for p in parts) * int(av[0])
     return None
 
 

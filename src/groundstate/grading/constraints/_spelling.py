@@ -9,7 +9,10 @@ or repeated whitespace, Unicode forms, a number written as text) names it when t
 output or writes show the expected value itself, so the tool served that record. Where they
 show another spelling only (a tool that tells ``a1`` from ``A1`` served record ``a1``), or
 nothing, the values stay apart: honest distinct values never collide. What the call echoes
-is not shown so: a value its arguments hold at the same path, a changed column's old value.
+is not shown so (a value of its arguments repeated under their names, at any depth; a
+changed column's old value), judged so that an argument an agent adds beside the one judged
+cannot make the tool's record an echo (see :func:`shown`). A tool repeating some arguments
+but not the one judged is read as echoing none: what it repeats counts as its own.
 A path spelt another way (``./tests/hidden/x``, ``tests//hidden/x/``, ``tests/a/../hidden/x``)
 names the same file for every tool that takes one, whatever the call shows (a tool echoing
 the path it was given shows nothing else).
@@ -73,9 +76,12 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
     repeats the agent's spelling *value* somewhere (the tool echoes what it is given), one
     at a path whose end is the end of a path in the arguments holding *expected* (``from``
     of ``{from: ACC-1}``, ``request.from``, an element of a list echoed) is that argument's
-    echo. Where the call shows *value* nowhere, the tool echoes none of it and every value is
-    its own: an argument holding *expected* that the tool ignored (``get_account(id: acc-1,
-    account_id: ACC-1)`` answering ``{account_id: ACC-1}``) cannot make the record an echo."""
+    echo, as many times as the echoes go (as often as the call repeats *value* for each time
+    the arguments hold it): a value more is the tool's own (the record served beside
+    ``{request: ...}``). Where the call shows *value* nowhere, the tool echoes none of it and
+    every value is its own: an argument holding *expected* that the tool ignored
+    (``get_account(id: acc-1, account_id: ACC-1)`` answering ``{account_id: ACC-1}``) cannot
+    make the record an echo."""
     if not isinstance(args := getattr(event, "args", None), dict):
         args = {}
     own: list[tuple[tuple[Any, ...], Any]] = []  # the environment's: never an echo
@@ -88,10 +94,16 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
     found = [path for path, leaf in _leaves(echoable) if _is(leaf, expected)]
     if not found:
         return False
-    held = [_shape(path) for path, leaf in _leaves([((), args)]) if _is(leaf, expected)]
-    if not held or not any(_is(leaf, value) for _, leaf in _leaves(echoable)):
+    given = list(_leaves([((), args)]))
+    held = [_shape(path) for path, leaf in given if _is(leaf, expected)]
+    repeated = sum(_is(leaf, value) for _, leaf in _leaves(echoable))
+    if not held or not repeated:
         return True
-    return any(not any(_ends_alike(_shape(path), h) for h in held) for path in found)
+    alike = [p for p in found if any(_ends_alike(_shape(p), h) for h in held)]
+    # Each echo of the arguments repeats *value* as often as they hold it: more values
+    # alike than the echoes hold are the tool's own.
+    copies = -(-repeated // max(1, sum(_is(leaf, value) for _, leaf in given)))
+    return len(found) > len(alike) or len(alike) > len(held) * copies
 
 
 def _leaves(
