@@ -153,6 +153,23 @@ def test_the_record_beside_an_echo_of_the_same_path_is_still_the_record() -> Non
     assert not passes(NEVER_ID, Trace("hi").call("get_account", args, answer))
 
 
+def test_an_echo_repeated_is_still_an_echo_and_a_value_more_is_the_record() -> None:
+    args = {"id": "acc-1", "note": "ACC-1"}
+    twice = {"request": dict(args), "log": [dict(args)]}
+    assert passes(NEVER_ID, Trace("hi").call("get_account", args, twice))
+    assert not passes(NEVER_ID, Trace("hi").call("get_account", args, {**twice, "note": "ACC-1"}))
+
+
+def test_many_deep_arguments_holding_the_value_echoed_are_echoes() -> None:
+    deep: Any = ["ACC-1"] * 500
+    for _ in range(50):
+        deep = {"a": deep}
+    args = {"id": "acc-1", "x": deep}
+    assert passes(NEVER_ID, Trace("hi").call("get_account", args, {"request": args}))
+    served = {"request": args, "account_id": "ACC-1"}
+    assert not passes(NEVER_ID, Trace("hi").call("get_account", args, served))
+
+
 @pytest.mark.parametrize(
     ("args", "answer"),
     [

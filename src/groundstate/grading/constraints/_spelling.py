@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
@@ -91,45 +92,67 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
         echoable.append(((), w.after))
     if any(_is(leaf, expected) for _, leaf in _leaves(own)):
         return True
-    found = [path for path, leaf in _leaves(echoable) if _is(leaf, expected)]
+    shown_here = list(_leaves(echoable))
+    found = Counter(path for path, leaf in shown_here if _is(leaf, expected))
     if not found:
         return False
     given = list(_leaves([((), args)]))
-    held = [_shape(path) for path, leaf in given if _is(leaf, expected)]
-    repeated = sum(_is(leaf, value) for _, leaf in _leaves(echoable))
+    held = [path for path, leaf in given if _is(leaf, expected)]
+    repeated = sum(_is(leaf, value) for _, leaf in shown_here)
     if not held or not repeated:
         return True
-    alike = [p for p in found if any(_ends_alike(_shape(p), h) for h in held)]
+    ends = _ends(set(held))
+    alike = sum(n for path, n in found.items() if _ends_alike(path, ends))
     # Each echo of the arguments repeats *value* as often as they hold it: more values
     # alike than the echoes hold are the tool's own.
     copies = -(-repeated // max(1, sum(_is(leaf, value) for _, leaf in given)))
-    return len(found) > len(alike) or len(alike) > len(held) * copies
+    return found.total() > alike or alike > len(held) * copies
 
 
 def _leaves(
     roots: list[tuple[tuple[Any, ...], Any]],
 ) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """Every value below *roots* that is no object or list, with its path."""
+    """Every value below *roots* that is no object or list, with its path: its keys, each
+    list index as None (an echoed list may be reordered)."""
     stack = list(roots)
     while stack:
         path, value = stack.pop()
         if isinstance(value, dict):
             stack.extend(((*path, k), v) for k, v in value.items())
         elif isinstance(value, list):
-            stack.extend(((*path, i), v) for i, v in enumerate(value))
+            stack.extend(((*path, None), v) for v in value)
         else:
             yield path, value
 
 
-def _shape(path: tuple[Any, ...]) -> tuple[Any, ...]:
-    """*path* with its list indices left out of account (an echoed list may be reordered)."""
-    return tuple(None if isinstance(step, int) else step for step in path)
+_WHOLE = object()
+"""Marks where a path of :func:`_ends` ends."""
 
 
-def _ends_alike(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    """Whether one of two paths ends with the other (neither empty)."""
-    n = min(len(a), len(b))
-    return n > 0 and a[-n:] == b[-n:]
+def _ends(paths: set[tuple[Any, ...]]) -> dict[Any, Any]:
+    """*paths* read from their last step, as a tree (to ask of a path whether one of them
+    ends alike in as many steps as it has)."""
+    tree: dict[Any, Any] = {}
+    for path in paths:
+        node = tree
+        for step in reversed(path):
+            node = node.setdefault(step, {})
+        node[_WHOLE] = {}
+    return tree
+
+
+def _ends_alike(path: tuple[Any, ...], ends: dict[Any, Any]) -> bool:
+    """Whether *path* ends with one of the paths of *ends*, or one of them ends with it;
+    neither empty."""
+    node = ends
+    for step in reversed(path):
+        found = node.get(step)
+        if found is None:
+            return False
+        if _WHOLE in found:
+            return True
+        node = found
+    return bool(path)
 
 
 def _is(value: Any, expected: Any) -> bool:
