@@ -71,9 +71,9 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
     (a whole value: ``O-1020``, not a text mentioning it) as the tool's reading of an
     argument the agent spelt *value*, not an echo of the agent's own words.
 
-    A row the call changed or deleted is the environment's: its key and the columns it kept
-    are always shown so (not a changed column's old value: what the row held, not what the
-    tool took). An output value, or a column the call wrote, may be an echo: where the call
+    The key of a row the call wrote and the columns a changed or deleted row kept are the
+    environment's, always shown so (not a changed column's old value: what the row held, not
+    what the tool took). An output value, or a column the call wrote, may be an echo: where the call
     repeats the agent's spelling *value* somewhere (the tool echoes what it is given), one
     at a path whose end is the end of a path in the arguments holding *expected* (``from``
     of ``{from: ACC-1}``, ``request.from``, an element of a list echoed) is that argument's
