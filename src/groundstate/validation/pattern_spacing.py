@@ -6,7 +6,9 @@ that needs two whitespace characters in a row (``"refund  issued"``, ``"\\s\\s"`
 ``"\\t"``, ``"\\x09"``, ``"[\\n\\r]"``), or a space right after ``^`` or before ``$`` is
 never found: a ``never`` on it holds on every attempt, an ``at_least`` fails on every one.
 Nor is a space, ``-`` or ``/`` between two digits, which normalised text removes
-(``"4111 1111"``, ``"\\d{3}-\\d{4}"``: it reads ``41111111``).
+(``"4111 1111"``, ``"\\d{3}-\\d{4}"``: it reads ``41111111``), nor a run of three or more
+digit groups joined by one dot or comma (``"4,111,1111"``, ``"\\d{4}\\.\\d{4}\\.\\d{4}"``),
+whose separators it removes too (``"35.00"``, ``"1,000.50"`` and ``"4111.1111"`` keep theirs).
 
 The pattern is read as the regular expression engine parses it (groups, alternatives,
 quantifiers, a verbose pattern's layout), and each part is summed up by the shapes of the
@@ -27,6 +29,8 @@ import operator
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from groundstate.grading.constraints._text import DIGIT_GROUPS, DIGIT_SEPARATORS
 
 _SPACE, _DEAD, _OTHER, _START, _END, _BREAK = "space", "dead", "other", "start", "end", "break"
 _DEAD_ESCAPES = {"n": "\\n", "t": "\\t", "r": "\\r", "f": "\\f", "v": "\\v"}
@@ -61,8 +65,9 @@ def spacing_problem(pattern: str) -> str | None:
         return None
     if _matchable(pattern, digits=False):
         return (
-            "every match has a space, '-' or '/' between two digits, which normalised text "
-            "removes ('card 4111 1111' reads 'card 41111111')"
+            "every match has a space, '-' or '/' between two digits, or digit groups joined "
+            "by dots or commas ('4,111,1111'), which normalised text removes ('card 4111 "
+            "1111' and 'card 4.111.1111' read 'card 41111111')"
         )
     return _named_part(pattern) or (
         "every match needs spacing it never has across the pattern's groups (two spaces in "
@@ -181,8 +186,8 @@ def _class(pattern: str, at: int) -> tuple[_Atom, int]:
 _sre: Any = importlib.import_module("re._parser")
 """The standard library's regular expression parser (``sre_parse``, which warns on import)."""
 
-_SEPARATORS = frozenset(" /-_*`~\u2013\u2014\u2015")
-"""What normalised text removes between two digits (``_text._DIGIT_SEPARATORS``)."""
+_SEPARATORS = frozenset(DIGIT_SEPARATORS)
+"""What normalised text removes between two digits."""
 _KINDS = frozenset("spdo")
 """Kinds of character: ``s`` a space, ``p`` another separator of digits (``-``, ``/``),
 ``d`` a digit, ``o`` any other (whitespace but a space is no kind: never held)."""
@@ -244,12 +249,57 @@ def _joined(a: frozenset[_Shape], b: frozenset[_Shape]) -> frozenset[_Shape]:
 
 
 def _sequence(items: list[tuple[Any, Any]], digits: bool) -> frozenset[_Shape]:
+    if digits and _grouped(items):
+        return frozenset()
     shapes = frozenset({_EMPTY})
     for op, av in items:
         shapes = _joined(shapes, _item(op, av, digits))
         if not shapes:
             break
     return shapes
+
+
+def _grouped(items: list[tuple[Any, Any]]) -> bool:
+    """Whether *items* spell, in a row, digit groups joined by dots or commas that normalised
+    text writes without them (``4,111,1111``, ``\\d{4}\\.\\d{4}\\.\\d{4}``: it reads
+    ``41111111``). Only parts of one text each are read (a digit class as ``0``)."""
+    run = ""
+    for op, av in [*items, (None, None)]:
+        text = _fixed(op, av)
+        if text is None:
+            if DIGIT_GROUPS.search(run):
+                return True
+            run = ""
+        else:
+            run += text
+    return False
+
+
+def _fixed(op: Any, av: Any) -> str | None:
+    """The one text a part matches, a digit as ``0``, or None if it matches several (or is
+    too long to spell: a repeat of more than :data:`_LOOPS`)."""
+    if op is _sre.LITERAL:
+        return chr(av)
+    if op is _sre.IN and av and all(_digit_member(o, a) for o, a in av):
+        return "0"
+    if op is _sre.SUBPATTERN:
+        parts = [_fixed(o, a) for o, a in av[-1]]
+        return None if None in parts else "".join(p or "" for p in parts)
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT) and av[0] == av[1]:
+        parts = [_fixed(o, a) for o, a in av[2]]
+        if None in parts or av[0] > _LOOPS:
+            return None
+        return "".join(p or "" for p in parts) * int(av[0])
+    return None
+
+
+def _digit_member(op: Any, av: Any) -> bool:
+    """Whether a class member (``\\d``, ``0-9``, ``7``) matches only digits."""
+    if op is _sre.CATEGORY:
+        return bool(av is _sre.CATEGORY_DIGIT)
+    if op is _sre.RANGE:
+        return chr(av[0]) >= "0" and chr(av[1]) <= "9"
+    return op is _sre.LITERAL and "0" <= chr(av) <= "9"
 
 
 def _item(op: Any, av: Any, digits: bool) -> frozenset[_Shape]:

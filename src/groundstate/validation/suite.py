@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 71
+VALIDATOR_REVISION = 72
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -226,7 +226,10 @@ requested — forest green"); 71: ``confirmed``
 reads a yes naming another thing without an article ("Yes, shirt.", "Yes, the shirt one"), a
 figure the question does not say ("Yes, 14 Elm Road." to 12 Oak Street), cash, a bank account
 or a cheque as another way of paying, and confirms nothing by a yes with words in a script it
-does not read ("OK, только рубашку")."""
+does not read ("OK, только рубашку"); 72: an echo of an argument at any depth, in a list or
+in a written column is no evidence that a tool took a respelling as the expected value, an
+argument added beside the one judged cannot make the record served an echo, and ``check``
+refuses a pattern of three digit groups joined by dots or commas ("4,111,1111")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

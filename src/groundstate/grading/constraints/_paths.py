@@ -7,7 +7,7 @@ call; ``text``, ``role`` of a message) and walks dictionary keys; a number index
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -140,15 +140,6 @@ def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> int:
     return shared
 
 
-def _one_element(
-    a: tuple[str, ...], at_a: tuple[int, ...], b: tuple[str, ...], at_b: tuple[int, ...]
-) -> bool:
-    """Whether values reached at *at_a* on path *a* and *at_b* on *b* are of one element
-    under each ``*`` the paths go through together."""
-    shared = _shared(a, b)
-    return at_a[:shared] == at_b[:shared]
-
-
 def holds(event: AgentEvent, where: dict[str, JsonScalar], bindings: Bindings) -> bool:
     """Every condition of ``before.where`` holds: at each path, every value reached equals
     the expected value (every order a call reads must be licensed).
@@ -210,16 +201,37 @@ def _rows(
     reached: list[tuple[tuple[str, ...], list[tuple[tuple[int, ...], Any]]]],
 ) -> list[list[tuple[tuple[int, ...], Any]]]:
     """The values of the paths *reached*, one of each, taken under each ``*`` two paths go
-    through together from one element."""
+    through together from one element (each value looked up by its element: see
+    :func:`_pivots`)."""
     rows: list[list[tuple[tuple[int, ...], Any]]] = [[]]
-    for i, (path, found) in enumerate(reached):
-        rows = [
-            [*row, (at, value)]
-            for row in rows
-            for at, value in found
-            if all(_one_element(path, at, reached[j][0], row[j][0]) for j in range(i))
-        ]
+    for (depth, j), (_, found) in zip(_pivots([p for p, _ in reached]), reached, strict=True):
+        if not depth:
+            rows = [[*row, hit] for row in rows for hit in found]
+            continue
+        by_element = _by_element([at for at, _ in found], depth)
+        rows = [[*row, found[i]] for row in rows for i in by_element.get(row[j][0][:depth], ())]
     return rows
+
+
+def _pivots(paths: list[tuple[str, ...]]) -> list[tuple[int, int]]:
+    """For each path, how many ``*`` it goes through together with an earlier one at most,
+    and that earlier one (``(0, 0)``: none). A value one element with that one's is one
+    element with every earlier one too: two paths go through at least as many ``*``
+    together as each does with a third through fewer."""
+    pivots: list[tuple[int, int]] = []
+    for k, path in enumerate(paths):
+        shared = [(_shared(path, paths[j]), -j) for j in range(k)]
+        depth, j = max(shared, default=(0, 0))
+        pivots.append((depth, -j))
+    return pivots
+
+
+def _by_element(places: list[tuple[int, ...]], depth: int) -> dict[tuple[int, ...], list[int]]:
+    """The positions in *places* by their element under the first *depth* ``*``."""
+    found: dict[tuple[int, ...], list[int]] = {}
+    for i, at in enumerate(places):
+        found.setdefault(at[:depth], []).append(i)
+    return found
 
 
 def _met_together(
@@ -244,18 +256,21 @@ def _met_together(
             [i for i, v in enumerate(bound.values) if all(c(value, v) for c, value in wanted)]
         )
 
+    # Each name's candidates by their element, looked up under its pivot's choice.
+    pivots = _pivots([bindings[name].path for name in names])
+    pools = [
+        _by_element([bindings[name].at[i] for i in found], depth)
+        for name, found, (depth, _) in zip(names, candidates, pivots, strict=True)
+    ]
+
     def choose(k: int, chosen: list[int]) -> bool:
         if k == len(names):
             return True
-        bound = bindings[names[k]]
-        return any(
-            all(
-                _one_element(bound.path, bound.at[i], bindings[n].path, bindings[n].at[j])
-                for n, j in zip(names, chosen, strict=False)
-            )
-            and choose(k + 1, [*chosen, i])
-            for i in candidates[k]
-        )
+        depth, j = pivots[k]
+        pool: Sequence[int] = range(len(candidates[k]))
+        if depth:
+            pool = pools[k].get(bindings[names[j]].at[chosen[j]][:depth], [])
+        return any(choose(k + 1, [*chosen, candidates[k][p]]) for p in pool)
 
     return choose(0, [])
 
@@ -324,7 +339,7 @@ def agrees(event: AgentEvent, value: Any, expected: Any) -> bool:
     return (
         same(value, expected)
         or same_path(value, expected)
-        or (respelt(value, expected) and shown(event, expected))
+        or (respelt(value, expected) and shown(event, expected, value))
     )
 
 

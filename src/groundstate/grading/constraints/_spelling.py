@@ -9,7 +9,10 @@ or repeated whitespace, Unicode forms, a number written as text) names it when t
 output or writes show the expected value itself, so the tool served that record. Where they
 show another spelling only (a tool that tells ``a1`` from ``A1`` served record ``a1``), or
 nothing, the values stay apart: honest distinct values never collide. What the call echoes
-is not shown so: a value its arguments hold at the same path, a changed column's old value.
+is not shown so (a value of its arguments repeated under their names, at any depth; a
+changed column's old value), judged so that an argument an agent adds beside the one judged
+cannot make the tool's record an echo (see :func:`shown`). A tool repeating some arguments
+but not the one judged is read as echoing none: what it repeats counts as its own.
 A path spelt another way (``./tests/hidden/x``, ``tests//hidden/x/``, ``tests/a/../hidden/x``)
 names the same file for every tool that takes one, whatever the call shows (a tool echoing
 the path it was given shows nothing else).
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import math
 import posixpath
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -61,44 +66,99 @@ def same_path(value: Any, expected: Any) -> bool:
     return PurePosixPath(posixpath.normpath(value)) == PurePosixPath(posixpath.normpath(expected))
 
 
-def shown(event: AgentEvent, expected: Any) -> bool:
+def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
     """Whether the call's output or writes hold *expected* itself as one of their values
-    (a whole value: ``O-1020``, not a text mentioning it), as the tool's own: not where the
-    call's arguments hold *expected* at the same path (``transfer(from: ACC-1, to: acc-1)``
-    answering ``{from: ACC-1, to: acc-1}`` echoes its ``from``; it served no ``ACC-1`` for
-    ``to``), nor as the old value of a column the call changed (what the row held, not what
-    the tool took)."""
-    args = getattr(event, "args", None)
-    found: list[tuple[tuple[Any, ...], Any]] = [((), getattr(event, "output", None))]
+    (a whole value: ``O-1020``, not a text mentioning it) as the tool's reading of an
+    argument the agent spelt *value*, not an echo of the agent's own words.
+
+    The key of a row the call wrote and the columns a changed or deleted row kept are the
+    environment's, always shown so (not a changed column's old value: what the row held, not
+    what the tool took). An output value, or a column the call wrote, may be an echo: where the call
+    repeats the agent's spelling *value* somewhere (the tool echoes what it is given), one
+    at a path whose end is the end of a path in the arguments holding *expected* (``from``
+    of ``{from: ACC-1}``, ``request.from``, an element of a list echoed) is that argument's
+    echo, as many times as the echoes go (as often as the call repeats *value* for each time
+    the arguments hold it): a value more is the tool's own (the record served beside
+    ``{request: ...}``). Where the call shows *value* nowhere, the tool echoes none of it and
+    every value is its own: an argument holding *expected* that the tool ignored
+    (``get_account(id: acc-1, account_id: ACC-1)`` answering ``{account_id: ACC-1}``) cannot
+    make the record an echo."""
+    if not isinstance(args := getattr(event, "args", None), dict):
+        args = {}
+    own: list[tuple[tuple[Any, ...], Any]] = []  # the environment's: never an echo
+    echoable: list[tuple[tuple[Any, ...], Any]] = [((), getattr(event, "output", None))]
     for w in getattr(event, "writes", None) or []:
-        found += [((), w.key), ((), w.after), ((), _kept(w))]
-    while found:
-        path, value = found.pop()
+        own += [((), w.key), ((), _kept(w))]
+        echoable.append(((), w.after))
+    if any(_is(leaf, expected) for _, leaf in _leaves(own)):
+        return True
+    shown_here = list(_leaves(echoable))
+    found = Counter(path for path, leaf in shown_here if _is(leaf, expected))
+    if not found:
+        return False
+    given = list(_leaves([((), args)]))
+    held = [path for path, leaf in given if _is(leaf, expected)]
+    repeated = sum(_is(leaf, value) for _, leaf in shown_here)
+    if not held or not repeated:
+        return True
+    ends = _ends(set(held))
+    alike = sum(n for path, n in found.items() if _ends_alike(path, ends))
+    # Each echo of the arguments repeats *value* as often as they hold it: more values
+    # alike than the echoes hold are the tool's own.
+    copies = -(-repeated // max(1, sum(_is(leaf, value) for _, leaf in given)))
+    return found.total() > alike or alike > len(held) * copies
+
+
+def _leaves(
+    roots: list[tuple[tuple[Any, ...], Any]],
+) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Every value below *roots* that is no object or list, with its path: its keys, each
+    list index as None (an echoed list may be reordered)."""
+    stack = list(roots)
+    while stack:
+        path, value = stack.pop()
         if isinstance(value, dict):
-            found.extend(((*path, k), v) for k, v in value.items())
+            stack.extend(((*path, k), v) for k, v in value.items())
         elif isinstance(value, list):
-            found.extend(((*path, i), v) for i, v in enumerate(value))
-        elif _is(value, expected) and not _is(_at(args, path), expected):
+            stack.extend(((*path, None), v) for v in value)
+        else:
+            yield path, value
+
+
+_WHOLE = object()
+"""Marks where a path of :func:`_ends` ends."""
+
+
+def _ends(paths: set[tuple[Any, ...]]) -> dict[Any, Any]:
+    """*paths* read from their last step, as a tree (to ask of a path whether one of them
+    ends alike in as many steps as it has)."""
+    tree: dict[Any, Any] = {}
+    for path in paths:
+        node = tree
+        for step in reversed(path):
+            node = node.setdefault(step, {})
+        node[_WHOLE] = {}
+    return tree
+
+
+def _ends_alike(path: tuple[Any, ...], ends: dict[Any, Any]) -> bool:
+    """Whether *path* ends with one of the paths of *ends*, or one of them ends with it;
+    neither empty."""
+    node = ends
+    for step in reversed(path):
+        found = node.get(step)
+        if found is None:
+            return False
+        if _WHOLE in found:
             return True
-    return False
+        node = found
+    return bool(path)
 
 
 def _is(value: Any, expected: Any) -> bool:
     return value == expected and (
         type(value) is type(expected) or (is_number_value(value) and is_number_value(expected))
     )
-
-
-def _at(value: Any, path: tuple[Any, ...]) -> Any:
-    """The value at *path* (keys and list indices) in *value*, or None."""
-    for step in path:
-        if isinstance(value, dict) and step in value:
-            value = value[step]
-        elif isinstance(value, list) and isinstance(step, int):
-            value = value[step] if step < len(value) else None
-        else:
-            return None
-    return value
 
 
 def _kept(write: RowWrite) -> Row | None:

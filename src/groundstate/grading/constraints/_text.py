@@ -15,10 +15,15 @@ _SPACES = re.compile(r"\s+")
 # Between two digits, a run of spaces, hyphens, slashes or markdown marks (``*``, ``_``, `` ` ``,
 # ``~``) is grouping, not content: "4111 1111-1111 1111", "**4111** **1111**..." and
 # "4111111111111111" are the same number. (Hyphens are ASCII by then, see _FOLDED.)
-_DIGIT_SEPARATORS = re.compile(r"(?<=\d)[ /\-_*`~\u2013-\u2015]+(?=\d)")
-# Dots and commas stay (35.00 is not 3500), except in a run of three or more groups of 3-4
-# digits that repeats one of them: "4111.1111.1111.1111", "1,000,000".
-_DIGIT_GROUPS = re.compile(r"\d{1,4}([.,])\d{3,4}(?:\1\d{3,4})+(?!\d)")
+DIGIT_SEPARATORS = " /-_*`~\u2013\u2014\u2015"
+"""The characters normalised text removes between two digits, wherever they stand (the one
+list: ``validation.pattern_spacing`` refuses a pattern needing one there from it)."""
+_DIGIT_SEPARATORS = re.compile(rf"(?<=\d)[{re.escape(DIGIT_SEPARATORS)}]+(?=\d)")
+# Dots and commas stay (35.00 is not 3500, 1,000.50 is 1000.50's own text), except in a run of
+# three or more groups of 3-4 digits that repeats one of them: "4111.1111.1111.1111",
+# "1,000,000".
+DIGIT_GROUPS = re.compile(r"\d{1,4}([.,])\d{3,4}(?:\1\d{3,4})+(?!\d)")
+"""A run of digit groups whose dots or commas normalised text removes (see above)."""
 _NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
 _CONFUSABLE = (
     # Cyrillic and Greek letters drawn like Latin ones, each before its Latin letter: a
@@ -263,7 +268,7 @@ def _normalised(text: str) -> str:
 def _normalise(text: str) -> str:
     text = _SPACES.sub(" ", fold(text)).strip()
     text = _DIGIT_SEPARATORS.sub("", text)
-    return _DIGIT_GROUPS.sub(lambda m: m.group().replace(m.group(1), ""), text)
+    return DIGIT_GROUPS.sub(lambda m: m.group().replace(m.group(1), ""), text)
 
 
 def fold(text: str) -> str:
