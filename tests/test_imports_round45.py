@@ -85,7 +85,8 @@ def test_one_warning_names_the_job_and_each_credited_stop(tmp_path: Path) -> Non
     assert len(stops) == 1, stops
     (warning,) = stops
     assert warning.startswith(f"{folder / 'result.json'}: 2 attempts")
-    assert f"{folder / 'h__a' / 'result.json'}: trial h__a (AgentTimeoutError, reward 1.0)" in warning
+    first = folder / "h__a" / "result.json"
+    assert f"{first}: trial h__a (AgentTimeoutError, reward 1.0)" in warning
     assert "trial g__c (NonZeroAgentExitCodeError, reward 0.25)" in warning
     assert "g__d" not in warning  # a reward of 0 is no credit: nothing to say
     assert "Harbor's own mean and pass@k count" in warning
@@ -226,7 +227,9 @@ HOSTILE = {  # format -> (a good file's text, [(a damaged text, what the error s
     "tb": (json.dumps(tb_run([tb_trial("x", 1, True), tb_trial("x", 2, False)])),
            [('"is_resolved": true', '"is_resolved": "true"', "is_resolved: must be true"),
             ('"total_input_tokens": 1000', '"total_input_tokens": -1', "total_input_tokens"),
-            ('"failure_mode": "none"', '"failure_mode": 5', "failure_mode: must be text")]),
+            ('"failure_mode": "none"', '"failure_mode": 5', "failure_mode: must be text"),
+            # not a list: read as a SWE-bench report, it was refused for its resolved_ids
+            ('"results": [', '"results": {"a": 1}, "x": [', "results: must be a list of trials")]),
     "csv": ("task_id,attempt,success,partial_score\nt,0,false,0.5\nt,1,true,\n",
             [("0.5", "NaN", "partial_score: must be a finite number"),
              ("0.5", "1.5", "partial_score: must be in [0, 1]"),

@@ -284,7 +284,7 @@ def _streamed_format(path: Path) -> Format | None:
                 return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
             if {"eval", "samples"} <= keys:
                 return "inspect"
-            trials |= key == "results" and stream.peek() == "["
+            trials |= key == "results"  # not a list: its reader says so (SWE-bench has none)
             if key == "task_id" and stream.peek() not in ("{", "["):
                 task = stream.value(key)  # a row of ours names its task so (Harbor: an object)
                 continue
