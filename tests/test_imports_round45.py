@@ -375,3 +375,26 @@ def test_an_inspect_log_with_limits_and_a_missing_epoch_recomputed(
         "q": [(False, F(0)), (True, F(1)), (False, F(1, 2))],
         "r": [(True, F(1)), (True, F(1))],
     }))  # fmt: skip
+
+
+def test_terminal_bench_and_tau2_stops_recomputed(store: Store, tmp_path: Path) -> None:
+    """A stop whose grade says otherwise fails in both (τ² scores its ``max_steps`` end 0
+    itself; Terminal-Bench counts the passed tests, named in the warning)."""
+    trials = [tb_trial("x", 1, True, "agent_timeout"), tb_trial("x", 2, True),
+              tb_trial("y", 1, False), tb_trial("y", 2, True),
+              tb_trial("z", 1, None, "test_timeout"), tb_trial("z", 2, True)]  # fmt: skip
+    batch, err = _imported(store, write_json(tmp_path / "results.json", tb_run(trials)))
+    assert "agent_timeout, is_resolved true" in err
+    _agrees(store.report(batch), _reference({
+        "x": [(False, None), (True, None)], "y": [(False, None), (True, None)],
+        "z": [(False, None), (True, None)],  # the test timeout: a failure by default
+    }))  # fmt: skip
+    sims = [simulation("a", 0, 1.0, termination_reason="max_steps"), simulation("a", 1, 1.0),
+            simulation("a", 2, 0.0), simulation("b", 0, 1.0), simulation("b", 1, 1.0),
+            simulation("b", 2, 1.0, termination_reason="too_many_errors")]  # fmt: skip
+    batch, err = _imported(store, write_json(tmp_path / "tau2.json", tau2_file(sims)))
+    assert "2 attempts that a limit or an error ended carry a non-zero reward" in err
+    _agrees(store.report(batch), _reference({
+        "a": [(False, None), (True, None), (False, None)],
+        "b": [(True, None), (True, None), (False, None)],
+    }))  # fmt: skip
