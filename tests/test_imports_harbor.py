@@ -133,14 +133,16 @@ def test_a_job_directory_maps_every_end(store: Store, tmp_path: Path) -> None:
         ("hello-world", 1, 0): ("success", 1.0),
         ("hello-world", 2, 0): ("agent_failure/incorrect", 0.0),
         ("fix-git", 1, 0): ("agent_failure/incorrect", 0.5),
-        # the agent's timeout decides, whatever the verifier gave after it (kept as credit)
-        ("fix-git", 2, 0): ("agent_failure/time_limit", 1.0),
+        # the agent's timeout decides, whatever the verifier gave after it: no credit (round
+        # 45: pinned 1.0 before, a failure counted whole in the mean reward; Inspect's limited
+        # sample and τ²'s max_steps end earn 0)
+        ("fix-git", 2, 0): ("agent_failure/time_limit", 0.0),
         ("build-tcc", 1, 0): ("environment_failure/setup_timeout", None),
         ("build-tcc", 2, 0): ("grader_failure", None),  # no reward: not graded, not 0
         ("sqlite", 1, 0): ("agent_failure/ungraded", 0.0),
         ("sqlite", 2, 0): ("agent_failure/crashed", 0.0),
         ("cancel", 1, 0): ("environment_failure/cancelled", None),
-        ("cancel", 2, 0): ("harness_compatibility_failure/context_window", 1.0),
+        ("cancel", 2, 0): ("harness_compatibility_failure/context_window", 0.0),  # likewise
     }
 
 
@@ -155,7 +157,10 @@ def test_the_import_report_counts_each_mapping(store: Store, tmp_path: Path) -> 
     assert report["mapped"]["AgentTimeoutError (reward 1) -> agent_failure/time_limit"] == 1
     assert report["mapped"]["no verifier reward -> grader_failure"] == 1
     assert report["attempt_labels"].startswith("text labels")
-    assert report["warnings"] == []
+    (warning,) = report["warnings"]  # the two stops with a reward, named with their trials
+    assert "2 attempts that a limit or an error ended carry a non-zero reward" in warning
+    assert "trial fix-git__ddddddd (AgentTimeoutError, reward 1.0)" in warning
+    assert "trial cancel__jjjjjjj (ContextLengthExceededError, reward 1.0)" in warning
     batch = store.report(report["batch_id"])
     assert json.dumps(batch)  # the report runs on it
 
@@ -167,7 +172,7 @@ def test_errors_environment_makes_unattributed_and_ungraded_ends_invalid(
     runs = store.runs(store.imported(folder, "--errors", "environment"))
     assert runs["sqlite", 1, 0] == ("grader_failure", None)
     assert runs["sqlite", 2, 0] == ("environment_failure/harness_error", None)
-    assert runs["fix-git", 2, 0] == ("agent_failure/time_limit", 1.0)  # not the policy's
+    assert runs["fix-git", 2, 0] == ("agent_failure/time_limit", 0.0)  # not the policy's
 
 
 def test_a_trial_result_alone_and_a_job_result_with_its_trials(
@@ -464,7 +469,8 @@ def test_each_exception_type_maps_under_either_policy(tmp_path: Path, kind: str)
         (row,) = read_rows(path, ImportOptions(format="harbor", errors=errors))  # type: ignore[arg-type]
         assert (row.success, row.terminal_reason) == (False, reason)
         invalid = reason.split("/")[0] in ("environment_failure", "grader_failure")
-        assert row.reward == (None if invalid else reward)  # an invalid try earns no credit
+        # an invalid try earns no credit, nor does a stop (its reward counted as 0)
+        assert row.reward == (None if invalid else reward and 0.0)
 
 
 def test_a_step_that_raised_decides_a_multi_step_trial(store: Store, tmp_path: Path) -> None:

@@ -284,7 +284,7 @@ def _streamed_format(path: Path) -> Format | None:
                 return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
             if {"eval", "samples"} <= keys:
                 return "inspect"
-            trials |= key == "results" and stream.peek() == "["
+            trials |= key == "results"  # not a list: its reader says so (SWE-bench has none)
             if key == "task_id" and stream.peek() not in ("{", "["):
                 task = stream.value(key)  # a row of ours names its task so (Harbor: an object)
                 continue
@@ -491,9 +491,13 @@ def _names_a_task(path: Path) -> bool:
 def _folder_format(path: Path) -> Format | None:
     """The format of the folder *path*, if it is one a reader takes (a Harbor job, a SWE-bench
     model's logs). A ``result.json`` in it that is no regular file (a link to nowhere) is
-    refused, naming it: read as absent, the job's folder was "a folder of Harbor jobs"."""
+    refused, naming it: read as absent, the job's folder was "a folder of Harbor jobs". So is
+    one beside Harbor trials' folders that does not read as a job's (cut short, emptied):
+    "a folder of Harbor jobs" named a trial's folder, not the file at fault."""
     if optional_file(path / "result.json") and _harbor_folder(path):
         return "harbor"
+    if (path / "result.json").is_file() and any(_harbor_folder(p) for p in path.iterdir()):
+        return "harbor"  # a job whose own result.json is cut or damaged: its reader names it
     return "swe-bench" if logs_folder(path) else None
 
 

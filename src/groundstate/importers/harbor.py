@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +28,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     OnceEach,
+    StoppedRewards,
     Tokens,
     amount,
     as_reward,
@@ -70,8 +71,12 @@ HARBOR_EXCEPTIONS: dict[str, str | None] = {
 """A trial's ``exception_info.exception_type`` -> ours, fixed before any file is read (types
 from ``harbor/trial/errors.py``, ``harbor/verifier/verifier.py``, ``harbor/llms/base.py``,
 ``harbor/agents/installed/base.py`` and ``harbor/environments/base.py``). The exception decides
-before the reward: Harbor still runs the verifier after an agent timeout, and its mean counts
-that reward; here the first stop decides. A model's response over its configured output limit
+before the reward: Harbor still runs the verifier after an agent timeout (or a non-zero
+agent exit), and its mean and pass@k count that reward as any other; here the first stop
+decides, as the reference chapter's taxonomy has it (an agent that times out fails) and as
+every format here reads a stop: a failure by its end, its reward counted as 0 (kept in the
+origin; :class:`StoppedRewards` names such trials in one warning, the figures' difference
+from Harbor's own). A model's response over its configured output limit
 is the pairing's, as a context window is; a provider's safety refusal is the model's own answer
 ("a real reward 0 outcome", Harbor's docstring says), never an invalid try, whatever
 ``--errors`` says. ``None``: the verifier could not grade the final
@@ -161,6 +166,14 @@ class HarborSource:
     scorer: str | None = None
     """The reward key that decides, when a trial's rewards have several."""
     format: str = "harbor"
+    _stopped: StoppedRewards = field(
+        default_factory=lambda: StoppedRewards(
+            "Harbor's own mean and pass@k count (its trial runs the verifier after an agent "
+            "timeout or a non-zero exit, and its metrics read the reward alone)",
+            counts=True,
+        ),
+        repr=False,
+    )
 
     @cached_property
     def _top(self) -> tuple[Path, dict[str, Any]]:
@@ -281,11 +294,12 @@ class HarborSource:
         if kind is not None:
             reason = self._exception_reason(kind)
             invalid = reason.split("/")[0] in ("environment_failure", "grader_failure")
+            trial_at = f"{where}: trial {label}"
             return ImportedRow(
                 **common,
                 success=False,
                 terminal_reason=reason,
-                reward=None if invalid else reward,  # Harbor's own mean counts it
+                reward=None if invalid else self._stopped.reward(trial_at, kind, reward),
                 mapped=f"{kind} (reward {shown}) -> {reason}",
             )
         if reward is None:  # never graded: a missing reward is not 0
@@ -353,8 +367,9 @@ class HarborSource:
         before anything is stored: a trial given twice is named first, by the attempts'
         check)."""
         job = self._job
+        stopped = self._stopped.warnings(self._top[0])
         if job is None:
-            return self._versions()
+            return stopped + self._versions()
         file, _ = self._top
         _within_plan(file, job, self._trials)
         warnings = self._per_task(file, job) + self._taskless(file) + self._filtered()
@@ -392,7 +407,7 @@ class HarborSource:
                 f"{file}: Harbor retried {counted(retries, 'trial')} and kept only each one's "
                 "last try: the earlier tries are in no count here"
             )
-        return warnings + self._versions()
+        return warnings + stopped + self._versions()
 
     def _per_task(self, file: Path, job: dict[str, Any]) -> list[str]:
         """Each task's trials against the job's ``n_attempts`` (its ``config.json``, the

@@ -38,6 +38,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     OnceEach,
+    StoppedRewards,
     Tokens,
     amount,
     as_reward,
@@ -133,6 +134,13 @@ class InspectSource:
     """Samples carrying :data:`OWN_METADATA` in a log our export did not write (ignored)."""
     _edited: int = 0
     """Samples whose deciding score was edited after the run (named in a warning)."""
+    _stopped: StoppedRewards = field(
+        default_factory=lambda: StoppedRewards(
+            "Inspect's own metrics count (it scores the state a limited sample left)",
+            counts=True,
+        )
+    )
+    """Samples a limit decided whose score gives credit (named in a warning)."""
     _logged: set[tuple[str, int]] = field(default_factory=set)
     """The (sample id, epoch) of each sample read: what the log's own lists of its samples
     (summaries, early stops) are checked against."""
@@ -237,7 +245,7 @@ class InspectSource:
                 f"{'was' if self._invalidated == 1 else 'were'} invalidated after the run: "
                 f"stored as invalid ({INVALIDATED}), failures in the strict view"
             )
-        return warnings
+        return warnings + self._stopped.warnings(self.path)
 
     def _check_listed(self) -> None:
         """The samples the log lists, against those it holds. An archive's summaries
@@ -613,6 +621,7 @@ class InspectSource:
         name, score = self._score(where, _scores(where, sample))
         if limit is not None:  # the limit decides: the score, kept as given, is not read
             given = None if score is None else score.get("value")
+            self._credited(where, limit, name, given)
             origin: dict[str, Any] = {"limit": limit}
             if name:
                 origin["score"] = {name: given}
@@ -660,6 +669,13 @@ class InspectSource:
             origin=origin,
             mapped=f"score {grade} -> {verdict.terminal_reason}",
         )
+
+    def _credited(self, where: str, limit: str, name: str | None, given: Any) -> None:
+        """Note a limited sample whose score, read as any other's, gives credit."""
+        with contextlib.suppress(SpecError):  # not read: a value of no verdict gives none
+            reward = _reward(where, name, self._value(where, name, given))
+            if reward:
+                self._stopped.note(where, f"limit {limit}, score {given!r}")
 
     def _score(
         self, where: str, scores: dict[str, Any]

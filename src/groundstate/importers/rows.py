@@ -159,39 +159,61 @@ def reward_verdict(reward: float, failure: str = "agent_failure/incorrect_state"
     return Verdict(False, failure, partial)
 
 
+SHOWN = 5
+"""How many attempts a warning names before it counts the rest."""
+
+
 @dataclass
 class StoppedRewards:
     """Attempts a stop decided (a limit hit, an error raised) that their file still gives a
-    non-zero reward, though their harness scores such an end 0 (τ² every end but
-    ``agent_stop`` and ``user_stop``, τ-bench an attempt that raised or ran out of steps):
-    the reward is none the harness wrote (τ²'s own ``recombine_rewards`` sets it back to 0
-    as a corrupted one). A limit hit is a failure with its terminal reason, never a success
-    and never partly one: such an attempt is read by its end, its reward as 0 (the reward
-    given is kept in its origin), and the file's attempts so read are named in one warning.
-    Read by its reward, a ``max_steps`` end of 0.8 was a failure kept with a partial score of
-    0.8, and one of 1 a failure scoring 1 in the batch's mean reward."""
+    non-zero reward. A limit hit is a failure with its terminal reason, never a success and
+    never partly one (the reference chapter: an agent that "stops, times out" fails): such an
+    attempt is read by its end, its reward as 0 (the reward given is kept in its origin), and
+    the file's attempts so read are named in one warning. Read by its reward, a ``max_steps``
+    end of 0.8 was a failure kept with a partial score of 0.8, and one of 1 a failure scoring
+    1 in the batch's mean reward.
+
+    Two kinds of harness: one that scores such an end 0 itself (τ² every end but
+    ``agent_stop`` and ``user_stop``, τ-bench an attempt that raised or ran out of steps), where
+    the reward is none the harness wrote (τ²'s own ``recombine_rewards`` sets it back to 0 as a
+    corrupted one); and one whose own figures count it (*counts*: Harbor grades the state an
+    agent timeout or a non-zero exit left, and its mean and pass@k read the reward alone),
+    where the warning says the batch's figures differ from the harness's by these
+    attempts."""
 
     harness: str
-    """The harness, and what it scores 0 (for the warning)."""
+    """The harness, and what it does with such a reward (for the warning)."""
+    counts: bool = False
+    """The harness's own figures count the reward (a difference, not an edited file)."""
     places: list[str] = field(default_factory=list)
 
     def reward(self, where: str, end: str, reward: float | None) -> float | None:
         """The reward a stop at *where* (its *end*) counts: 0 for any non-zero one."""
         if not reward:
             return reward
-        self.places.append(f"{where} ({end}, reward {reward!r})")
+        self.note(where, f"{end}, reward {reward!r}")
         return 0.0
+
+    def note(self, where: str, what: str) -> None:
+        """A stop at *where* that its file credits (*what*: its end and the credit given)."""
+        self.places.append(f"{where} ({what})")
 
     def warnings(self, path: Path | str) -> list[str]:
         if not self.places:
             return []
-        more = f" and {len(self.places) - 1} more" if len(self.places) > 1 else ""
+        shown = "; ".join(self.places[:SHOWN])
+        more = f" and {len(self.places) - SHOWN} more" if len(self.places) > SHOWN else ""
+        why = (
+            "here the stop decides, so the batch's figures leave out what that harness counts "
+            "for them"
+            if self.counts
+            else "the file was edited, or rescored by a script that ignored the end?"
+        )
         return [
             f"{path}: {counted(len(self.places), 'attempt')} that a limit or an error ended "
             f"{inflected(len(self.places), 'carries', 'carry')} a non-zero reward "
-            f"({self.places[0]}{more}), which {self.harness}: read as failures "
-            "by their end with reward 0, never as successes or partial scores (the file was "
-            "edited, or rescored by a script that ignored the end?)"
+            f"({shown}{more}), which {self.harness}: read as failures "
+            f"by their end with reward 0, never as successes or partial scores ({why})"
         ]
 
 

@@ -28,6 +28,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     OnceEach,
+    StoppedRewards,
     as_text,
     checked,
     count,
@@ -185,6 +186,8 @@ class _Seen:
     """The attempt number and the run's ``n_attempts`` its name gives (``None``: none)."""
     invalid: str | None = None
     """How the trial ended when that makes it invalid here (``parse_error``, ``not graded``)."""
+    stopped: str | None = None
+    """The failure mode of a trial that mode decided though its tests passed."""
 
 
 @dataclass
@@ -252,8 +255,9 @@ class TerminalBenchSource:
         plan = self._metadata
         tried: Counter[Any] = Counter()  # each task's trials so far
         for index, given in enumerate(self._trials(), start=1):
-            row = self._row(index, self.place(index), given)
-            trial = mapping(self.place(index), "trial", given)
+            where = self.place(index)
+            row = self._row(index, where, given)
+            trial = mapping(where, "trial", given)
             once.check(self.place(index), "id", trial.get("id"), trial.get("trial_name"))
             name = str(trial["trial_name"])  # text: _row checked it
             attempt = _attempt(self.place(index), name)
@@ -272,8 +276,10 @@ class TerminalBenchSource:
             resolved = trial.get("is_resolved") is True
             invalid = row.terminal_reason.split("/")[0] in INVALID_REASONS
             end = (row.mapped or "").split(" -> ")[0] if invalid else None
+            mode = _mode(where, trial)
+            stopped = mode if resolved and not invalid and mode not in NORMAL else None
             seen.append(_Seen(repr(trial.get("trial_name")), trial.get("task_id"), resolved,
-                              attempt, end))  # fmt: skip
+                              attempt, end, stopped))  # fmt: skip
             yield row
         self._seen = seen
 
@@ -344,8 +350,21 @@ class TerminalBenchSource:
         stored)."""
         if self._seen is None:  # the trials not read yet: read (and checked) now
             deque(self.rows(), maxlen=0)
-        invalid = _invalid(self.path, self._seen or [])
+        invalid = _invalid(self.path, self._seen or []) + self._stopped()
         return invalid if is_trial(self._run) else self._check_figures() + invalid
+
+    def _stopped(self) -> list[str]:
+        """The trials a failure mode decided though their tests passed, named in one warning
+        (:class:`StoppedRewards`): Terminal-Bench's accuracy counts them resolved."""
+        stops = StoppedRewards(
+            "Terminal-Bench's own accuracy counts (it runs the tests after an agent timeout, "
+            "and resolves a trial by them alone)",
+            counts=True,
+        )
+        for trial in self._seen or []:
+            if trial.stopped is not None:
+                stops.note(f"trial {trial.name}", f"{trial.stopped}, is_resolved true")
+        return stops.warnings(self.path)
 
     def _check_figures(self) -> list[str]:
         """The figures ``tb run`` computes from the trials (``BenchmarkResults``: the task id
