@@ -1797,14 +1797,13 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
     if places is not None:
         places = replace(places, named=_names(text))
     claims = []
-    for whole in _sentences(text):
-        for said in dict.fromkeys([whole, _without_asides(whole)]):
-            sentence = _after_turn(_unasked(said))
-            claims += [
-                (kind, _clause_at(sentence, found.start()))
-                for kind, found in _goods_sent(sentence, places)
-                if not _unstated_at(sentence, *found.span())
-            ]
+    for _, said in _sentences_read(text):
+        sentence = _after_turn(_unasked(said))
+        claims += [
+            (kind, _clause_at(sentence, found.start()))
+            for kind, found in _goods_sent(sentence, places)
+            if not _unstated_at(sentence, *found.span())
+        ]
     return list(dict.fromkeys(claims))
 
 
@@ -1824,10 +1823,47 @@ def _without_asides(sentence: str) -> str:
 
     def dropped(aside: re.Match[str]) -> str:
         said = next(words for words in aside.groups() if words is not None)
-        kept = _UNSTATED.search(said) or _NEGATION.search(said) or _TAIL_CONDITION.search(said)
+        kept = _UNSTATED.search(said) or _NEGATED.search(said) or _KEPT_ASIDE.search(said)
         return aside.group() if kept else " "
 
     return _SET_OFF.sub(dropped, sentence)
+
+
+_KEPT_ASIDE = re.compile(f"{_NEGATION.pattern}|{_TAIL_CONDITION.pattern}|{_TURNED.pattern}")
+"""What keeps an aside in its sentence besides an offer, a condition or a failure: a
+negation or a turn ("I submitted the refund, but it was declined, sorry")."""
+
+
+_REPORTED = re.compile(
+    r"\byou(?: had| have|'ve)? (?:asked|requested|wanted|wished|said|mentioned|wrote|told (?:me|us)"
+    r"|(?:would|'d) (?:like|prefer)|want|wish|prefer|need)(?: me| us)?"
+    r"(?= (?:that|to|if|whether|for (?:it|them|this|that|the|your|o-\d+)\b[^,;]*? to"
+    r"|(?:it|they|the|your|o-\d+)\b))"
+)
+"""A request of the customer's said back, up to the words it asks: "You asked that it should
+ship to Evanston", "You said it should go to Maria", "You'd like it to ship to Evanston" (not
+"As you asked, it now ships to Evanston", "the change you asked for", "the refund you
+requested is complete")."""
+
+
+def _unreported(sentence: str) -> str:
+    """*sentence* without what a request of the customer's said back asks (:data:`_REPORTED`),
+    to the end of its clause (:data:`_CLAUSE_BREAK`): the customer's words, no claim of the
+    agent's ("You asked that it should ship to Evanston"; "You asked me to cancel O-1002, and
+    it's been cancelled" keeps its claim)."""
+    for asked in reversed(list(_REPORTED.finditer(sentence))):
+        end = _CLAUSE_BREAK.search(sentence, asked.end())
+        stop = len(sentence) if end is None else end.start()
+        sentence = sentence[: asked.end()] + sentence[stop:]
+    return sentence
+
+
+def _readings(sentence: str) -> list[str]:
+    """The readings of *sentence* a claim is looked for in, of every kind: as said and without
+    its asides (:func:`_without_asides`: "I have \u2014 as requested \u2014 refunded the
+    socks"), a request of the customer's said back left out of both (:func:`_unreported`)."""
+    said = _unreported(sentence)
+    return list(dict.fromkeys([said, _without_asides(said)]))
 
 
 _TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}")
@@ -1989,6 +2025,14 @@ def _sentences(text: str) -> Iterator[str]:
         for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
                 yield sentence.strip()
+
+
+def _sentences_read(text: str) -> Iterator[tuple[str, str]]:
+    """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
+    looked for in (:func:`_readings`): the one home of what every reader of a claim reads."""
+    for sentence in _sentences(text):
+        for said in _readings(sentence):
+            yield sentence, said
 
 
 # Policy 9 is read in English. A customer who writes Spanish, French, German or Portuguese
@@ -2515,10 +2559,10 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     claims: list[tuple[str, str]] = []
     asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
     planned = _planned(text, items or {})
-    for whole in _sentences(text):
-        if not _conditioned(whole):  # "Si quieres, cancelamos tu pedido"
-            claims += _first_person_claims(whole)
-        sentence = _after_turn(_unasked(whole))  # "The refund went through, anything else?"
+    for whole, said in _sentences_read(text):
+        if not _conditioned(said):  # "Si quieres, cancelamos tu pedido"
+            claims += _first_person_claims(said)
+        sentence = _after_turn(_unasked(said))  # "The refund went through, anything else?"
         if not sentence or (asking and _FUTURE.search(sentence)):
             continue
         for done in [*_DONE.finditer(sentence), *_STATUS.finditer(sentence)]:
@@ -2542,7 +2586,7 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             and not _states_policy(sentence[: back.end()])  # "Refunds show on your card"
         ):
             claims.append(("refund", _clause_at(sentence, back.start())))
-    return claims
+    return list(dict.fromkeys(claims))
 
 
 _CONFIRMED = re.compile(
@@ -2568,8 +2612,8 @@ def _confirmed(text: str) -> list[tuple[str, str]]:
     if _ABOUT_TO_ACT.search(normalise(text)):
         return []
     claims: list[tuple[str, str]] = []
-    for whole in _sentences(text):
-        sentence = _after_turn(whole)
+    for _, said in _sentences_read(text):
+        sentence = _after_turn(said)
         if sentence.endswith("?"):
             continue
         for found in _CONFIRMED.finditer(sentence):
@@ -2631,8 +2675,8 @@ def _states(text: str) -> Iterator[tuple[str, str]]:
     """Each record an agent message says is refunded, cancelled, exchanged or credited (not
     asked, nor under a condition, nor as the policy): the kind, and the words of its clause.
     Read against the records a change of that kind made or the initial state had so."""
-    for whole in _sentences(text):
-        sentence = _after_turn(whole)
+    for _, said in _sentences_read(text):
+        sentence = _after_turn(said)
         if sentence.endswith("?"):
             continue
         for found in _STATE.finditer(sentence):
@@ -2973,7 +3017,7 @@ def _success_claimed(text: str) -> str | None:
     said = _done_alone(text, _ALL_WENT_THROUGH)
     if said is not None:
         return said
-    return next((sentence for sentence in _sentences(text) if _claims_done(sentence)), None)
+    return next((said for _, said in _sentences_read(text) if _claims_done(said)), None)
 
 
 def _claims_done(sentence: str) -> bool:
@@ -3563,7 +3607,7 @@ def _tells_done(text: str, sent: bool = False) -> bool:
     goods were *sent*, :data:`_ON_ITS_WAY`'s), that a change was made: in the part of it that
     states (:func:`_stating`), not the policy ("Refunds are processed within 5 business days",
     "When that's done, I'll let you know" tell the customer nothing)."""
-    for sentence in _sentences(text):
+    for _, sentence in _sentences_read(text):
         stated = _stating(sentence)
         told = _TOLD_DONE.search(stated) or (_ON_ITS_WAY.search(stated) if sent else None)
         if told is not None and not _states_rule(stated, told):
@@ -3623,7 +3667,7 @@ def _change_claimed(text: str) -> str | None:
     """The words of an agent message claiming a change was made, in any words, naming one or
     not: "That's taken care of.", "Your request has been processed.", "Refund issued!", "The
     refund went through."."""
-    for sentence in _sentences(text):
+    for _, sentence in _sentences_read(text):
         if _claims_done(sentence) or _done_alone(sentence) is not None:
             return sentence
     return _success_claimed(text)
