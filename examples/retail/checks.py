@@ -1525,6 +1525,10 @@ _NOT_RECIPIENT = "you|we|i|they|he|she|it|this|that|there|who|which|one|someone|
 _RECEIVER = rf"(?:(?:your|my|his|her|their|the|our|an?) )?(?!(?:{_NOT_RECIPIENT})\b)[^\W\d_][\w-]*"
 """Who or what receives goods, read as the place they go to: "Maria" ("Maria will receive it",
 "It will reach Maria"), "your sister", "your office"."""
+_AND = r"(?:,? (?:and|or|&|plus|as well as))"
+"""What joins the last of a list of people or places: "Maria and Leo", "Boston or Chicago"."""
+_RECEIVERS = rf"{_RECEIVER}(?:(?:, {_RECEIVER})*{_AND} {_RECEIVER})?"
+"""One receiver or a list of them ("Maria, Leo and Ann will receive it"): each is read."""
 _CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow ))"
 """Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
 warehouse team will get it out")."""
@@ -1544,7 +1548,7 @@ _GOODS_SENT = [
         re.compile(
             rf"\b(?<!\bto )(?<!\bme )(?:{_GOODS_VERBS}) {_GOODS_OBJECT}"
             r"(?= (?:[\w-]+ ){0,3}?(?:to|at|in)\b)"
-            rf"|{_CLAUSE_START}(?P<who>{_RECEIVER})(?:(?: will| should|'ll)(?: now)?(?: be)?"
+            rf"|{_CLAUSE_START}(?P<who>{_RECEIVERS})(?:(?: will| should|'ll)(?: now)?(?: be)?"
             r"|(?: is|'s) going to|'s| is| are)"
             r" (?:receive|get|receiving|getting)"
             rf" {_GOODS_OBJECT}"
@@ -1655,7 +1659,7 @@ Chicago", "will arrive in Evanston", "to Maria", "at the Boston address"."""
 _BARE_PLACE = re.compile(
     rf"(?:^|(?<=\s)){_TO_OF_ANOTHER_WORD}to:? [\"'\u201c\u2018]?"
     r"([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?)(?=\W*$|[,;.!?)\"'\u201d\u2019]"
-    r"| (?:in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
+    r"| (?:to|in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
     r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
 )
 """A place named in words the reader may not know for one, any case: "to evanston", "to
@@ -1755,6 +1759,7 @@ def _new_place(place: str, places: _Places) -> bool:
     order shipped to nor any address was on ("to 200 W Adams Street" when the update to it
     was refused; "to 200 W Adams", its number none of theirs), a place the customer asked
     for or another than home ("to your office")."""
+    place = _coordinated(place, places.named)
     said = _norm(re.sub(r"[^\w\s'-]", " ", place))
     if any(street.group() not in places.stored for street in _STREET.finditer(said)):
         return True
@@ -1782,6 +1787,29 @@ def _new_place(place: str, places: _Places) -> bool:
     elsewhere = rf"\b(?:to|at) (?:your|the) (?:{other}){{0,2}}?(?:{names}|{_PERSON})\b"
     named = re.search(elsewhere, place)
     return named is not None
+
+
+_JOINED = re.compile(
+    rf"(?<=[\w'])({_AND}|,) (?=((?:your|the|his|her|their|our|my) )?([^\W\d_][\w'-]*)"
+    r"(\W*$|[,;.!?)]| (?:and|or|&)\b)?)"
+)
+
+
+def _coordinated(place: str, named: frozenset[str]) -> str:
+    """*place* with each further person or place of a list after its "to" given a "to" of its
+    own, so each is read ("to Maria and Leo" is "to Maria to Leo", "to Boston or Chicago",
+    "to Tomas, Maria and Ann"): a name (capitalised in the message), words with a determiner
+    ("and your sister") or one word ending the list; a comma only before a name ("to
+    Chicago, arriving Friday", "to chicago and arrives Friday" stay one place)."""
+    if not re.search(r"\b(?:to|at|in) ", place):
+        return place
+
+    def joined(found: re.Match[str]) -> str:
+        comma, owned, word, ends = found.groups()
+        listed = word in named or (comma != "," and (owned is not None or ends is not None))
+        return " to " if listed else found.group()
+
+    return _JOINED.sub(joined, place)
 
 
 def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, str]]:
