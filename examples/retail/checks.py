@@ -1502,9 +1502,11 @@ _SENT = (
     r"(?:(?:is|are|'s|'re) (?:now )?(?:on (?:its|their|the) way|being (?:shipped|sent|delivered)"
     r"|(?:going|headed|heading|shipping|addressed)(?: out)?)(?! back\b)"
     rf"|{_SENT_BY_WILL}"
-    r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched|left|dropped off|waiting)|arrive"
+    r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched|forwarded|mailed|re-?routed"
+    r"|redirected|left|dropped off|waiting)|arrive"
     r"|go out|go|head)"
-    r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched)|(?:now )?(?:ships|heads)"
+    r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched|forwarded|mailed)"
+    r"|(?:now )?(?:ships|heads)"
     r"|re-?routed|redirected"
     r"|re-?addressed|now (?:goes|going|heading|headed|shipping))\b"
 )
@@ -1687,6 +1689,21 @@ _NOT_BARE_PLACE = re.compile(
 """Words after "to" that name no new place: a pronoun, a determiner, a verb, a step of the
 delivery, a standard (:data:`_TO_A_STANDARD`), a way of paying, a unit's word (its number
 is read by :data:`_UNIT`), a day."""
+_QUALITY = re.compile(
+    r"[^\W\d_]{2,}(?:ance|ence|ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
+)
+"""A noun of a quality, an act or a state by its ending, no place: the bare word after "to"
+in "ships to tolerance", "to specification", "to requirements", "to perfection", "to
+completion" (a place is one when capitalised: "to Florence")."""
+_MOVED = (
+    "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
+    "|moved|changed|updated|switched|headed|returned|transferred|diverted|assigned|destined"
+    "|labell?ed|scheduled|expected|sent"
+)
+"""Participles of goods moved or sent: their "to" is the goods' way ("shipped to Evanston")."""
+_OWNED_TO = re.compile(rf"(?:^|\s)(?!(?:{_MOVED})\b)[^\W\d_]{{2,}}ed\W*$")
+"""A participle before "to" that moves no goods, whose "to" is its own: "cut to length",
+"tailored to tolerance", "finished to standard", "priced to Denver's market"."""
 _NAME_WORD = re.compile(r"\b[A-Z][a-z'-]+\b")
 
 
@@ -1772,15 +1789,20 @@ def _new_place(place: str, places: _Places) -> bool:
         words = list(itertools.takewhile(places.named.__contains__, city[1].split()))
         if (
             words
+            and not _OWNED_TO.search(place, 0, city.start())
             and not _NOT_BARE_PLACE.fullmatch(" ".join(words))
             and (_norm(*words) not in places.stored)
         ):
             return True
-    for bare in _BARE_PLACE.finditer(fold(place)):
+    folded = fold(place)
+    for bare in _BARE_PLACE.finditer(folded):
         words = bare[1].split()
         spans = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
         stored = any(span in f" {line} " for span in spans for line in places.stored)
-        if not _NOT_BARE_PLACE.fullmatch(bare[1]) and not stored:
+        # "ships to tolerance" (not "to Florence", a name)
+        quality = _QUALITY.fullmatch(words[-1]) and not places.named.intersection(words)
+        owned = _OWNED_TO.search(folded, 0, bare.start())
+        if not (_NOT_BARE_PLACE.fullmatch(bare[1]) or stored or quality or owned):
             return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
     other = rf"(?!{_DELIVERY_STEPS})[\w'-]+ "  # not "at the post office"
@@ -1801,7 +1823,7 @@ def _coordinated(place: str, named: frozenset[str]) -> str:
     "to Tomas, Maria and Ann"): a name (capitalised in the message), words with a determiner
     ("and your sister") or one word ending the list; a comma only before a name ("to
     Chicago, arriving Friday", "to chicago and arrives Friday" stay one place)."""
-    if not re.search(r"\b(?:to|at|in) ", place):
+    if not re.search(r"\b(?:to|at|in):? ", place):
         return place
 
     def joined(found: re.Match[str]) -> str:
