@@ -1879,21 +1879,27 @@ def _without_asides(sentence: str) -> str:
     return _SET_OFF.sub(dropped, sentence)
 
 
-_KEPT_ASIDE = re.compile(f"{_NEGATION.pattern}|{_TAIL_CONDITION.pattern}|{_TURNED.pattern}")
+_KEPT_ASIDE = re.compile(
+    f"{_NEGATION.pattern}|{_TAIL_CONDITION.pattern}|{_TURNED.pattern}|[?]"
+    r"|\b(?:pending|awaiting|subject to|upon|until|provided|assuming|depending|hopefully"
+    r"|probably|likely|possibly|maybe|perhaps)\b"
+)
 """What keeps an aside in its sentence besides an offer, a condition or a failure: a
-negation or a turn ("I submitted the refund, but it was declined, sorry")."""
+negation, a turn, a question, a wait or a doubt ("I submitted the refund, but it was
+declined, sorry", "Your refund, pending approval, is issued")."""
 
 
 _REPORTED = re.compile(
     r"\byou(?: had| have|'ve)? (?:asked|requested|wanted|wished|said|mentioned|wrote|told (?:me|us)"
     r"|(?:would|'d) (?:like|prefer)|want|wish|prefer|need)(?: me| us)?"
-    r"(?= (?:that|to|if|whether|for (?:it|them|this|that|the|your|o-\d+)\b[^,;]*? to"
+    r"(?= (?:that|to|for (?:it|them|this|that|the|your|o-\d+)\b[^,;]*? to"
     r"|(?:it|they|the|your|o-\d+)\b))"
 )
 """A request of the customer's said back, up to the words it asks: "You asked that it should
 ship to Evanston", "You said it should go to Maria", "You'd like it to ship to Evanston" (not
 "As you asked, it now ships to Evanston", "the change you asked for", "the refund you
-requested is complete")."""
+requested is complete"; nor a question said back, "You asked whether the socks were
+refunded. They were.", whose answer may be its words)."""
 
 
 def _unreported(sentence: str) -> str:
