@@ -1669,13 +1669,13 @@ maria", "to: Maria" (up to three words, ending a clause; not the "to" of another
 :data:`_TO_OF_ANOTHER_WORD`). Not new when the words stand in a stored place ("to clark
 street")."""
 _TO_A_STANDARD = (
-    "specs?|specifications?|standards?|order|measure|size|scale|fit|form|plan|schedule|budget"
-    "|date|code|requirements?|pattern|template|design|length|taste|par|perfection|completion"
-    "|expectations?|shape|quality|stock|press|market|hand"
+    "specs?|standards?|order|size|scale|fit|form|plan|schedule|budget|date|code|pattern"
+    "|template|design|length|taste|par|shape|stock|press|market|hand"
 )
-"""The nouns "to" takes bare in an idiom of a standard or a state, no place: "ships to spec",
-"built to spec", "made to order", "true to size", "to scale", "going to plan", "on to
-schedule"."""
+"""The short nouns "to" takes bare in an idiom of a standard or a state, no place: "ships to
+spec", "built to spec", "made to order", "true to size", "to scale", "going to plan", "on to
+schedule"; longer ones are known by their ending (:data:`_QUALITY`: "to specification",
+"to tolerance")."""
 _NOT_BARE_PLACE = re.compile(
     r"(?:you|your|yours|us|our|ours|the|a|an|this|that|these|those|it|its|them|their|theirs"
     r"|him|her|his|me|my|mine|one|both|each|every|all|any|some|no|there|here|home|whoever"
@@ -1698,12 +1698,16 @@ completion" (a place is one when capitalised: "to Florence")."""
 _MOVED = (
     "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
     "|moved|changed|updated|switched|headed|returned|transferred|diverted|assigned|destined"
-    "|labell?ed|scheduled|expected|sent"
+    "|labell?ed|scheduled|expected|sent|went|arrive|drive"
 )
-"""Participles of goods moved or sent: their "to" is the goods' way ("shipped to Evanston")."""
-_OWNED_TO = re.compile(rf"(?:^|\s)(?!(?:{_MOVED})\b)[^\W\d_]{{2,}}ed\W*$")
-"""A participle before "to" that moves no goods, whose "to" is its own: "cut to length",
-"tailored to tolerance", "finished to standard", "priced to Denver's market"."""
+"""Words of goods moved or sent with the ending of a participle or an adjective: their "to"
+is the goods' way ("shipped to Evanston", "went to Evanston")."""
+_OWNED_TO = re.compile(
+    rf"(?:^|\s)(?!(?:{_MOVED})\b)[^\W\d_]{{2,}}(?:ed|al|ar|ent|ant|ive|ful|ous|ble|ic)\W*$"
+)
+"""A participle or an adjective before "to", by its ending, that moves no goods, whose "to"
+is its own: "cut to length", "tailored to tolerance", "finished to standard", "faithful to
+form", "identical to Maria's", "equivalent to spec"."""
 _NAME_WORD = re.compile(r"\b[A-Z][a-z'-]+\b")
 
 
