@@ -117,6 +117,8 @@ LISTS = [
     "It will ship to Tomas and your sister.",
     "It ships to: Tomas and Maria.",
     "It has been mailed to Tomas and Maria.",
+    "It will ship to Tomas and Maria Lopez.",
+    "It will ship to Tomas and maria.",
     "It will ship to\nTomas and Maria.",
     "\n| Item | Ships to |\n|---|---|\n| Rain jacket | Tomas and Maria |",
 ]
@@ -153,6 +155,8 @@ HONEST_LISTS = [
     "If approved, Maria and Leo will receive it.",
     "It will not ship to Maria and Leo.",
     "Thanks, Tomas will receive it.",
+    "It will ship to you and Maria will get an email.",
+    "It ships to chicago and arrives tomorrow.",
 ]
 
 

@@ -1658,11 +1658,15 @@ _CITY = re.compile(
 )
 """Where a city (or a person) may be named: "will ship to Evanston", "to your home in
 Chicago", "will arrive in Evanston", "to Maria", "at the Boston address"."""
-_BARE_PLACE = re.compile(
-    rf"(?:^|(?<=\s)){_TO_OF_ANOTHER_WORD}to:? [\"'\u201c\u2018]?"
-    r"([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?)(?=\W*$|[,;.!?)\"'\u201d\u2019]"
+_PLACE_END = (
+    r"(?=\W*$|[,;.!?)\"'\u201d\u2019]"
     r"| (?:to|in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
     r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
+)
+"""Where the words of a place end: the clause, or a word that follows a place."""
+_PLACE_WORDS = r"[^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?"
+_BARE_PLACE = re.compile(
+    rf"(?:^|(?<=\s)){_TO_OF_ANOTHER_WORD}to:? [\"'\u201c\u2018]?({_PLACE_WORDS}){_PLACE_END}"
 )
 """A place named in words the reader may not know for one, any case: "to evanston", "to
 maria", "to: Maria" (up to three words, ending a clause; not the "to" of another word,
@@ -1816,9 +1820,13 @@ def _new_place(place: str, places: _Places) -> bool:
 
 
 _JOINED = re.compile(
-    rf"(?<=[\w'])({_AND}|,) (?=((?:your|the|his|her|their|our|my) )?([^\W\d_][\w'-]*)"
-    r"(\W*$|[,;.!?)]| (?:and|or|&)\b)?)"
+    rf"(?<=[\w'])({_AND}|,) (?=((?:your|the|his|her|their|our|my) )?({_PLACE_WORDS}){_PLACE_END})"
 )
+"""A further item of a list of places or people, up to three words ending where a place ends
+(:data:`_PLACE_END`), and what joins it."""
+_LIST_END = re.compile(r"\W*$|[,;.!?)]| (?:and|or|&)\b")
+"""Where a list ends, or goes on: what a word in no case a name must end in to be one of it
+("to tomas and maria."; not "to chicago and arrives tomorrow")."""
 
 
 def _coordinated(place: str, named: frozenset[str]) -> str:
@@ -1826,13 +1834,17 @@ def _coordinated(place: str, named: frozenset[str]) -> str:
     own, so each is read ("to Maria and Leo" is "to Maria to Leo", "to Boston or Chicago",
     "to Tomas, Maria and Ann"): a name (capitalised in the message), words with a determiner
     ("and your sister") or one word ending the list; a comma only before a name ("to
-    Chicago, arriving Friday", "to chicago and arrives Friday" stay one place)."""
+    Chicago, arriving Friday", "to chicago and arrives tomorrow", "to you and Maria will get
+    an email" stay one place)."""
     if not re.search(r"\b(?:to|at|in):? ", place):
         return place
 
     def joined(found: re.Match[str]) -> str:
-        comma, owned, word, ends = found.groups()
-        listed = word in named or (comma != "," and (owned is not None or ends is not None))
+        comma, owned, words = found.groups()
+        after = place[found.end() + len(owned or "") + len(words) :]
+        last = " " not in words and _LIST_END.match(after) is not None  # "and maria."
+        a_name = named.issuperset(words.split())
+        listed = a_name or (comma != "," and (owned is not None or last))
         return " to " if listed else found.group()
 
     return _JOINED.sub(joined, place)
