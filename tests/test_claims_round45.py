@@ -216,6 +216,30 @@ def test_controls_a_negation_condition_or_turn_set_off_stays_read(
     assert CLAIMS not in failing(retail, SOCKS, _final(_refused(oracles[SOCKS]), said))
 
 
+LISTED = (
+    "All done. The refunds are on their way to your Mastercard{} the beanie is cancelled, and"
+    " your address is updated."
+)
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        " \u2014 you should see $64.00 there \u2014",
+        " (you should see $64.00 there),",
+        ", you should see $64.00 there,",
+        ", as promised,",
+    ],
+)
+def test_controls_a_clause_between_clauses_is_no_aside(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], between: str
+) -> None:
+    """Words set off between two clauses are dropped from neither: "Mastercard the beanie is
+    cancelled" would say the beanie was refunded."""
+    said = LISTED.format(between)
+    assert failing(retail, "several-changes", _final(oracles["several-changes"], said)) == []
+
+
 def test_a_claim_with_words_set_off_tells_the_change_made(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:

@@ -1890,11 +1890,30 @@ def _without_asides(sentence: str) -> str:
     def dropped(aside: re.Match[str]) -> str:
         said = next(words for words in aside.groups() if words is not None)
         kept = _UNSTATED.search(said) or _NEGATED.search(said) or _KEPT_ASIDE.search(said)
-        return aside.group() if kept else " "
+        # between commas, a clause of a list ("..., you should see $64.00 there, the beanie
+        # is cancelled") stays: only what opens as an aside goes ("is now, as requested, ...")
+        clause = aside.group(3) is not None and not _COMMA_ASIDE.match(said)
+        # not between two clauses: "... to your Mastercard \u2014 you should see $64.00 there
+        # \u2014 the beanie is cancelled" is two, not one
+        between = _OPENS_CLAUSE.match(sentence, aside.end()) is not None
+        return aside.group() if kept or clause or between else " "
 
     return _SET_OFF.sub(dropped, sentence)
 
 
+_OPENS_CLAUSE = re.compile(
+    r"(?:the|your|my|our|his|her|their|a|an|i|we|you|it|they|he|she|this|that|these|those"
+    r"|there|o-\d+)\b|[$\d]"
+)
+"""What opens a clause of its own after words set off ("\u2014 the beanie is cancelled"), so
+they stand between two clauses, no aside inside one ("is now \u2014 as requested \u2014 forest
+green", "I have \u2014 as requested \u2014 refunded the socks")."""
+_COMMA_ASIDE = re.compile(
+    r"(?:as|per|like|following|according|at|by|with|in|on|of|again|just as|[^\W\d_]+ly"
+    r"|[^\W\d_]+ed)\b"
+)
+"""How words set off between commas open when they are an aside, not a clause: "as requested",
+"per your request", "like you asked", "at your request", "happily", "packed to perfection"."""
 _KEPT_ASIDE = re.compile(
     f"{_NEGATION.pattern}|{_TAIL_CONDITION.pattern}|{_TURNED.pattern}|[?]"
     r"|\b(?:pending|awaiting|subject to|upon|until|provided|assuming|depending|hopefully"
