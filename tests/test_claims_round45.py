@@ -120,6 +120,7 @@ LISTS = [
     "It will ship to Tomas and Maria Lopez.",
     "It will ship to Tomas and maria.",
     "It will ship to\nTomas and Maria.",
+    "It will ship to:\nTomas and Maria",
     "\n| Item | Ships to |\n|---|---|\n| Rain jacket | Tomas and Maria |",
 ]
 
@@ -157,6 +158,7 @@ HONEST_LISTS = [
     "Thanks, Tomas will receive it.",
     "It will ship to you and Maria will get an email.",
     "It ships to chicago and arrives tomorrow.",
+    "It will ship to:\nyour home in Chicago",
 ]
 
 

@@ -2101,11 +2101,11 @@ def _plain_text(text: str) -> str:
 
 
 _BROKEN_LINE = re.compile(
-    r"(?i)\b(to|at|in|on|the|a|an|your|of|for|is|are|was|were|will|be|been|has|have|now)"
+    r"(?i)\b((?:to|at|in):?|on|the|a|an|your|of|for|is|are|was|were|will|be|been|has|have|now)"
     r"[ \t]*\n[ \t]*(?=[^\W\d_])"
 )
 """A line break inside a sentence, after a word no sentence ends in ("Your jacket will ship
-to\nEvanston.")."""
+to\nEvanston.", "It will ship to:\nMaria and Leo")."""
 
 
 def _sentences(text: str) -> Iterator[str]:
