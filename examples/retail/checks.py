@@ -1925,13 +1925,13 @@ declined, sorry", "Your refund, pending approval, is issued")."""
 
 
 _REPORTED = re.compile(
-    r"\byou(?: had| have|'ve)? (?:asked|requested|wanted|wished|said|mentioned|wrote|told (?:me|us)"
-    r"|(?:would|'d) (?:like|prefer)|want|wish|prefer|need)(?: me| us)?"
+    r"\byou(?: had| have|'ve)? (?:asked|requested|wanted|wished|(?:would|'d) (?:like|prefer)"
+    r"|want|wish|prefer|need)(?: me| us)?"
     r"(?= (?:that|to|for (?:it|them|this|that|the|your|o-\d+)\b[^,;]*? to"
     r"|(?:it|they|the|your|o-\d+)\b))"
 )
 """A request of the customer's said back, up to the words it asks: "You asked that it should
-ship to Evanston", "You said it should go to Maria", "You'd like it to ship to Evanston" (not
+ship to Evanston", "You'd like it to ship to Evanston" (not
 "As you asked, it now ships to Evanston", "the change you asked for", "the refund you
 requested is complete"; nor a question said back, "You asked whether the socks were
 refunded. They were.", whose answer may be its words)."""
