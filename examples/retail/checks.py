@@ -1702,7 +1702,8 @@ completion" (a place is one when capitalised: "to Florence")."""
 _MOVED = (
     "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
     "|moved|changed|updated|switched|headed|returned|transferred|diverted|assigned|destined"
-    "|labell?ed|scheduled|expected|sent|went|arrive|drive"
+    "|labell?ed|scheduled|expected|sent|went|arrive|drive|booked|rebooked|confirmed|released"
+    "|handed|passed|carried|couriered|delivered|allocated"
 )
 """Words of goods moved or sent with the ending of a participle or an adjective: their "to"
 is the goods' way ("shipped to Evanston", "went to Evanston")."""
