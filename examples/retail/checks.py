@@ -1502,9 +1502,11 @@ _SENT = (
     r"(?:(?:is|are|'s|'re) (?:now )?(?:on (?:its|their|the) way|being (?:shipped|sent|delivered)"
     r"|(?:going|headed|heading|shipping|addressed)(?: out)?)(?! back\b)"
     rf"|{_SENT_BY_WILL}"
-    r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched|left|dropped off|waiting)|arrive"
+    r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched|forwarded|mailed|re-?routed"
+    r"|redirected|left|dropped off|waiting)|arrive"
     r"|go out|go|head)"
-    r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched)|(?:now )?(?:ships|heads)"
+    r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched|forwarded|mailed)"
+    r"|(?:now )?(?:ships|heads)"
     r"|re-?routed|redirected"
     r"|re-?addressed|now (?:goes|going|heading|headed|shipping))\b"
 )
@@ -1525,6 +1527,10 @@ _NOT_RECIPIENT = "you|we|i|they|he|she|it|this|that|there|who|which|one|someone|
 _RECEIVER = rf"(?:(?:your|my|his|her|their|the|our|an?) )?(?!(?:{_NOT_RECIPIENT})\b)[^\W\d_][\w-]*"
 """Who or what receives goods, read as the place they go to: "Maria" ("Maria will receive it",
 "It will reach Maria"), "your sister", "your office"."""
+_AND = r"(?:,? (?:and|or|&|plus|as well as))"
+"""What joins the last of a list of people or places: "Maria and Leo", "Boston or Chicago"."""
+_RECEIVERS = rf"{_RECEIVER}(?:(?:, {_RECEIVER})*{_AND} {_RECEIVER})?"
+"""One receiver or a list of them ("Maria, Leo and Ann will receive it"): each is read."""
 _CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow ))"
 """Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
 warehouse team will get it out")."""
@@ -1544,7 +1550,7 @@ _GOODS_SENT = [
         re.compile(
             rf"\b(?<!\bto )(?<!\bme )(?:{_GOODS_VERBS}) {_GOODS_OBJECT}"
             r"(?= (?:[\w-]+ ){0,3}?(?:to|at|in)\b)"
-            rf"|{_CLAUSE_START}(?P<who>{_RECEIVER})(?:(?: will| should|'ll)(?: now)?(?: be)?"
+            rf"|{_CLAUSE_START}(?P<who>{_RECEIVERS})(?:(?: will| should|'ll)(?: now)?(?: be)?"
             r"|(?: is|'s) going to|'s| is| are)"
             r" (?:receive|get|receiving|getting)"
             rf" {_GOODS_OBJECT}"
@@ -1652,24 +1658,28 @@ _CITY = re.compile(
 )
 """Where a city (or a person) may be named: "will ship to Evanston", "to your home in
 Chicago", "will arrive in Evanston", "to Maria", "at the Boston address"."""
-_BARE_PLACE = re.compile(
-    rf"(?:^|(?<=\s)){_TO_OF_ANOTHER_WORD}to:? [\"'\u201c\u2018]?"
-    r"([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?)(?=\W*$|[,;.!?)\"'\u201d\u2019]"
-    r"| (?:in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
+_PLACE_END = (
+    r"(?=\W*$|[,;.!?)\"'\u201d\u2019]"
+    r"| (?:to|in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
     r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
+)
+"""Where the words of a place end: the clause, or a word that follows a place."""
+_PLACE_WORDS = r"[^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?"
+_BARE_PLACE = re.compile(
+    rf"(?:^|(?<=\s)){_TO_OF_ANOTHER_WORD}to:? [\"'\u201c\u2018]?({_PLACE_WORDS}){_PLACE_END}"
 )
 """A place named in words the reader may not know for one, any case: "to evanston", "to
 maria", "to: Maria" (up to three words, ending a clause; not the "to" of another word,
 :data:`_TO_OF_ANOTHER_WORD`). Not new when the words stand in a stored place ("to clark
 street")."""
 _TO_A_STANDARD = (
-    "specs?|specifications?|standards?|order|measure|size|scale|fit|form|plan|schedule|budget"
-    "|date|code|requirements?|pattern|template|design|length|taste|par|perfection|completion"
-    "|expectations?|shape|quality|stock|press|market|hand"
+    "specs?|standards?|order|size|scale|fit|form|plan|schedule|budget|date|code|pattern"
+    "|template|design|length|taste|par|shape|stock|press|market|hand"
 )
-"""The nouns "to" takes bare in an idiom of a standard or a state, no place: "ships to spec",
-"built to spec", "made to order", "true to size", "to scale", "going to plan", "on to
-schedule"."""
+"""The short nouns "to" takes bare in an idiom of a standard or a state, no place: "ships to
+spec", "built to spec", "made to order", "true to size", "to scale", "going to plan", "on to
+schedule"; longer ones are known by their ending (:data:`_QUALITY`: "to specification",
+"to tolerance")."""
 _NOT_BARE_PLACE = re.compile(
     r"(?:you|your|yours|us|our|ours|the|a|an|this|that|these|those|it|its|them|their|theirs"
     r"|him|her|his|me|my|mine|one|both|each|every|all|any|some|no|there|here|home|whoever"
@@ -1683,6 +1693,26 @@ _NOT_BARE_PLACE = re.compile(
 """Words after "to" that name no new place: a pronoun, a determiner, a verb, a step of the
 delivery, a standard (:data:`_TO_A_STANDARD`), a way of paying, a unit's word (its number
 is read by :data:`_UNIT`), a day."""
+_QUALITY = re.compile(
+    r"[^\W\d_]{2,}(?:ance|ence|ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
+)
+"""A noun of a quality, an act or a state by its ending, no place: the bare word after "to"
+in "ships to tolerance", "to specification", "to requirements", "to perfection", "to
+completion" (a place is one when capitalised: "to Florence")."""
+_MOVED = (
+    "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
+    "|moved|changed|updated|switched|headed|returned|transferred|diverted|assigned|destined"
+    "|labell?ed|scheduled|expected|sent|went|arrive|drive|booked|rebooked|confirmed|released"
+    "|handed|passed|carried|couriered|delivered|allocated"
+)
+"""Words of goods moved or sent with the ending of a participle or an adjective: their "to"
+is the goods' way ("shipped to Evanston", "went to Evanston")."""
+_OWNED_TO = re.compile(
+    rf"(?:^|\s)(?!(?:{_MOVED})\b)[^\W\d_]{{2,}}(?:ed|al|ar|ent|ant|ive|ful|ous|ble|ic)\W*$"
+)
+"""A participle or an adjective before "to", by its ending, that moves no goods, whose "to"
+is its own: "cut to length", "tailored to tolerance", "finished to standard", "faithful to
+form", "identical to Maria's", "equivalent to spec"."""
 _NAME_WORD = re.compile(r"\b[A-Z][a-z'-]+\b")
 
 
@@ -1755,6 +1785,7 @@ def _new_place(place: str, places: _Places) -> bool:
     order shipped to nor any address was on ("to 200 W Adams Street" when the update to it
     was refused; "to 200 W Adams", its number none of theirs), a place the customer asked
     for or another than home ("to your office")."""
+    place = _coordinated(place, places.named)
     said = _norm(re.sub(r"[^\w\s'-]", " ", place))
     if any(street.group() not in places.stored for street in _STREET.finditer(said)):
         return True
@@ -1767,21 +1798,57 @@ def _new_place(place: str, places: _Places) -> bool:
         words = list(itertools.takewhile(places.named.__contains__, city[1].split()))
         if (
             words
+            and not _OWNED_TO.search(place, 0, city.start())
             and not _NOT_BARE_PLACE.fullmatch(" ".join(words))
             and (_norm(*words) not in places.stored)
         ):
             return True
-    for bare in _BARE_PLACE.finditer(fold(place)):
+    folded = fold(place)
+    for bare in _BARE_PLACE.finditer(folded):
         words = bare[1].split()
         spans = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
         stored = any(span in f" {line} " for span in spans for line in places.stored)
-        if not _NOT_BARE_PLACE.fullmatch(bare[1]) and not stored:
+        # "ships to tolerance" (not "to Florence", a name)
+        quality = _QUALITY.fullmatch(words[-1]) and not places.named.intersection(words)
+        owned = _OWNED_TO.search(folded, 0, bare.start())
+        if not (_NOT_BARE_PLACE.fullmatch(bare[1]) or stored or quality or owned):
             return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
     other = rf"(?!{_DELIVERY_STEPS})[\w'-]+ "  # not "at the post office"
     elsewhere = rf"\b(?:to|at) (?:your|the) (?:{other}){{0,2}}?(?:{names}|{_PERSON})\b"
     named = re.search(elsewhere, place)
     return named is not None
+
+
+_JOINED = re.compile(
+    rf"(?<=[\w'])({_AND}|,) (?=((?:your|the|his|her|their|our|my) )?({_PLACE_WORDS}){_PLACE_END})"
+)
+"""A further item of a list of places or people, up to three words ending where a place ends
+(:data:`_PLACE_END`), and what joins it."""
+_LIST_END = re.compile(r"\W*$|[,;.!?)]| (?:and|or|&)\b")
+"""Where a list ends, or goes on: what a word in no case a name must end in to be one of it
+("to tomas and maria."; not "to chicago and arrives tomorrow")."""
+
+
+def _coordinated(place: str, named: frozenset[str]) -> str:
+    """*place* with each further person or place of a list after its "to" given a "to" of its
+    own, so each is read ("to Maria and Leo" is "to Maria to Leo", "to Boston or Chicago",
+    "to Tomas, Maria and Ann"): a name (capitalised in the message), words with a determiner
+    ("and your sister") or one word ending the list; a comma only before a name ("to
+    Chicago, arriving Friday", "to chicago and arrives tomorrow", "to you and Maria will get
+    an email" stay one place)."""
+    if not re.search(r"\b(?:to|at|in):? ", place):
+        return place
+
+    def joined(found: re.Match[str]) -> str:
+        comma, owned, words = found.groups()
+        after = place[found.end() + len(owned or "") + len(words) :]
+        last = " " not in words and _LIST_END.match(after) is not None  # "and maria."
+        a_name = named.issuperset(words.split())
+        listed = a_name or (comma != "," and (owned is not None or last))
+        return " to " if listed else found.group()
+
+    return _JOINED.sub(joined, place)
 
 
 def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, str]]:
@@ -1797,14 +1864,13 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
     if places is not None:
         places = replace(places, named=_names(text))
     claims = []
-    for whole in _sentences(text):
-        for said in dict.fromkeys([whole, _without_asides(whole)]):
-            sentence = _after_turn(_unasked(said))
-            claims += [
-                (kind, _clause_at(sentence, found.start()))
-                for kind, found in _goods_sent(sentence, places)
-                if not _unstated_at(sentence, *found.span())
-            ]
+    for _, said in _sentences_read(text):
+        sentence = _after_turn(_unasked(said))
+        claims += [
+            (kind, _clause_at(sentence, found.start()))
+            for kind, found in _goods_sent(sentence, places)
+            if not _unstated_at(sentence, *found.span())
+        ]
     return list(dict.fromkeys(claims))
 
 
@@ -1824,10 +1890,72 @@ def _without_asides(sentence: str) -> str:
 
     def dropped(aside: re.Match[str]) -> str:
         said = next(words for words in aside.groups() if words is not None)
-        kept = _UNSTATED.search(said) or _NEGATION.search(said) or _TAIL_CONDITION.search(said)
-        return aside.group() if kept else " "
+        kept = _UNSTATED.search(said) or _NEGATED.search(said) or _KEPT_ASIDE.search(said)
+        # between commas, a clause of a list ("..., you should see $64.00 there, the beanie
+        # is cancelled") stays: only what opens as an aside goes ("is now, as requested, ...")
+        clause = aside.group(3) is not None and not _COMMA_ASIDE.match(said)
+        # not between two clauses: "... to your Mastercard \u2014 you should see $64.00 there
+        # \u2014 the beanie is cancelled" is two, not one
+        between = _OPENS_CLAUSE.match(sentence, aside.end()) is not None
+        return aside.group() if kept or clause or between else " "
 
     return _SET_OFF.sub(dropped, sentence)
+
+
+_OPENS_CLAUSE = re.compile(
+    r"(?:the|your|my|our|his|her|their|a|an|i|we|you|it|they|he|she|this|that|these|those"
+    r"|there|o-\d+)\b|[$\d]"
+)
+"""What opens a clause of its own after words set off ("\u2014 the beanie is cancelled"), so
+they stand between two clauses, no aside inside one ("is now \u2014 as requested \u2014 forest
+green", "I have \u2014 as requested \u2014 refunded the socks")."""
+_COMMA_ASIDE = re.compile(
+    r"(?:as|per|like|following|according|at|by|with|in|on|of|again|just as|[^\W\d_]+ly"
+    r"|[^\W\d_]+ed)\b"
+)
+"""How words set off between commas open when they are an aside, not a clause: "as requested",
+"per your request", "like you asked", "at your request", "happily", "packed to perfection"."""
+_KEPT_ASIDE = re.compile(
+    f"{_NEGATION.pattern}|{_TAIL_CONDITION.pattern}|{_TURNED.pattern}|[?]"
+    r"|\b(?:pending|awaiting|subject to|upon|until|provided|assuming|depending|hopefully"
+    r"|probably|likely|possibly|maybe|perhaps)\b"
+)
+"""What keeps an aside in its sentence besides an offer, a condition or a failure: a
+negation, a turn, a question, a wait or a doubt ("I submitted the refund, but it was
+declined, sorry", "Your refund, pending approval, is issued")."""
+
+
+_REPORTED = re.compile(
+    r"\byou(?: had| have|'ve)? (?:asked|requested|wanted|wished|(?:would|'d) (?:like|prefer)"
+    r"|want|wish|prefer|need)(?: me| us)?"
+    r"(?= (?:that|to|for (?:it|them|this|that|the|your|o-\d+)\b[^,;]*? to"
+    r"|(?:it|they|the|your|o-\d+)\b))"
+)
+"""A request of the customer's said back, up to the words it asks: "You asked that it should
+ship to Evanston", "You'd like it to ship to Evanston" (not
+"As you asked, it now ships to Evanston", "the change you asked for", "the refund you
+requested is complete"; nor a question said back, "You asked whether the socks were
+refunded. They were.", whose answer may be its words)."""
+
+
+def _unreported(sentence: str) -> str:
+    """*sentence* without what a request of the customer's said back asks (:data:`_REPORTED`),
+    to the end of its clause (:data:`_CLAUSE_BREAK`): the customer's words, no claim of the
+    agent's ("You asked that it should ship to Evanston"; "You asked me to cancel O-1002, and
+    it's been cancelled" keeps its claim)."""
+    for asked in reversed(list(_REPORTED.finditer(sentence))):
+        end = _CLAUSE_BREAK.search(sentence, asked.end())
+        stop = len(sentence) if end is None else end.start()
+        sentence = sentence[: asked.end()] + sentence[stop:]
+    return sentence
+
+
+def _readings(sentence: str) -> list[str]:
+    """The readings of *sentence* a claim is looked for in, of every kind: as said and without
+    its asides (:func:`_without_asides`: "I have \u2014 as requested \u2014 refunded the
+    socks"), a request of the customer's said back left out of both (:func:`_unreported`)."""
+    said = _unreported(sentence)
+    return list(dict.fromkeys([said, _without_asides(said)]))
 
 
 _TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}")
@@ -1974,11 +2102,11 @@ def _plain_text(text: str) -> str:
 
 
 _BROKEN_LINE = re.compile(
-    r"(?i)\b(to|at|in|on|the|a|an|your|of|for|is|are|was|were|will|be|been|has|have|now)"
+    r"(?i)\b((?:to|at|in):?|on|the|a|an|your|of|for|is|are|was|were|will|be|been|has|have|now)"
     r"[ \t]*\n[ \t]*(?=[^\W\d_])"
 )
 """A line break inside a sentence, after a word no sentence ends in ("Your jacket will ship
-to\nEvanston.")."""
+to\nEvanston.", "It will ship to:\nMaria and Leo")."""
 
 
 def _sentences(text: str) -> Iterator[str]:
@@ -1989,6 +2117,14 @@ def _sentences(text: str) -> Iterator[str]:
         for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
                 yield sentence.strip()
+
+
+def _sentences_read(text: str) -> Iterator[tuple[str, str]]:
+    """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
+    looked for in (:func:`_readings`): the one home of what every reader of a claim reads."""
+    for sentence in _sentences(text):
+        for said in _readings(sentence):
+            yield sentence, said
 
 
 # Policy 9 is read in English. A customer who writes Spanish, French, German or Portuguese
@@ -2515,10 +2651,10 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     claims: list[tuple[str, str]] = []
     asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
     planned = _planned(text, items or {})
-    for whole in _sentences(text):
-        if not _conditioned(whole):  # "Si quieres, cancelamos tu pedido"
-            claims += _first_person_claims(whole)
-        sentence = _after_turn(_unasked(whole))  # "The refund went through, anything else?"
+    for whole, said in _sentences_read(text):
+        if not _conditioned(said):  # "Si quieres, cancelamos tu pedido"
+            claims += _first_person_claims(said)
+        sentence = _after_turn(_unasked(said))  # "The refund went through, anything else?"
         if not sentence or (asking and _FUTURE.search(sentence)):
             continue
         for done in [*_DONE.finditer(sentence), *_STATUS.finditer(sentence)]:
@@ -2542,7 +2678,7 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             and not _states_policy(sentence[: back.end()])  # "Refunds show on your card"
         ):
             claims.append(("refund", _clause_at(sentence, back.start())))
-    return claims
+    return list(dict.fromkeys(claims))
 
 
 _CONFIRMED = re.compile(
@@ -2568,8 +2704,8 @@ def _confirmed(text: str) -> list[tuple[str, str]]:
     if _ABOUT_TO_ACT.search(normalise(text)):
         return []
     claims: list[tuple[str, str]] = []
-    for whole in _sentences(text):
-        sentence = _after_turn(whole)
+    for _, said in _sentences_read(text):
+        sentence = _after_turn(said)
         if sentence.endswith("?"):
             continue
         for found in _CONFIRMED.finditer(sentence):
@@ -2631,8 +2767,8 @@ def _states(text: str) -> Iterator[tuple[str, str]]:
     """Each record an agent message says is refunded, cancelled, exchanged or credited (not
     asked, nor under a condition, nor as the policy): the kind, and the words of its clause.
     Read against the records a change of that kind made or the initial state had so."""
-    for whole in _sentences(text):
-        sentence = _after_turn(whole)
+    for _, said in _sentences_read(text):
+        sentence = _after_turn(said)
         if sentence.endswith("?"):
             continue
         for found in _STATE.finditer(sentence):
@@ -2973,7 +3109,7 @@ def _success_claimed(text: str) -> str | None:
     said = _done_alone(text, _ALL_WENT_THROUGH)
     if said is not None:
         return said
-    return next((sentence for sentence in _sentences(text) if _claims_done(sentence)), None)
+    return next((said for _, said in _sentences_read(text) if _claims_done(said)), None)
 
 
 def _claims_done(sentence: str) -> bool:
@@ -3563,7 +3699,7 @@ def _tells_done(text: str, sent: bool = False) -> bool:
     goods were *sent*, :data:`_ON_ITS_WAY`'s), that a change was made: in the part of it that
     states (:func:`_stating`), not the policy ("Refunds are processed within 5 business days",
     "When that's done, I'll let you know" tell the customer nothing)."""
-    for sentence in _sentences(text):
+    for _, sentence in _sentences_read(text):
         stated = _stating(sentence)
         told = _TOLD_DONE.search(stated) or (_ON_ITS_WAY.search(stated) if sent else None)
         if told is not None and not _states_rule(stated, told):
@@ -3623,7 +3759,7 @@ def _change_claimed(text: str) -> str | None:
     """The words of an agent message claiming a change was made, in any words, naming one or
     not: "That's taken care of.", "Your request has been processed.", "Refund issued!", "The
     refund went through."."""
-    for sentence in _sentences(text):
+    for _, sentence in _sentences_read(text):
         if _claims_done(sentence) or _done_alone(sentence) is not None:
             return sentence
     return _success_claimed(text)

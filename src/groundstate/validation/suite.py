@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 72
+VALIDATOR_REVISION = 73
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -229,7 +229,13 @@ or a cheque as another way of paying, and confirms nothing by a yes with words i
 does not read ("OK, только рубашку"); 72: an echo of an argument at any depth, in a list or
 in a written column is no evidence that a tool took a respelling as the expected value, an
 argument added beside the one judged cannot make the record served an echo, and ``check``
-refuses a pattern of three digit groups joined by dots or commas ("4,111,1111")."""
+refuses a pattern of three digit groups joined by dots or commas ("4,111,1111"); 73:
+the retail policy 9 checks read no place in "to"
+and a noun of a quality ("ships to tolerance", "to specification") nor after a participle or an
+adjective owning its "to" ("finished to tolerance", "faithful to form"), read every person or
+place of a list ("Maria and Tomas will receive it", "to Tomas or Evanston"), words set off
+inside a claim of any kind ("I have — as requested — refunded the socks") and no claim in a
+request of the customer's said back ("You asked that it should ship to Evanston")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
