@@ -232,15 +232,19 @@ def flagged_text(tries: dict[str, Any]) -> str:
     )
 
 
-def denominators_text(valid: int, invalid: int, tries: dict[str, Any]) -> str:
+def denominators_text(
+    valid: int, invalid: int, tries: dict[str, Any], *, tasks: tuple[int, int] | None = None
+) -> str:
     """A batch's counted attempts and its tries, reruns included, as one phrase ("" when no
     try is invalid): ``34 valid and 20 invalid attempts counted; 54 tries in all, 20
-    invalid (37.0%)``."""
+    invalid (37.0%)``. With *tasks* (those counted, of the batch's), over some of its tasks
+    only (``compare`` on the tasks it compared): ``on 5 of its 7 tasks (those compared): ...``."""
     if not tries["invalid_tries"]:
         return ""
     rate = share(tries["invalid_tries"] / tries["tries"])
+    some = f"on {tasks[0]} of its {counted(tasks[1], 'task')} (those compared): " if tasks else ""
     return (
-        f"{valid} valid and {counted(invalid, 'invalid attempt')} counted; "
+        f"{some}{valid} valid and {counted(invalid, 'invalid attempt')} counted; "
         f"{counted(tries['tries'], 'try', 'tries')} in all, {tries['invalid_tries']} invalid "
         f"({rate})"
     )
