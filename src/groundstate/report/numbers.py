@@ -3,6 +3,7 @@ each other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from groundstate.rounding import SMALLEST_P, counted, decimals, rounded, significant
@@ -220,7 +221,7 @@ def incomplete_text(missing: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def flagged_text(tries: dict[str, Any]) -> str:
+def flagged_text(tries: Mapping[str, Any]) -> str:
     """The invalid-try flag of :func:`groundstate.analysis.tries`, as one phrase ("" when not
     flagged): every report words it alike."""
     if not tries["flagged"]:
