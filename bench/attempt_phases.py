@@ -22,9 +22,7 @@ import argparse
 import asyncio
 import functools
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +32,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # the bench folder is no package (tests load this file by path)
+    sys.path.insert(0, str(HERE))
+
+import side_by_side  # noqa: E402
+
 SUITE = HERE.parent / "examples" / "retail"
 
 # (module, owner inside it or "", attribute, label): the label's indentation shows nesting.
@@ -146,7 +149,6 @@ def _instrument(meter: _Meter) -> list[str]:
 def measure(repeats: int) -> dict[str, Any]:
     """Per attempt: each phase's CPU milliseconds and calls, the attempt's process CPU, the
     record's storing, and the floor's CPU (medians where per attempt)."""
-    sys.path.insert(0, str(HERE))
     from overhead import plain_sqlite_floor
 
     from groundstate.agents.scripted import ScriptedAgent
@@ -220,22 +222,11 @@ def _print_totals(results: list[dict[str, Any]]) -> None:
 
 
 def _child(src: str, repeats: int) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": src}
-    out = subprocess.run(
-        [sys.executable, __file__, "--repeats", str(repeats), "--json"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return dict(json.loads(out.splitlines()[-1]))
+    return side_by_side.child(__file__, src, "--repeats", str(repeats))
 
 
 def compare(this: str, other: str, repeats: int, pairs: int) -> None:
-    runs: dict[str, list[dict[str, Any]]] = {this: [], other: []}
-    for _ in range(pairs):
-        for src in (other, this):
-            runs[src].append(_child(src, repeats))
+    runs = side_by_side.alternate(this, other, pairs, lambda src: _child(src, repeats))
 
     def median(src: str, label: str, at: int) -> float | None:
         values = [r["phases"][label][at] for r in runs[src] if label in r["phases"]]
@@ -261,15 +252,13 @@ def compare(this: str, other: str, repeats: int, pairs: int) -> None:
     for src in (other, this):
         each = ", ".join(f"{r['over_floor']:.2f}" for r in runs[src])
         print(f"  over the floor, each run of {src}: {each}")
-    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(side_by_side.load_line())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="rounds of the 18 replays")
-    parser.add_argument("--against", help="another tree's src folder, measured alternately")
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    side_by_side.add_options(parser)
     args = parser.parse_args()
     if args.against:
         this = str(HERE.parent / "src")

@@ -22,15 +22,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # the bench folder is no package (tests load this file by path)
+    sys.path.insert(0, str(HERE))
+
+import side_by_side  # noqa: E402
 
 
 def measure(passes: int) -> dict[str, Any]:
@@ -83,22 +85,11 @@ def measure(passes: int) -> dict[str, Any]:
 
 
 def _child(src: str, passes: int) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": src}
-    out = subprocess.run(
-        [sys.executable, __file__, "--passes", str(passes), "--json"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return dict(json.loads(out.splitlines()[-1]))
+    return side_by_side.child(__file__, src, "--passes", str(passes))
 
 
 def compare(this: str, other: str, passes: int, pairs: int) -> None:
-    runs: dict[str, list[dict[str, Any]]] = {this: [], other: []}
-    for _ in range(pairs):
-        for src in (other, this):
-            runs[src].append(_child(src, passes))
+    runs = side_by_side.alternate(this, other, pairs, lambda src: _child(src, passes))
     first = runs[this][0]
     print(f"{first['traces']} traces, {first['checks']} confirmed checks per pass")
     print(f"medians of {pairs} alternating pairs; CPU ms per trace, all its confirmed checks")
@@ -109,15 +100,13 @@ def compare(this: str, other: str, passes: int, pairs: int) -> None:
         print(f"  {median:7.3f}  ({each}; {failed} failing)  {src}")
     same = {r["verdicts"] for r in runs[this]} == {r["verdicts"] for r in runs[other]}
     print(f"verdicts and evidence the same in both trees: {same}")
-    print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(side_by_side.load_line())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passes", type=int, default=5, help="timed passes over the corpus")
-    parser.add_argument("--against", help="another tree's src folder, measured alternately")
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    side_by_side.add_options(parser)
     args = parser.parse_args()
     if args.against:
         this = str(HERE.parent / "src")

@@ -4,7 +4,9 @@ retail example suite, its agents and the careful system, and a run store with ba
 on it in a subprocess; and what the store holds, to compare before and after.
 
 Each test damages its own copy (:func:`spoilable_copy`) of a workspace made once per module
-(:func:`make_workspace`).
+(:func:`make_workspace`): the fixtures :func:`pristine` and :func:`copy` (``tests/conftest.py``
+shares them; a module that wants other batches defines its own ``pristine``), and
+:func:`retail_folder` for a test that damages the suite alone.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import EXAMPLES
+import pytest
+
+from tests.model_harness import EXAMPLES
 
 TASK = "refund-socks"
 """The retail task each task mutant edits (the suite's canary, a small task)."""
@@ -115,3 +119,22 @@ def spoilable_copy(workspace: Path, tmp_path: Path) -> Path:
     """A copy of *workspace* (its links kept as links) that one test may damage."""
     shutil.copytree(workspace, tmp_path / "w", symlinks=True)
     return tmp_path / "w"
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A workspace with one batch, ``x``, made once per test module."""
+    return make_workspace(tmp_path_factory.mktemp("pristine"))
+
+
+@pytest.fixture
+def copy(pristine: Path, tmp_path: Path) -> Path:
+    """This test's own copy of its module's :func:`pristine` workspace."""
+    return spoilable_copy(pristine, tmp_path)
+
+
+@pytest.fixture
+def retail_folder(tmp_path: Path) -> Path:
+    """The retail example suite alone, to damage and check in this process."""
+    shutil.copytree(EXAMPLES / "retail", tmp_path / "retail")
+    return tmp_path / "retail"

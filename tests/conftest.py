@@ -26,6 +26,9 @@ from groundstate.exitcause import TRY, WATCHED
 from groundstate.spec.suite import Suite, grader_shape, load_suite
 from groundstate.validation import SuiteValidity, TaskValidity, validate_suite
 
+# The bad-input tests share these (a user's working folder; see tests/cli_workspace.py).
+from tests.cli_workspace import copy, pristine, retail_folder  # noqa: F401
+
 # The model adapters' tests share these fixtures (the retail suite, one provider's harness).
 from tests.model_harness import anthropic_harness, openai_harness, retail  # noqa: F401
 

@@ -25,7 +25,6 @@ from tests.cli_workspace import (
     digest,
     groundstate,
     make_workspace,
-    spoilable_copy,
 )
 
 
@@ -33,11 +32,6 @@ from tests.cli_workspace import (
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Batches imported as ``first``, ``second`` and ``twice``."""
     return make_workspace(tmp_path_factory.mktemp("pristine"), ("first", "second", "twice"))
-
-
-@pytest.fixture
-def copy(pristine: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(pristine, tmp_path)
 
 
 def _ids(workspace: Path) -> dict[str, list[str]]:

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -28,31 +27,11 @@ from tests.cli_workspace import (
     assert_refused,
     digest,
     groundstate,
-    make_workspace,
-    spoilable_copy,
 )
-from tests.conftest import EXAMPLES
 
 TASK_FILE = "retail/tasks/refund-socks.yaml"
 CLOCK_LINE = "clock: 2025-06-16T15:00:00Z"
 HASH = "81fdebfab1e7badbf84b97aae63923001e72f3010824727e70306c7657570817"
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_workspace(tmp_path_factory.mktemp("pristine"))
-
-
-@pytest.fixture
-def copy(pristine: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(pristine, tmp_path)
-
-
-@pytest.fixture
-def retail(tmp_path: Path) -> Path:
-    """The retail suite alone, to damage and check in this process."""
-    shutil.copytree(EXAMPLES / "retail", tmp_path / "retail")
-    return tmp_path / "retail"
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -78,19 +57,21 @@ def _problems(suite: Path) -> list[str]:
         "2025-06-16T15:00:00.250",
     ],
 )
-def test_a_clock_without_a_time_zone_is_refused_naming_the_field(retail: Path, clock: str) -> None:
+def test_a_clock_without_a_time_zone_is_refused_naming_the_field(
+    retail_folder: Path, clock: str
+) -> None:
     """Fails on the old code: accepted, naive."""
-    _edit(retail / "tasks/refund-socks.yaml", CLOCK_LINE, f"clock: {clock}")
-    problems = _problems(retail)
+    _edit(retail_folder / "tasks/refund-socks.yaml", CLOCK_LINE, f"clock: {clock}")
+    problems = _problems(retail_folder)
     assert len(problems) == 1, problems
     assert "refund-socks.yaml:7: clock:" in problems[0], problems
     assert "has no time zone" in problems[0] and "Z" in problems[0], problems
 
 
-def test_a_day_alone_is_refused_as_no_moment(retail: Path) -> None:
+def test_a_day_alone_is_refused_as_no_moment(retail_folder: Path) -> None:
     """Fails on the old code: read as midnight, no time zone."""
-    _edit(retail / "tasks/refund-socks.yaml", CLOCK_LINE, "clock: 2025-06-16")
-    problems = _problems(retail)
+    _edit(retail_folder / "tasks/refund-socks.yaml", CLOCK_LINE, "clock: 2025-06-16")
+    problems = _problems(retail_folder)
     assert len(problems) == 1, problems
     assert "clock: 2025-06-16 is a day, not a moment" in problems[0], problems
     assert '"2025-06-16T00:00:00Z"' in problems[0], problems
@@ -106,11 +87,11 @@ def test_a_day_alone_is_refused_as_no_moment(retail: Path) -> None:
     ],
 )
 def test_a_clock_with_a_time_zone_loads_as_that_moment(
-    retail: Path, clock: str, moment: datetime
+    retail_folder: Path, clock: str, moment: datetime
 ) -> None:
     """False-positive guard: every way of writing a zone still loads."""
-    _edit(retail / "tasks/refund-socks.yaml", CLOCK_LINE, f"clock: {clock}")
-    assert load_suite(retail).tasks["refund-socks"].clock == moment
+    _edit(retail_folder / "tasks/refund-socks.yaml", CLOCK_LINE, f"clock: {clock}")
+    assert load_suite(retail_folder).tasks["refund-socks"].clock == moment
 
 
 def test_a_clock_without_a_zone_is_refused_by_run_before_anything_is_stored(copy: Path) -> None:
@@ -187,23 +168,23 @@ def test_sql_reads_a_clock_with_an_offset_alike_on_sqlite_and_postgres(
     ids=["report-prefix", "capitals", "empty", "one-digit-more", "not-hex", "prefixed"],
 )
 def test_a_declared_hash_no_state_has_is_refused_at_load(
-    retail: Path, declared: str, said: str
+    retail_folder: Path, declared: str, said: str
 ) -> None:
     """Fails on the old code: ``check`` passed, and every attempt's reset failed."""
-    _edit(retail / "tasks/refund-socks.yaml", f"initial_state_hash: {HASH}",
+    _edit(retail_folder / "tasks/refund-socks.yaml", f"initial_state_hash: {HASH}",
           f"initial_state_hash: {declared}")  # fmt: skip
-    problems = _problems(retail)
+    problems = _problems(retail_folder)
     assert len(problems) == 1, problems
     assert "refund-socks.yaml:9: reset_check.initial_state_hash:" in problems[0], problems
     assert said in problems[0], problems
 
 
 @pytest.mark.parametrize("declared", [HASH, "null"])
-def test_a_whole_hash_or_none_loads(retail: Path, declared: str) -> None:
+def test_a_whole_hash_or_none_loads(retail_folder: Path, declared: str) -> None:
     """False-positive guard: the example's own hash, and an undeclared one."""
-    _edit(retail / "tasks/refund-socks.yaml", f"initial_state_hash: {HASH}",
+    _edit(retail_folder / "tasks/refund-socks.yaml", f"initial_state_hash: {HASH}",
           f"initial_state_hash: {declared}")  # fmt: skip
-    task = load_suite(retail).tasks["refund-socks"]
+    task = load_suite(retail_folder).tasks["refund-socks"]
     assert task.reset_check.initial_state_hash == (None if declared == "null" else HASH)
 
 
@@ -289,11 +270,11 @@ def test_a_suite_given_in_full_is_named_in_full(copy: Path) -> None:
     assert_refused(outcome, f"error: {copy / 'retail' / 'suite.lock'}: cannot write")
 
 
-def test_suite_shown_names_its_files_under_the_folder_as_given(retail: Path) -> None:
+def test_suite_shown_names_its_files_under_the_folder_as_given(retail_folder: Path) -> None:
     import os
 
     here = Path.cwd()
-    os.chdir(retail.parent)
+    os.chdir(retail_folder.parent)
     try:
         suite = load_suite(Path("retail"))
     finally:

@@ -33,32 +33,14 @@ from tests.cli_workspace import (
     assert_refused,
     digest,
     groundstate,
-    make_workspace,
-    spoilable_copy,
 )
-from tests.conftest import BANK, BANK_SYSTEM, EXAMPLES
+from tests.conftest import BANK, BANK_SYSTEM
 
 TASK_FILE = "retail/tasks/refund-socks.yaml"
 MAX_SEED = 2**32 - 1
 """`groundstate.cli.MAX_SEED`: the largest seed."""
 
 RUN = ["run", "retail", "--system", SYSTEM, "--task", "refund-socks", "--store", STORE]
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_workspace(tmp_path_factory.mktemp("pristine"))
-
-
-@pytest.fixture
-def copy(pristine: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(pristine, tmp_path)
-
-
-@pytest.fixture
-def retail(tmp_path: Path) -> Path:
-    shutil.copytree(EXAMPLES / "retail", tmp_path / "retail")
-    return tmp_path / "retail"
 
 
 def _invoke(*args: str | Path) -> Result:
@@ -255,10 +237,10 @@ def test_a_one_line_error_with_a_line_break_in_a_name_stays_one_line(tmp_path: P
 # --- the tasks folder --------------------------------------------------------------------------
 
 
-def test_tasks_a_file_is_said_so(retail: Path) -> None:
-    shutil.rmtree(retail / "tasks")
-    (retail / "tasks").write_text("refund-socks\n")
-    problems = [str(p) for p in check_suite(retail).errors]
+def test_tasks_a_file_is_said_so(retail_folder: Path) -> None:
+    shutil.rmtree(retail_folder / "tasks")
+    (retail_folder / "tasks").write_text("refund-socks\n")
+    problems = [str(p) for p in check_suite(retail_folder).errors]
     assert any(
         p.endswith("tasks: is a file, not the folder of task files (tasks/*.yaml)")
         for p in problems
@@ -266,7 +248,7 @@ def test_tasks_a_file_is_said_so(retail: Path) -> None:
 
 
 def test_a_tasks_folder_that_cannot_be_read_is_said_so(
-    retail: Path, monkeypatch: pytest.MonkeyPatch
+    retail_folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As a user other than root finds it (``chmod 000 tasks``): glob lists nothing there."""
     real_scandir, real_listdir = os.scandir, os.listdir
@@ -286,13 +268,13 @@ def test_a_tasks_folder_that_cannot_be_read_is_said_so(
 
     monkeypatch.setattr(os, "scandir", scandir)
     monkeypatch.setattr(os, "listdir", listdir)
-    problems = [str(p) for p in check_suite(retail).errors]
+    problems = [str(p) for p in check_suite(retail_folder).errors]
     assert any(p.endswith("tasks: cannot read: Permission denied") for p in problems), problems
 
 
-def test_no_tasks_folder_is_still_no_task_files(retail: Path) -> None:
-    shutil.rmtree(retail / "tasks")
-    problems = [str(p) for p in check_suite(retail).errors]
+def test_no_tasks_folder_is_still_no_task_files(retail_folder: Path) -> None:
+    shutil.rmtree(retail_folder / "tasks")
+    problems = [str(p) for p in check_suite(retail_folder).errors]
     assert any(p.endswith("tasks: the suite has no task files (tasks/*.yaml)") for p in problems)
 
 
@@ -357,10 +339,12 @@ def test_a_file_that_is_no_yaml_text_is_named_and_stores_nothing(
 # --- paths as given; the clock's messages ------------------------------------------------------
 
 
-def test_lock_check_names_the_suite_as_given(retail: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(retail.parent)
+def test_lock_check_names_the_suite_as_given(
+    retail_folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(retail_folder.parent)
     assert _invoke("lock", "retail").exit_code == 0
-    for given in ["retail", str(retail)]:
+    for given in ["retail", str(retail_folder)]:
         result = _invoke("lock", given, "--check")
         assert result.exit_code == 0 and result.stdout == f"{given} matches its lock\n"
 
@@ -380,11 +364,13 @@ def test_lock_check_names_the_suite_as_given(retail: Path, monkeypatch: pytest.M
         ),
     ],
 )
-def test_the_clock_messages_are_as_they_were(retail: Path, clock: str, said: str) -> None:
+def test_the_clock_messages_are_as_they_were(retail_folder: Path, clock: str, said: str) -> None:
     _replace(
-        retail / "tasks" / "refund-socks.yaml", "clock: 2025-06-16T15:00:00Z", f"clock: {clock}"
+        retail_folder / "tasks" / "refund-socks.yaml",
+        "clock: 2025-06-16T15:00:00Z",
+        f"clock: {clock}",
     )
-    problems = [str(p) for p in check_suite(retail).errors]
+    problems = [str(p) for p in check_suite(retail_folder).errors]
     assert any(p.endswith(said) for p in problems), problems
     with pytest.raises(Exception, match="clock"):
-        load_suite(retail)
+        load_suite(retail_folder)

@@ -26,8 +26,6 @@ from tests.cli_workspace import (
     assert_refused,
     digest,
     groundstate,
-    make_workspace,
-    spoilable_copy,
 )
 
 # --- a wrong tool argument from an agent: a tool error it sees, never the harness's crash ---
@@ -125,18 +123,6 @@ SUITE_COMMANDS: dict[str, list[str]] = {
     "run": ["run", "retail", "--system", SYSTEM, "--store", "s.db", "--task", TASK],
     "lock": ["lock", "retail"],
 }
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the example: retail suite, its agents, the careful system; a store with a
-    batch in it (imported: fast), so a refusal can be shown to leave it alone."""
-    return make_workspace(tmp_path_factory.mktemp("pristine"))
-
-
-@pytest.fixture
-def copy(pristine: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(pristine, tmp_path)
 
 
 def _task(root: Path) -> Path:

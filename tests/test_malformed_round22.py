@@ -33,19 +33,7 @@ from tests.cli_workspace import (
     assert_refused,
     digest,
     groundstate,
-    make_workspace,
-    spoilable_copy,
 )
-
-
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_workspace(tmp_path_factory.mktemp("ws"))
-
-
-@pytest.fixture
-def copy(workspace: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(workspace, tmp_path)
 
 
 def _append(path: Path, text: str) -> None:

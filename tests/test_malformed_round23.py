@@ -47,21 +47,9 @@ from tests.cli_workspace import (
     assert_refused,
     digest,
     groundstate,
-    make_workspace,
-    spoilable_copy,
 )
 
 TASK_FILE = f"retail/tasks/{TASK}.yaml"
-
-
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_workspace(tmp_path_factory.mktemp("ws"))
-
-
-@pytest.fixture
-def copy(workspace: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(workspace, tmp_path)
 
 
 def _problems(root: Path) -> list[str]:

@@ -37,22 +37,10 @@ from tests.cli_workspace import (
     assert_refused,
     digest,
     groundstate,
-    make_workspace,
-    spoilable_copy,
 )
 
 TASK_FILE = f"retail/tasks/{TASK}.yaml"
 IMPORT = (sys.executable, "-m", "groundstate", "import-results", "results.jsonl")
-
-
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_workspace(tmp_path_factory.mktemp("ws"))
-
-
-@pytest.fixture
-def copy(workspace: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(workspace, tmp_path)
 
 
 def _batch_ids(root: Path) -> list[str]:

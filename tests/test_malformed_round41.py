@@ -24,21 +24,8 @@ from tests.cli_workspace import (
     assert_refused,
     digest,
     groundstate,
-    make_workspace,
-    spoilable_copy,
 )
 from tests.conftest import EXAMPLES
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_workspace(tmp_path_factory.mktemp("pristine"))
-
-
-@pytest.fixture
-def copy(pristine: Path, tmp_path: Path) -> Path:
-    return spoilable_copy(pristine, tmp_path)
-
 
 RUN = ["run", "retail", "--system", SYSTEM, "--store", "s.db"]
 

@@ -816,11 +816,11 @@ def compare_batches(
         if (note := _incomplete_note(side, batch, table.final())) is not None
     ]
     for side, batch, table in (("a", a, a_table), ("b", b, b_table)):
-        final, valid, _ = _final_counts(batch, table)
+        final = _final_counts(batch, table)[0]
         spent = tries(batch, table)
         if flagged := flagged_text(spent):
             notes.append(f"{side} ({batch.batch_id}) FLAGGED: {flagged}: not a verdict")
-        if counts := denominators_text(int(valid.sum()), int((~valid).sum()), spent):
+        if counts := _compared_denominators(batch, table, _compared_tasks(comparison, side)):
             notes.append(f"{side} ({batch.batch_id}): {counts}")
         if judged := judge_error_text(judge_errors(final)):
             notes.append(f"{side} ({batch.batch_id}): {judged}")
@@ -838,6 +838,27 @@ def compare_batches(
     if not notes:
         return comparison
     return replace(comparison, notes=(*comparison.notes, *notes))
+
+
+def _compared_tasks(comparison: Comparison, side: str) -> set[str]:
+    """The tasks of *side* the comparison's figures are over: the shared ones when paired,
+    the side's own when unpaired (tasks that failed validation in either batch left out)."""
+    shared = {*comparison.paired_tasks, *comparison.excluded_tasks}
+    if comparison.mode == "paired":
+        return shared
+    return shared | set(comparison.only_in_a if side == "a" else comparison.only_in_b)
+
+
+def _compared_denominators(batch: BatchInfo, table: OutcomeTable, compared: set[str]) -> str:
+    """A side's counted attempts and tries (:func:`denominators_text`) over the *compared*
+    tasks, not the whole batch: a batch of 10 tasks compared on the 5 it shares with the
+    other side states the attempts of those 5, and says so ("" when none of them is invalid)."""
+    ours = headline_tries(batch, table)[0]
+    present = {ours.task_ids[i] for i in np.unique(ours.task)}
+    kept = ours.split(present - compared)[0]
+    valid = kept.final().valid()
+    some = None if compared >= present else (len(present & compared), len(present))
+    return denominators_text(int(valid.sum()), int((~valid).sum()), tries(batch, kept), tasks=some)
 
 
 def _incomplete_note(side: str, batch: BatchInfo, final: OutcomeTable) -> str | None:

@@ -44,6 +44,34 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+LONG_RUN = 200
+"""Characters with no space between them that an error line shows whole (a file's path, a
+hash); a longer run (a 5,000-digit ``--seed``) is shortened by :func:`shortened`."""
+
+_RUN = re.compile(rf"\S{{{LONG_RUN + 1},}}")
+
+
+def shortened(text: str) -> str:
+    """*text* with each run of more than :data:`LONG_RUN` characters without a space shown by
+    its first 80 and last 30 characters and its length between them (the quotes and
+    punctuation around it kept apart): ``'9999...9999…(5,000 characters)…9999'``. A refusal
+    quoting a value a user gave names it and says why; echoed whole, a value of megabytes
+    buried the reason. The command line's refusals print through it (``groundstate.cli``)."""
+    return _RUN.sub(_shorten, text)
+
+
+def _shorten(run: re.Match[str]) -> str:
+    whole = run[0]
+    # a quote or bracket before it, a quote and punctuation after it ("'...':") kept apart
+    lead = min(len(whole) - len(whole.lstrip("'\"(")), 2)
+    core = whole[lead:]
+    value = core[: len(core) - min(len(core) - len(core.rstrip("'\":;,.)")), 3)]
+    if len(value) <= LONG_RUN:
+        return whole
+    after = core[len(value) :]
+    return f"{whole[:lead]}{value[:80]}…({len(value):,} characters)…{value[-30:]}{after}"
+
+
 def printable(text: str) -> str:
     """Multi-line *text* (an agent's message, the output a run printed): each line as
     :func:`one_line` shows it, tabs kept. In a report, print it indented under its

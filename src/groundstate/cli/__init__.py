@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from groundstate import __version__
-from groundstate.errors import GroundstateError, SpecError, one_line
+from groundstate.errors import GroundstateError, SpecError, one_line, shortened
 from groundstate.paths import DEFAULT_STORE, os_reason
 
 if TYPE_CHECKING:
@@ -107,23 +107,29 @@ class _Group(click.Group):
 
                 exc = with_line(exc)
             head, *items = str(exc).split("\n") if exc.listed else [str(exc)]
-            click.echo(f"error: {one_line(head)}", err=True)  # it may quote a file
+            click.echo(f"error: {_said(head)}", err=True)  # it may quote a file
             for item in items:  # `run`'s invalid tasks printed "...:\n  a: ..." on one line
-                click.echo(f"  {one_line(item.strip())}", err=True)
+                click.echo(f"  {_said(item.strip())}", err=True)
             sys.exit(2)
         except OSError as exc:  # a path given that cannot be made or read: a parent is a
             if exc.filename is None:  # file, a link loops, the disk is full or read-only
                 raise
             where = os.fsdecode(exc.filename)
             why = os_reason(Path(where), exc)
-            click.echo(f"error: {one_line(where)}: {one_line(why)}", err=True)
+            click.echo(f"error: {_said(where)}: {_said(why)}", err=True)
             sys.exit(2)
         except RuntimeError as exc:  # Python 3.11's Path.resolve() on a link loop (an OSError
             loop = _LINK_LOOP.fullmatch(str(exc))  # from 3.13, caught above)
             if loop is None:
                 raise
-            click.echo(f"error: {one_line(loop[1])}: a loop of symbolic links", err=True)
+            click.echo(f"error: {_said(loop[1])}: a loop of symbolic links", err=True)
             sys.exit(2)
+
+
+def _said(text: str) -> str:
+    """*text* as a refusal's line shows it: one line, nothing hidden (:func:`one_line`), a
+    long value shortened (:func:`shortened`: a 5,000-digit ``--seed`` named, not echoed)."""
+    return shortened(one_line(text))
 
 
 @contextmanager
@@ -137,7 +143,7 @@ def _one_style() -> Iterator[None]:
     except click.exceptions.NoArgsIsHelpError:
         raise
     except click.ClickException as exc:
-        click.echo(f"error: {one_line(exc.format_message())}", err=True)
+        click.echo(f"error: {_said(exc.format_message())}", err=True)
         context = getattr(exc, "ctx", None)
         if context is not None and context.command.get_help_option(context) is not None:
             click.echo(f"Try '{context.command_path} --help' for help.", err=True)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from groundstate.cli import main
+from groundstate.errors import shortened
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.spec.suite import Suite
@@ -54,7 +55,7 @@ def check(suite: Path, system_file: Path | None, as_json: bool) -> None:
 
 def _print(result: SuiteCheck) -> None:
     for problem in [*result.errors, *result.warnings]:
-        click.echo(str(problem))
+        click.echo(shortened(str(problem)))  # a value of 3,000 characters is named, not echoed
     errors, warnings = len(result.errors), len(result.warnings)
     if not errors:
         tasks = len(result.suite.tasks) if result.suite is not None else 0
@@ -73,7 +74,7 @@ def checked_suite(path: Path, *, warn: bool = True) -> Suite:
 
     result = require_checked(path)
     for problem in result.warnings if warn else []:
-        click.echo(str(problem), err=True)
+        click.echo(shortened(str(problem)), err=True)
     assert result.suite is not None  # no errors: the suite loaded
     return result.suite
 

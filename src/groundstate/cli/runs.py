@@ -744,7 +744,10 @@ def compare_command(
     Fisher's exact test survives Benjamini-Hochberg at --fdr. Batches of different task
     revisions or suites, or an unversioned import against a versioned batch, are refused
     (exit 2) unless --allow-mismatch. A finished side with no valid attempt (every attempt
-    invalid, or every task failed validation) has no estimate: exit 3, as ``report``.
+    invalid, or every task failed validation) has no estimate: exit 3, as ``report``. A side
+    whose invalid tries exceed its max_invalid_rate is FLAGGED in a note (and
+    invalid_rate_flagged_a/_b in the JSON) and exits 0, as ``report`` does without
+    --fail-under: compare has no gate.
     """
     _one_blas_thread()
     from groundstate.analysis import compare_batches, comparison_report, no_estimate, tries

@@ -96,6 +96,14 @@ ROW_ONLY = frozenset({"attempt", "success", "terminal_reason"})
 ours in a JSON list, whose ``success`` and ``attempt`` the τ-bench reader would not read."""
 
 
+TAU_SCORES_0 = (
+    "τ-bench scores 0 (an attempt that raised, or ran out of steps, has the reward of no final "
+    "state)"
+)
+"""What τ-bench scores 0, for the warning naming stops read with a non-zero reward
+(:class:`StoppedRewards`)."""
+
+
 @dataclass
 class TauSource:
     """A τ-bench (v1) results file."""
@@ -103,10 +111,7 @@ class TauSource:
     path: Path
     errors: ErrorPolicy = "agent"
     format: str = "tau-bench"
-    _stopped: StoppedRewards = field(
-        default_factory=lambda: StoppedRewards("τ-bench scores 0 (an attempt that raised, or ran "
-                                               "out of steps, has the reward of no final state)")
-    )  # fmt: skip
+    _stopped: StoppedRewards = field(default_factory=lambda: StoppedRewards(TAU_SCORES_0))
 
     def rows(self) -> Iterator[ImportedRow]:
         """Each result, read one at a time (with its trajectory, a large run's file runs to
@@ -344,6 +349,11 @@ def _tau_agrees(where: str, reward: float, info: dict[str, Any]) -> dict[str, bo
     return checks
 
 
+TAU2_SCORES_0 = "τ² scores 0 (every end but agent_stop and user_stop is never evaluated)"
+"""What τ² scores 0, for the warning naming stops read with a non-zero reward
+(:class:`StoppedRewards`)."""
+
+
 @dataclass
 class Tau2Source:
     """A τ²-bench results file: the monolithic JSON form, or the "dir" form's results.json.
@@ -359,10 +369,7 @@ class Tau2Source:
 
     _last: tuple[str, int] | None = None
     """Where the highest trial number read is, and it (checked against ``info.num_trials``)."""
-    _stopped: StoppedRewards = field(
-        default_factory=lambda: StoppedRewards("τ² scores 0 (every end but agent_stop and "
-                                               "user_stop is never evaluated)")
-    )  # fmt: skip
+    _stopped: StoppedRewards = field(default_factory=lambda: StoppedRewards(TAU2_SCORES_0))
 
     @cached_property
     def _results(self) -> dict[str, Any]:

@@ -36,8 +36,8 @@ from groundstate.report.numbers import (
     NO_VALID_FIGURE,
     amount,
     counted_of,
-    declared_share,
     fixed,
+    flagged_text,
     fraction,
     incomplete_text,
     interval,
@@ -359,8 +359,9 @@ def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dic
         "invalid_tries": invalid,
         "invalid_share": share,
         "alert": bool(tries.get("flagged", False)),
+        # worded as the terminal report and compare's notes word it (report.numbers)
+        "flagged_text": flagged_text(tries) if tries.get("flagged") else "",
         "threshold": threshold,
-        "threshold_text": declared_share(threshold),  # as declared: 1.25%, not 1.3%
         "cost": tries.get("cost"),
         "cost_unknown": int(tries.get("cost_unknown", 0)),
         "reruns": total > summary.attempts,

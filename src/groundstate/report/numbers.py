@@ -3,6 +3,7 @@ each other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from groundstate.rounding import SMALLEST_P, counted, decimals, rounded, significant
@@ -220,7 +221,7 @@ def incomplete_text(missing: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def flagged_text(tries: dict[str, Any]) -> str:
+def flagged_text(tries: Mapping[str, Any]) -> str:
     """The invalid-try flag of :func:`groundstate.analysis.tries`, as one phrase ("" when not
     flagged): every report words it alike."""
     if not tries["flagged"]:
@@ -232,15 +233,19 @@ def flagged_text(tries: dict[str, Any]) -> str:
     )
 
 
-def denominators_text(valid: int, invalid: int, tries: dict[str, Any]) -> str:
+def denominators_text(
+    valid: int, invalid: int, tries: dict[str, Any], *, tasks: tuple[int, int] | None = None
+) -> str:
     """A batch's counted attempts and its tries, reruns included, as one phrase ("" when no
     try is invalid): ``34 valid and 20 invalid attempts counted; 54 tries in all, 20
-    invalid (37.0%)``."""
+    invalid (37.0%)``. With *tasks* (those counted, of the batch's), over some of its tasks
+    only (``compare`` on the tasks it compared): ``on 5 of its 7 tasks (those compared): ...``."""
     if not tries["invalid_tries"]:
         return ""
     rate = share(tries["invalid_tries"] / tries["tries"])
+    some = f"on {tasks[0]} of its {counted(tasks[1], 'task')} (those compared): " if tasks else ""
     return (
-        f"{valid} valid and {counted(invalid, 'invalid attempt')} counted; "
+        f"{some}{valid} valid and {counted(invalid, 'invalid attempt')} counted; "
         f"{counted(tries['tries'], 'try', 'tries')} in all, {tries['invalid_tries']} invalid "
         f"({rate})"
     )
