@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 71
+VALIDATOR_REVISION = 72
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -226,7 +226,11 @@ requested — forest green"); 71: ``confirmed``
 reads a yes naming another thing without an article ("Yes, shirt.", "Yes, the shirt one"), a
 figure the question does not say ("Yes, 14 Elm Road." to 12 Oak Street), cash, a bank account
 or a cheque as another way of paying, and confirms nothing by a yes with words in a script it
-does not read ("OK, только рубашку")."""
+does not read ("OK, только рубашку"); 72: ``confirmed`` reads a person addressed after a
+yes as naming no thing ("Yes, John."), a noun ending like a comparative as a thing ("the
+sweater one"), a yes listing only other things ("Yes, the sweater and the hat") and a street
+without a number ("Yes, Elm Road.") as naming another, and confirms nothing by a yes with
+words of a Latin-script language it does not read ("Ja, maar alleen het shirt")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
