@@ -149,7 +149,8 @@ def test_the_sweater_one_confirms_a_sweater() -> None:
         "Yes, both the sweater and the hat",
         "Yes, the hat, the scarf and the sweater.",
         "Yes, the sweater & hat",
-        "Yes, hat and scarf please",
+        "Yes, both sweater and hat",
+        "Sure, the hoodie plus the scarf",
     ],
 )
 def test_a_yes_listing_only_other_things_confirms_nothing(answer: str) -> None:
@@ -185,9 +186,24 @@ def test_a_yes_to_both_things_asked_confirms_each() -> None:
 
 @pytest.mark.parametrize(
     "answer",
-    ["Yes, thanks and cheers", "Yes please, and quickly", "Yes, the red one and the blue one"],
+    [
+        "Yes, thanks and cheers",
+        "Yes please, and quickly",
+        "Yes, the red one and the blue one",
+        "Yes, my wife and I agree",
+        "Yes, my wife and I",
+        "Yes, me and my husband",
+        "Yes, loud and clear",
+        "Yes, safe and sound",
+        "Yes, nice and quick",
+        "Yes, go ahead and process it",
+        "Yes please and thank you",
+        "Yes, the shirt and the receipt please",
+    ],
 )
 def test_a_list_naming_no_thing_confirms(answer: str) -> None:
+    # a list opening with no article and no "both" is not read ("loud and clear"), nor one
+    # naming a person
     assert _shirt(answer)
 
 

@@ -2828,33 +2828,40 @@ def _thing_of(words: list[str], bare: bool, answer: str) -> list[str] | None:
     return [head]
 
 
-# A yes naming a list of things ("Yes, the shirt and the hat", "Yes, both the sweater and
-# hat", "Yes, the shirt, the hat and the scarf"): the words after the yes up to its closing
+# A yes naming a list of things ("Yes, the shirt and the hat", "Yes, both sweater and hat",
+# "Yes, the shirt, the hat and the scarf"): the words after the yes up to its closing
 # courtesies, joined by "and", "&" or "plus" ("Sí, gracias, señor" lists nothing), split at
 # those and commas.
 _LIST_NAMED = re.compile(
-    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?(both )?"
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?(?P<both>both )?"
     rf"(?P<items>[^\W\d_][\w' ,&-]*?)(,? ({_YES_WORDS}|instead|then|thanks|thank you)\b)*[\W_]*$"
 )
 _LIST_SEPARATOR = re.compile(r",? (?:and|&|plus) |, ")
 _LIST_JOINED = re.compile(r" (?:and|&|plus) ")
 _LIST_ITEM = re.compile(rf"((?!as\b){_ARTICLE} )?(?P<thing>{_PHRASE})")
 _LIST_LONGEST = 120
+_PEOPLE = frozenset(re.findall(r"\S+", "i me we us you he him she her they them myself"))
 
 
 def _things_listed(answer: str) -> list[tuple[str, bool]]:
     """The phrases of a yes naming two things or more, each with whether it comes without
-    an article; none when *answer* is no such yes."""
+    an article; none when *answer* is no such yes: one whose first phrase has no article
+    and no "both" before it ("Yes, loud and clear"), or one naming a person ("Yes, my wife
+    and I")."""
     if len(answer) > _LIST_LONGEST or not _LIST_JOINED.search(answer):
         return []
     found = _LIST_NAMED.match(answer)
     if found is None:
         return []
     items = _LIST_SEPARATOR.split(found.group("items"))
-    matched = [_LIST_ITEM.fullmatch(item) for item in items]
-    if not 2 <= len(items) <= 5 or any(m is None for m in matched):
+    matched = [m for m in map(_LIST_ITEM.fullmatch, items) if m is not None]
+    if not 2 <= len(items) <= 5 or len(matched) < len(items):
         return []
-    return [(m.group("thing"), m.group(1) is None) for m in matched if m is not None]
+    if not found.group("both") and matched[0].group(1) is None:
+        return []  # "Yes, loud and clear", "Yes, safe and sound": no article, no "both"
+    if any(not _PEOPLE.isdisjoint(m.group("thing").split()) for m in matched):
+        return []  # "Yes, my wife and I agree": people, not things
+    return [(m.group("thing"), m.group(1) is None) for m in matched]
 
 
 def _unaddressed(answer: str, written: str) -> str:
