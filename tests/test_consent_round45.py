@@ -127,6 +127,13 @@ def test_a_noun_ending_like_a_comparative_names_another_thing(answer: str) -> No
         "Yes, the used one",
         "Yes, the less expensive one",
         "Yes, the shirt one",
+        "Yes, the heavier one",
+        "Yes, the newest one",
+        "Yes, the biggest one",
+        "Yes, the leather one",
+        "Yes, the winter one",
+        "Yes, the cotton one",
+        "Yes, the leather.",
     ],
 )
 def test_a_word_describing_the_one_still_names_no_other_thing(answer: str) -> None:

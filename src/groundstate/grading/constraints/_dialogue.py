@@ -2944,9 +2944,10 @@ _COMPARING = frozenset(
 
 
 _ONE = frozenset({"one", "ones"})
-# Words that say which or how many of a thing, not what it is ("the blue ones", "the large",
-# "the two", "both pairs"): none names a thing as the phrase's last word, and before it they
-# leave the phrase a thing ("the two shirts", "both shirts", "the blue shirt").
+# Words that say which or how many of a thing, or its stuff or season, not what it is ("the
+# blue ones", "the large", "the two", "both pairs", "the leather one", "the winter one"): none
+# names a thing as the phrase's last word, and before it they leave the phrase a thing ("the
+# two shirts", "both shirts", "the blue shirt", "the wool shirt").
 _BEFORE_A_THING = frozenset(
     re.findall(
         r"\S+",
@@ -2954,7 +2955,8 @@ _BEFORE_A_THING = frozenset(
         " dozen black white red blue green yellow grey gray navy pink purple orange brown"
         " beige tan olive teal maroon silver gold golden cream khaki dark light bright pale"
         " plain striped small medium large xs xl xxl big little long short tall wide slim"
-        " new old other",
+        " new old other leather wool woollen wooden cotton silk denim suede rubber plastic"
+        " metal steel canvas nylon polyester velvet cashmere winter summer autumn",
     )
 )
 # The endings of a word describing a thing, not naming it, before "one" ("the less
