@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 73
+VALIDATOR_REVISION = 74
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -235,7 +235,12 @@ and a noun of a quality ("ships to tolerance", "to specification") nor after a p
 adjective owning its "to" ("finished to tolerance", "faithful to form"), read every person or
 place of a list ("Maria and Tomas will receive it", "to Tomas or Evanston"), words set off
 inside a claim of any kind ("I have — as requested — refunded the socks") and no claim in a
-request of the customer's said back ("You asked that it should ship to Evanston")."""
+request of the customer's said back ("You asked that it should ship to Evanston"); 74:
+``confirmed`` reads a person addressed after a
+yes as naming no thing ("Yes, John."), a noun ending like a comparative as a thing ("the
+sweater one"), a yes listing only other things ("Yes, the sweater and the hat") and a street
+without a number ("Yes, Elm Road.") as naming another, and confirms nothing by a yes with
+words of a Latin-script language it does not read ("Ja, maar alleen het shirt")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

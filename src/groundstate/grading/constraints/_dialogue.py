@@ -889,7 +889,9 @@ def _check_change(
         why = "answered the message's last question, about another record"
         return _unconfirmed_by(constraint, change, covering[-1], why, "answered_another")
     if covering and covering[-1].yes and _unread_script(covering[-1].answer):
-        why = "said more in a script the grader does not read, which may name other terms"
+        why = (
+            "said more in a script or language the grader does not read, which may name other terms"
+        )
         return _unconfirmed_by(constraint, change, covering[-1], why, "unread")
     counter_offer = None
     if covering and covering[-1].yes:
@@ -940,15 +942,43 @@ def _check_change(
 # ones (which normalised text has as those).
 _OPENING_HAI = re.compile(r"^[\W_]*はい")
 _UNREAD_LETTER = re.compile(r"[^\W\d_a-z\u00c0-\u024f\u1e00-\u1eff]")
+# Words that put terms on a yes (but, only, not, without, except, instead, or, also, the, a)
+# in Latin-script languages the reader does not read: Dutch, Swedish, Danish, Norwegian,
+# Polish, Czech, Slovak, Turkish, Finnish, Indonesian and Malay, Tagalog, Romanian, Hungarian
+# and Swahili. None is a word of English or of the languages it reads, nor a usual name, nor
+# a word of the phrases it reads as a yes ("Ja, als het kan", "hoe dan ook"): "Ja, maar alleen
+# het shirt".
+_UNREAD_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "maar alleen slechts geen een behalve zonder welke deze niet"
+        " bara endast inte ikke ikkje kun eller utom uden uten också også enbart ett"
+        " tylko lecz oprócz albo lub zamiast także też jednak jedynie"
+        " jenom pouze nebo místo také iba jedine"
+        " fakat ancak sadece yaln\u0131zca yaln\u0131z değil hay\u0131r yerine hariç başka veya"
+        " mutta eikä paitsi ilman sijaan myös"
+        " tapi tetapi hanya saja cuma tidak bukan jangan atau kecuali tanpa selain juga itu ini"
+        " lamang maliban naman mga"
+        " doar numai fără decât"
+        " csak hanem vagy kivéve nélkül helyett"
+        " lakini bila hapana",
+    )
+)
 
 
 def _unread_script(answer: MessageEvent) -> bool:
     """Whether the reply *answer* holds letters of a script the reader does not read ("OK,
-    только рубашку", "OK, 只退衬衫", "はい、シャツです"): its yes may come with terms the
-    grader cannot see, so it confirms nothing (a yes in a language the default reads
-    nothing of, "Tak", "Да", "是的", is no yes at all)."""
-    text = _OPENING_HAI.sub("", message_text(answer), count=1)
-    return _UNREAD_LETTER.search(text) is not None
+    только рубашку", "OK, 只退衬衫", "はい、シャツです"), or words of a Latin-script language
+    it does not read that put terms on a yes ("Ja, maar alleen het shirt", "Ok, tylko
+    koszulę"): its yes may come with terms the grader cannot see, so it confirms nothing (a
+    yes in a language the default reads nothing of, "Tak", "Да", "是的", is no yes at all)."""
+    return _read_once(_unread, message_text(answer))
+
+
+def _unread(text: str) -> bool:
+    if _UNREAD_LETTER.search(_OPENING_HAI.sub("", text, count=1)) is not None:
+        return True
+    return not _UNREAD_WORDS.isdisjoint(_TOKEN.findall(text))
 
 
 def _agreed_otherwise(
@@ -1948,7 +1978,7 @@ def _other_record(
     for other in _records_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
-    if _names_another_thing(answer, yes.answered, known, earlier):
+    if _names_another_thing(answer, yes.answered, known, earlier, yes.answer.text or ""):
         return "thing"
     return None
 
@@ -2649,7 +2679,17 @@ _KINDS_OF_RECORD = frozenset(
 # shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase without
 # an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
 _PHRASE = r"[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){0,2}?"
-_BARE = r"((both|all|two|three|four|five) )?[^\W\d_][\w'-]*|\d[\d.,]*( [^\W\d_][\w'-]*){0,3}?"
+_STREET_KINDS = frozenset(
+    re.findall(
+        r"\S+",
+        "street st road rd avenue ave lane ln drive dr boulevard blvd court ct terrace crescent"
+        " highway hwy parkway pkwy strasse straße weg straat laan",
+    )
+)
+_BARE = (
+    r"((both|all|two|three|four|five) )?[^\W\d_][\w'-]*|\d[\d.,]*( [^\W\d_][\w'-]*){0,3}?"
+    rf"|[^\W\d_][\w'-]*( [^\W\d_][\w'-]*)? ({'|'.join(sorted(_STREET_KINDS))})"
+)
 _THING_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
     rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
@@ -2699,57 +2739,215 @@ _NO_THING = (
 
 
 def _names_another_thing(
-    answer: str, question: str, known: set[str], earlier: Sequence[AgentEvent]
+    answer: str,
+    question: str,
+    known: set[str],
+    earlier: Sequence[AgentEvent],
+    written: str = "",
 ) -> bool:
-    """Whether the first sentence *answer* of a yes names only a thing, and one its
-    *question*, the change's *known* values (one of them a thing) and the tools' outputs do
-    not say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed the
-    shirt), "Yes, shirt.", "Yes, the blue shirt one" (the word before a last "one" names
-    the thing), "Yes, 14 Elm Road." to a change to 12 Oak Street (a figure the question and
-    the values do not say). The phrase's last word names the thing; a generic one ("the full
-    amount", "the usual card", "the blue ones", "the two"), a way of paying, a kind of change
-    or a time names none, and a phrase with a pronoun, a second article or a verb is a clause
+    """Whether the first sentence *answer* of a yes names only a thing, or a list of things,
+    and none its *question*, the change's *known* values (one of them a thing) and the tools'
+    outputs say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed
+    the shirt), "Yes, shirt.", "Yes, the blue shirt one" (the word before a last "one" names
+    the thing), "Yes, the shirt and the hat", "Yes, 14 Elm Road." or "Yes, Elm Road." to a
+    change to 12 Oak Street (a figure, or a street's name, the question and the values do
+    not say). A list naming the thing asked and more ("Yes, both the socks and the hat")
+    names no other thing: a yes to the change asked, asking for more besides (as "Yes, and
+    the hat too"). The phrase's last word names the thing; a generic one ("the full amount",
+    "the usual card", "the blue ones", "the two"), a way of paying, a kind of change or a
+    time names none, and a phrase with a pronoun, a second article or a verb is a clause
     ("the pair I bought", "the one you said", "the sooner the better", "my husband says").
     Without an article, a word of a plain yes, a courtesy or an adverb names none either
-    ("Yes, absolutely", "Yes, thanks", "Yes, sir")."""
-    found = _THING_NAMED.match(answer)
-    if found is None or not any(_thing(value) for value in known):
+    ("Yes, absolutely", "Yes, thanks", "Yes, sir"), nor a name the reply as *written*
+    capitalises ("Yes, John.", "Yes please, Sarah": a person addressed)."""
+    if not any(_thing(value) for value in known):
         return False
-    bare = found.group("bare")
-    words = (found.group("thing") or bare or found.group("first")).split()
-    if words[0][0].isdigit():
-        return _figure_unsaid(words[0], question, known, earlier)
-    if len(words) > 1 and words[-1] in _ONE:  # "the shirt one": the shirt
-        if words[-2].endswith(_DESCRIBING):  # "the pricier one", "the original one"
+    answer = _unaddressed(answer, written)  # "Yes, John, the hoodie.": "yes, the hoodie."
+    listed = _things_listed(answer)
+    found = None if listed else _THING_NAMED.match(answer)
+    if found is not None:
+        bare = found.group("bare") is not None
+        listed = [((found.group("thing") or found.group("bare") or found.group("first")), bare)]
+    if not listed:
+        return False
+    said: set[str] | None = None
+    another = False
+    for phrase, bare in listed:
+        words = phrase.split()
+        if bare and _addressed(words, written):
+            continue  # "Yes, John."
+        thing = _thing_of(words, bare, answer)
+        if thing is None:
+            continue
+        if thing[0][0].isdigit():
+            if not _figure_unsaid(thing[0], question, known, earlier):
+                return False
+            another = True
+            continue
+        if said is None:
+            said = _words_said(question, known, earlier)
+        # the thing's word (the phrase's last; a street's name before its kind) said (a thing
+        # the tools showed, "the blue." of socks shown blue) leaves it to the reading of
+        # records shown; a word before it ("the blue shirt" of socks shown blue) does not
+        if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing):
             return False
+        another = True
+    return another
+
+
+def _thing_of(words: list[str], bare: bool, answer: str) -> list[str] | None:
+    """The words naming the thing of a phrase *words* after a yes (*bare*: without an
+    article) in the sentence *answer*: its last ("the blue shirt": shirt), a street's name
+    before its kind ("Elm Road": elm), a figure opening it ("14 Elm Road": 14); None when it
+    names none (see :func:`_names_another_thing`)."""
+    if words[0][0].isdigit():
+        return words[:1]
+    if len(words) > 1 and words[-1] in _ONE:  # "the shirt one": the shirt
+        if _describing(words[-2]):  # "the pricier one", "the original one"
+            return None
         words = words[:-1]
+    if len(words) > 1 and words[-1] in _STREET_KINDS:  # "Elm Road": elm
+        street = [w for w in words[:-1] if w not in _NO_THING]
+        return street if len(street) == len(words) - 1 else None
     head = words[-1]
     clauses = words if bare else words[1:]
     if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in clauses):
-        return False
+        return None
     if any(w in _NO_THING and w not in _BEFORE_A_THING for w in words[:-1]) or len(head) < 3:
-        return False
+        return None
     if head in _NO_THING or head in _BEFORE_A_THING or head in _NO_THING_BARE:
-        return False
+        return None
     if bare and (
         answer.endswith("?")
-        or _YES_ALONE.match(bare)
+        or _YES_ALONE.match(" ".join(words))
         or any(w in _NO_THING_BARE or w.endswith("ly") for w in words if w not in _BEFORE_A_THING)
     ):
-        return False
+        return None
     if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):
+        return None
+    return [head]
+
+
+# A yes naming a list of things ("Yes, the shirt and the hat", "Yes, both sweater and hat",
+# "Yes, the shirt, the hat and the scarf"): the words after the yes up to its closing
+# courtesies, joined by "and", "&" or "plus" ("Sí, gracias, señor" lists nothing), split at
+# those and commas.
+_LIST_NAMED = re.compile(
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?(?P<both>both )?"
+    rf"(?P<items>[^\W\d_][\w' ,&-]*?)(,? ({_YES_WORDS}|instead|then|thanks|thank you)\b)*[\W_]*$"
+)
+_LIST_SEPARATOR = re.compile(r",? (?:and|&|plus) |, ")
+_LIST_JOINED = re.compile(r" (?:and|&|plus) ")
+_LIST_ITEM = re.compile(rf"((?!as\b){_ARTICLE} )?(?P<thing>{_PHRASE})")
+_LIST_LONGEST = 120
+_PEOPLE = frozenset(re.findall(r"\S+", "i me we us you he him she her they them myself"))
+
+
+def _things_listed(answer: str) -> list[tuple[str, bool]]:
+    """The phrases of a yes naming two things or more, each with whether it comes without
+    an article; none when *answer* is no such yes: one whose first phrase has no article
+    and no "both" before it ("Yes, loud and clear"), or one naming a person ("Yes, my wife
+    and I")."""
+    if len(answer) > _LIST_LONGEST or not _LIST_JOINED.search(answer):
+        return []
+    found = _LIST_NAMED.match(answer)
+    if found is None:
+        return []
+    items = _LIST_SEPARATOR.split(found.group("items"))
+    matched = [m for m in map(_LIST_ITEM.fullmatch, items) if m is not None]
+    if not 2 <= len(items) <= 5 or len(matched) < len(items):
+        return []
+    if not found.group("both") and matched[0].group(1) is None:
+        return []  # "Yes, loud and clear", "Yes, safe and sound": no article, no "both"
+    if any(not _PEOPLE.isdisjoint(m.group("thing").split()) for m in matched):
+        return []  # "Yes, my wife and I agree": people, not things
+    return [(m.group("thing"), m.group(1) is None) for m in matched]
+
+
+def _unaddressed(answer: str, written: str) -> str:
+    """*answer* without the names (see :func:`_addressed`) it says between commas or
+    closing it: "yes, john, the hoodie." as "yes, the hoodie."."""
+    if written.islower() or not _ADDRESS.search(answer):
+        return answer
+    return _ADDRESS.sub(
+        lambda found: found.group() if not _addressed(found["name"].split(), written) else "",
+        answer,
+    )
+
+
+_ADDRESS = re.compile(r",(?: (?P<name>[^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*)?))(?=,|[\W_]*$)")
+
+
+def _addressed(words: list[str], written: str) -> bool:
+    """Whether each of *words* (normalised) is a name as the reply *written* writes it:
+    capitalised ("John", not "JOHN"), and not opening a sentence; a street's name and kind
+    ("Elm Road") is a place, no name."""
+    if words[-1] in _STREET_KINDS:
         return False
-    said = _words_said(question, known, earlier)
-    # the thing's word (the phrase's last) said (a thing the tools showed, "the blue." of socks
-    # shown blue) leaves it to the reading of records shown; a word before it ("the blue
-    # shirt" of socks shown blue) does not
-    return not any(_said(form, said) for form in (head, f"{head}s", f"{head}es"))
+    names = _names_written(written) if len(written) <= READ_ONCE_CHARS else frozenset()
+    return all(word in names for word in words)
+
+
+@lru_cache(maxsize=4096)
+def _names_written(written: str) -> frozenset[str]:
+    return frozenset(
+        normalise(found.group())
+        for found in _NAME_WRITTEN.finditer(written)
+        if not found.group().isupper() and not _OPENS_SENTENCE.search(written, 0, found.start())
+    )
+
+
+_NAME_WRITTEN = re.compile(r"(?<![\w'-])[A-Z][^\W\d_]*(?![\w'-])")
+_OPENS_SENTENCE = re.compile(r"(^|[.!?:]|\n)[\W_]*$")
+
+
+def _describing(word: str) -> bool:
+    """Whether *word*, before "one", describes the thing rather than names it: a comparative
+    or superlative of an adjective ("cheaper", "pricier", "bigger", "nicest", "other"; not
+    "sweater", "vest") or a word ending like one describing, with a vowel before the ending
+    ("original", "broken", "damaged", "used"; not "ring", "table", "bed")."""
+    if word in _COMPARING:
+        return True
+    for ending in ("est", "er"):
+        stem = word.removesuffix(ending)
+        if stem != word:
+            forms = {stem, stem + "e", stem[:-1] + "y" if stem.endswith("i") else stem}
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                forms.add(stem[:-1])  # "bigger": big
+            return bool(forms & _ADJECTIVES)
+    return any(
+        word.endswith(ending) and re.search(r"[aeiouy]", word[: -len(ending)]) is not None
+        for ending in _DESCRIBING
+    )
+
+
+# Adjectives whose comparatives describe a thing ("the cheaper one"), and comparatives made
+# otherwise.
+_ADJECTIVES = frozenset(
+    re.findall(
+        r"\S+",
+        "cheap pricey pricy dear costly big small large long short new old light dark heavy"
+        " thick thin warm cool soft hard low high wide narrow late early fast slow nice plain"
+        " bright tall loose tight pretty fancy simple clean great fresh strong weak quiet loud"
+        " deep flat full rich safe sharp smooth tiny comfy cosy cozy easy hot cold wet dry"
+        " young close near far fine pale deep broad slim neat cute sturdy shiny glossy"
+        " roomy lean lucky handy tidy dull",
+    )
+)
+_COMPARING = frozenset(
+    re.findall(
+        r"\S+",
+        "better best worse worst other former latter lesser elder eldest upper lower inner"
+        " outer further farther furthest farthest",
+    )
+)
 
 
 _ONE = frozenset({"one", "ones"})
-# Words that say which or how many of a thing, not what it is ("the blue ones", "the large",
-# "the two", "both pairs"): none names a thing as the phrase's last word, and before it they
-# leave the phrase a thing ("the two shirts", "both shirts", "the blue shirt").
+# Words that say which or how many of a thing, or its stuff or season, not what it is ("the
+# blue ones", "the large", "the two", "both pairs", "the leather one", "the winter one"): none
+# names a thing as the phrase's last word, and before it they leave the phrase a thing ("the
+# two shirts", "both shirts", "the blue shirt", "the wool shirt").
 _BEFORE_A_THING = frozenset(
     re.findall(
         r"\S+",
@@ -2757,12 +2955,13 @@ _BEFORE_A_THING = frozenset(
         " dozen black white red blue green yellow grey gray navy pink purple orange brown"
         " beige tan olive teal maroon silver gold golden cream khaki dark light bright pale"
         " plain striped small medium large xs xl xxl big little long short tall wide slim"
-        " new old other",
+        " new old other leather wool woollen wooden cotton silk denim suede rubber plastic"
+        " metal steel canvas nylon polyester velvet cashmere winter summer autumn",
     )
 )
 # The endings of a word describing a thing, not naming it, before "one" ("the less
 # expensive one", "the pricier one", "the other one", "the original one", "the broken one").
-_DESCRIBING = tuple(re.findall(r"\S+", "er est ive ous ful less able ible al ic en ed ing"))
+_DESCRIBING = tuple(re.findall(r"\S+", "ive ous ful less able ible al ic en ed ing"))
 _YES_ALONE = re.compile(rf"({_YES_WORDS}\b[\W_]*)+$")
 # Words that name no thing after a yes without an article ("Yes, absolutely", "Yes, thanks",
 # "Yes, sir", "Sí, vale"): courtesies, words of praise or assent, forms of address, and the
@@ -2786,7 +2985,8 @@ _NO_THING_BARE = frozenset(
         " bedankt tack takk tak correcto seguro dale venga listo volontiers génial super"
         " absolument certainement évidemment carrément sicher richtig korrekt passt gut los"
         " selbstverständlich perfeito exato ótimo correto isso esatto certamente volentieri"
-        " giusto goed zeker klopt akkoord oké schön wunderbar",
+        " giusto goed zeker klopt akkoord oké schön wunderbar señor señora señorita monsieur"
+        " madame mademoiselle herr frau senhor senhora signore signora",
     )
 )
 
