@@ -263,13 +263,17 @@ def test_a_loop_stopped_from_another_thread_runs_its_coroutine_to_the_end(
 
     RunStore(tmp_path / "runs.db").close()
     with watching(tmp_path / "runs.db") as watch:
-        watch.started("acting")
-        try:
-            assert steadyloop.run(_stopped_thrice()) == [0, 1, 2]
-            assert "loop.stop()" in (disruption_of("acting") or "")
-        finally:
-            watch.ended("acting")
-            forget_interruption("acting")
+
+        def acting() -> None:  # in a context of its own, as a try is: ``started`` marks it
+            watch.started("acting")
+            try:
+                assert steadyloop.run(_stopped_thrice()) == [0, 1, 2]
+                assert "loop.stop()" in (disruption_of("acting") or "")
+            finally:
+                watch.ended("acting")
+                forget_interruption("acting")
+
+        contextvars.copy_context().run(acting)
 
 
 def test_an_attempts_loop_stopped_with_no_try_to_blame_ends_as_under_asyncio_run() -> None:
