@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 from hypothesis import settings
 
 from groundstate.bindings import HARNESS
+from groundstate.exitcause import TRY, WATCHED
 from groundstate.spec.suite import Suite, grader_shape, load_suite
 from groundstate.validation import SuiteValidity, TaskValidity, validate_suite
 
@@ -349,7 +350,10 @@ def _leaves_nothing_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     before = set(threading.enumerate())
     streams = _real_streams()
     modules = dict(sys.modules)
+    marks = {var: var.get() for var in (TRY, WATCHED)}
     yield
+    for var, value in marks.items():  # a test that marked its own context as a try's
+        var.set(value)  # (ExitWatch.started called outside a task) leaves it as it found it
     _forget_unreadable_modules(modules)
     new = [t for t in threading.enumerate() if t not in before]
     for thread in new:

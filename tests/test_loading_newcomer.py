@@ -240,7 +240,7 @@ def test_a_number_as_the_clock_is_refused_not_read_as_1970(bank: Path, number: s
 
 @pytest.mark.parametrize(
     "clock",
-    ['"2026-01-15T10:00:00+00:00"', "2026-01-15T10:00:00Z", "2026-01-15 10:00:00", "2026-01-15"],
+    ['"2026-01-15T10:00:00+00:00"', "2026-01-15T10:00:00Z", "2026-01-15 10:00:00 +0"],
 )
 def test_timestamps_quoted_or_not_are_clocks(bank: Path, clock: str) -> None:
     edit(bank, TASK, 'clock: "2026-01-15T10:00:00+00:00"', f"clock: {clock}")

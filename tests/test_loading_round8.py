@@ -127,8 +127,7 @@ def test_a_bare_date_is_the_same_text_in_every_file(
         ("2026-01-15 10:00:00 +0", datetime(2026, 1, 15, 10, tzinfo=UTC)),
         ('"2026-01-15 10:00:00 -1"', datetime(2026, 1, 15, 11, tzinfo=UTC)),  # quoted too
         ("2026-01-15t10:00:00z", datetime(2026, 1, 15, 10, tzinfo=UTC)),
-        ("2026-01-15 1:00:00", datetime(2026, 1, 15, 1)),
-        ("2026-01-15", datetime(2026, 1, 15)),
+        ("2026-01-15 1:00:00Z", datetime(2026, 1, 15, 1, tzinfo=UTC)),
     ],
 )
 def test_every_yaml_timestamp_form_is_still_a_clock(

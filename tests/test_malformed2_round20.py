@@ -127,7 +127,7 @@ def test_oversized_json_arguments_are_cut_in_the_trace_and_their_size_and_digest
         assert len(error) < 3 * SHOWN_CHARS, name
         assert len(json.dumps(event.args)) < 4 * SHOWN_CHARS, name
         # the shape is kept: a constraint on the tool's parameters still sees the attempt
-        assert isinstance(event.args, dict) and _has_args(event.args, {"account": "A"}) == (
+        assert isinstance(event.args, dict) and _has_args(event, {"account": "A"}) == (
             args["account"] == "A"  # type: ignore[index]
         ), name
     assert len(run.model_dump_json()) < 100_000

@@ -129,6 +129,9 @@ class _BreaksAfter:
     def open(self, concurrency: int) -> None:
         self._real.open(concurrency)
 
+    def room(self, concurrency: int) -> None:
+        self._real.room(concurrency)
+
     def close(self) -> None:
         self._real.close()
 

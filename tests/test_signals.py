@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.exitcause import WATCHED
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner, Interrupted
 from groundstate.spec.suite import Suite
@@ -141,9 +142,14 @@ def test_ctrl_c_during_validation_stops_before_any_batch(
         assert runs.batches() == []
 
 
+@pytest.mark.parametrize("host_marked", [False, True])
 def test_ctrl_c_during_the_canary_is_not_ignored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host_marked: bool
 ) -> None:
+    """Also when the host's own context was left marked as a try's (a library user, or a
+    test, that called ``ExitWatch.started`` outside a task): the canary's oracle is no
+    batch's agent, so its Ctrl-C is the user's (it was refused as an agent's, exit 2)."""
+
     class Interrupting:
         async def run(self, session: Any) -> str:
             os.kill(os.getpid(), signal.SIGINT)  # from the agent's thread, as a user would
@@ -153,8 +159,12 @@ def test_ctrl_c_during_the_canary_is_not_ignored(
     monkeypatch.setattr(
         "groundstate.agents.scripted.ScriptedAgent.from_solution", lambda solution: Interrupting()
     )
+    marked = WATCHED.set(host_marked)
     started = time.monotonic()
-    result = _invoke_run(tmp_path / "runs.db")
+    try:
+        result = _invoke_run(tmp_path / "runs.db")
+    finally:
+        WATCHED.reset(marked)
     assert result.exit_code == 130, result.output
     # Far below the agent's 60 s: the interrupt did not wait for the canary to finish (a
     # loose bound, so a crowded machine does not fail it).

@@ -1450,8 +1450,8 @@ def _unstated_at(sentence: str, start: int, end: int) -> bool:
     after = _CLAUSE_BREAK.split(sentence[end:])[0]
     if _PAST_DONE.search(sentence, start, end):
         after = _TAIL_CONDITION.split(after)[0]
-    elif _CONDITIONAL.search(sentence):
-        return True
+    elif _CONDITIONAL.search(sentence) and not _made_despite_opener(sentence):
+        return True  # not the opener's: "If you check, your hoodie is now forest green"
     return _UNSTATED.search(before + sentence[start:end] + after) is not None
 
 
@@ -1494,11 +1494,16 @@ def _of_another(sentence: str, at: int) -> bool:
 
 _SENT = (
     r"(?:(?:is|are|'s|'re) (?:now )?(?:on (?:its|their|the) way|being (?:shipped|sent|delivered)"
-    r"|(?:going|headed|heading|shipping)(?: out)?)(?! back\b)|(?:will|'ll|is going to|are going to)"
+    r"|(?:going|headed|heading|shipping|addressed)(?: out)?)(?! back\b)|(?:(?:will|'ll|is going to"
+    r"|are going to)|(?:is|are|'s|'re) (?:now )?(?:set|scheduled|due|expected|booked) to)"
     r" (?:now )?(?:ship|be (?:shipped|sent|delivered|dispatched)|arrive|go out|go|head)"
-    r"|(?:has|have) (?:now )?(?:been )?(?:shipped|sent|dispatched)|now (?:ships|goes))\b"
+    r"|(?:has|have|'s|'ve) (?:now )?(?:been )?(?:shipped|sent|dispatched)|(?:now )?(?:ships|heads)"
+    r"|re-?routed|redirected"
+    r"|re-?addressed|now (?:goes|going|heading|headed|shipping))\b"
 )
-"""Goods said sent, or to be: "is on its way", "will ship", "has shipped", "is now headed"."""
+"""Goods said sent, or to be: "is on its way", "will ship", "has shipped", "is now headed",
+"ships", "is set to ship", "rerouted" (not "was shipped", history: "It was shipped to Leo on
+June 2")."""
 _GOODS_SENT = [
     (
         "exchange",
@@ -1508,7 +1513,7 @@ _GOODS_SENT = [
             rf"|exchanged [\w-]+|swapped [\w-]+)(?: [\w-]+){{0,3}}? {_SENT}"
         ),
     ),
-    ("address", True, re.compile(rf"{_SENT}(?= (?:[\w-]+ ){{0,3}}?(?:to|at)\b)")),
+    ("address", True, re.compile(rf"{_SENT}(?= (?:[\w-]+ ){{0,3}}?(?:to|at|in)\b)")),
     (
         "address",
         False,
@@ -1528,12 +1533,23 @@ now ship to the new address", "... is now headed to your office", "The new addre
 saved"; not "will still ship to the old address")."""
 
 
+_NOW = re.compile(r"[^,;]*?\bnow\b")
 _NEW_PLACE = re.compile(
-    r"[^,;]*?\bnow\b|[^,;]*?\bto (?:[\w-]+ ){0,2}?(?:new|updated|corrected)\b|.*\binstead\b"
+    r".*\binstead\b|[^,;]*?\bto (?:(?:the|your|a|an|this|that|his|her|their|our)"
+    r" (?:[\w-]+ )?(?:new|updated|corrected)|(?:new|updated|corrected) (?:[\w-]+ )?(?:address"
+    r"|location|place|home|office|destination))\b"
 )
 _OLD_PLACE = re.compile(r"\b(?:still|old|original|previous|same|usual|existing|on file)\b")
+_ON_THE_WAY_TO = re.compile(
+    r"\W*(?:(?:to|with|at|for|through) (?:the |a |an |our |its )?)?(?:you\b|yours\b|carrier"
+    r"|courier|warehouse|packing|dispatch|shipping|delivery|post office|depot|sorting|processing"
+    r"|fulfil?lment|pick-?up)"
+)
+"""What goods "now" on their way go to that is no place of the customer's ("It is now on its
+way to the carrier", "to you", "headed to the warehouse for packing"): the "now" of a step of
+the delivery, not of a new address."""
 """What says the place goods are sent to is new ("will now ship", "to the new address", "...
-instead"), or is not ("still", "the original address")."""
+instead"), or is not ("still", "the original address"); "to New York" names a city."""
 _PLACE_TURNED = re.compile(r"\b(?:not|instead of|rather than|but|except)\b")
 """Where the place goods go to ends and another is turned down ("to 1 Home Rd, not 200 W
 Adams Street")."""
@@ -1557,6 +1573,7 @@ class _Places:
     asked: frozenset[str]
     colours: frozenset[str] = frozenset()
     named: frozenset[str] = frozenset()
+    sizes: frozenset[str] = frozenset()
 
 
 _ASKED_PLACE = re.compile(r"\bto (?:my|our) ([^\W\d_][\w'-]*)")
@@ -1566,26 +1583,58 @@ _NOT_A_PLACE = re.compile(
 )
 """Words after "to my" that name no place of the customer's besides the one on file."""
 _ELSEWHERE = "office|work|workplace|job|business|company"
-"""Places that are not where a customer lives: "will ship to your office"."""
+"""Places that are not where a customer lives: "will ship to your office" (and people who are
+not the customer, :data:`_PERSON`: "to your sister")."""
 _HOUSE_NUMBER = re.compile(r"^\W*(?:[\w'-]+ ){0,3}?(?:to|at) (\d+)\b")
 """A place said by its number, street suffix or not: "to 200 W Adams"."""
 _UNIT = re.compile(r"\b(?:suite|ste|apt|apartment|unit|floor|fl|room|rm)\.? ?#? ?\d[\w-]*")
 """A place said by its unit: "to Suite 1400", "to Apt 5F"."""
-_CITY = re.compile(
-    r"\b(?:to|at|(?:home|house|apartment|address|place|office) in) (?=([\w'-]+(?: [\w'-]+){0,2}))"
+_CITY = re.compile(r"\b(?:to|at|in) (?=([\w'-]+(?: [\w'-]+){0,2}))")
+"""Where a city (or a person) may be named: "will ship to Evanston", "to your home in
+Chicago", "will arrive in Evanston", "to Maria"."""
+_BARE_PLACE = re.compile(
+    r"(?:^|(?<=\s))(?<!\bset )(?<!\bdue )(?<!\bable )(?<!\btime )(?<!\border )(?<!\bready )"
+    r"(?<!\bsure )(?<!\babout )(?<!\bgoing )to:? [\"'\u201c\u2018]?"
+    r"([^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*){0,2}?)(?=\W*$|[,;.!?)\"'\u201d\u2019]"
+    r"| (?:in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
+    r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
 )
-"""Where a city may be named: "will ship to Evanston", "to your home in Chicago"."""
+"""A place named in words the reader may not know for one, any case: "to evanston", "to
+maria", "to: Maria" (up to three words, ending a clause; not "to arrive" after "going",
+"set" or "due"). Not new when the words stand in a stored place ("to clark street")."""
+_NOT_BARE_PLACE = re.compile(
+    r"(?:you|your|yours|us|our|ours|the|a|an|this|that|these|those|it|its|them|their|theirs"
+    r"|him|her|his|me|my|mine|one|both|each|every|all|any|some|no|there|here|home|whoever"
+    r"|where|which|what|arrive|reach|be|get|make|show|take|leave|go|come|ship|land|start"
+    r"|begin|head|move|appear|return|stay|remain|wait|see|keep|help|ensure|give|allow|meet"
+    r"|delivery|shipping|processing|dispatch|fulfil?lment|packing|transit|print|production"
+    r"|warehouse|carrier|courier|customers?|door|doorstep|destination|schedule|u|ya|yourself"
+    r"|paypal|visa|mastercard|amex|card|account|wallet|bank|balance|credit"
+    r"|suite|ste|apt|apartment|unit|floor|fl|room|rm|no|number|reception|lobby|porch"
+    r"|concierge|mailroom|locker|front desk|front door|back door"
+    rf"|{'|'.join(MONTHS)}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b.*"
+)
+"""Words after "to" that name no new place: a pronoun, a determiner, a verb, a step of the
+delivery, a way of paying, a unit's word (its number is read by :data:`_UNIT`), a day."""
 _NAME_WORD = re.compile(r"\b[A-Z][a-z'-]+\b")
 
 
+_PLACE_ROWS = (
+    "SELECT customer_id, order_id, ship_line1, ship_line2, ship_city, ship_zip FROM orders"
+    " UNION ALL SELECT customer_id, NULL, line1, line2, city, zip_code FROM addresses"
+    " UNION ALL SELECT customer_id, NULL, name, NULL, NULL, NULL FROM customers"
+)
+"""Each order's and address's place, and the customer's name ("will ship to Tomas" is to
+home), and whose it is."""
+_SIZES = (
+    "SELECT i.order_id, v.size FROM order_items i JOIN variants v ON v.variant_id = i.variant_id"
+)
+
+
 def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
-    """The :class:`_Places` of an attempt: the initial state's, and the customer's words."""
-    rows = s0.query(
-        "SELECT ship_line1 FROM orders UNION SELECT line1 FROM addresses"
-        " UNION SELECT ship_zip FROM orders UNION SELECT zip_code FROM addresses"
-        " UNION SELECT ship_line2 FROM orders UNION SELECT line2 FROM addresses"
-        " UNION SELECT ship_city FROM orders UNION SELECT city FROM addresses"
-    )
+    """The :class:`_Places` of an attempt: the initial state's places of the customers whose
+    orders or ids the attempt's tools named (all of the state's when they named none: another
+    customer's city is a new place for this one's goods), and the customer's words."""
     asked = {
         word
         for event in trace
@@ -1593,13 +1642,16 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
         for word in _ASKED_PLACE.findall(normalise(event.text))
         if not _NOT_A_PLACE.fullmatch(word)
     }
-    named_orders = {
+    named = {
         str(value).upper()
         for event in trace
         if isinstance(event, ToolCallEvent)
         for value in itertools.chain(_scalars(event.args), _scalars(event.output))
-        if isinstance(value, str) and re.fullmatch(r"(?i)o-\d+", value)
+        if isinstance(value, str)
     }
+    named_orders = {value for value in named if re.fullmatch(r"O-\d+", value)}
+    rows = s0.query(_PLACE_ROWS)
+    customers = {c for c, order, *_ in rows if str(c).upper() in named or order in named_orders}
     colours = {
         word
         for item in _items(s0).values()
@@ -1607,9 +1659,16 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
         for colour in item.described["colour"]
         for word in colour.split()
     }
-    return _Places(
-        frozenset(_norm(line) for (line,) in rows if line), frozenset(asked), frozenset(colours)
-    )
+    stored = {
+        _norm(said)
+        for customer, _, *lines in rows
+        if not customers or customer in customers
+        for line in lines
+        if line
+        for said in [line, *str(line).split()[:1]]  # "Tomas" of "Tomas Alvarez"
+    }
+    sizes = {fold(str(size)) for order, size in s0.query(_SIZES) if order in named_orders}
+    return _Places(frozenset(stored), frozenset(asked), frozenset(colours), sizes=frozenset(sizes))
 
 
 def _names(text: str) -> frozenset[str]:
@@ -1640,28 +1699,68 @@ def _new_place(place: str, places: _Places) -> bool:
         words = list(itertools.takewhile(places.named.__contains__, city[1].split()))
         if words and _norm(*words) not in places.stored:
             return True
+    for bare in _BARE_PLACE.finditer(fold(place)):
+        words = bare[1].split()
+        spans = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
+        stored = any(span in f" {line} " for span in spans for line in places.stored)
+        if not _NOT_BARE_PLACE.fullmatch(bare[1]) and not stored:
+            return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
-    named = re.search(rf"\b(?:to|at) (?:your|the) (?:[\w'-]+ ){{0,2}}?(?:{names})\b", place)
+    elsewhere = rf"\b(?:to|at) (?:your|the) (?:[\w'-]+ ){{0,2}}?(?:{names}|{_PERSON})\b"
+    named = re.search(elsewhere, place)
     return named is not None
 
 
 def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, str]]:
     """Each change an agent message tells by the goods it sends (:func:`_goods_sent`): its
-    kind and clause; not in a question, an offer, under a condition, nor a plan a message
+    kind and clause; not in a question, nor an offer or a condition of its clause
+    (:func:`_unstated_at`: "Your hoodie is now forest green, and the navy one can go back"
+    tells the exchange), nor a plan a message
     asking consent lays out ("Your new pair will ship tomorrow. Shall I go ahead?"). With the
     attempt's *places*, goods sent to another place are sent to a new address."""
     if _ASKS_TO_CONFIRM.search(normalise(text)):
         return []
+    text = _table_read(text)
     if places is not None:
         places = replace(places, named=_names(text))
     claims = []
     for whole in _sentences(text):
         sentence = _after_turn(_unasked(whole))
-        if sentence and not _UNSTATED.search(sentence):
-            claims += [
-                (k, _clause_at(sentence, f.start())) for k, f in _goods_sent(sentence, places)
-            ]
+        claims += [
+            (kind, _clause_at(sentence, found.start()))
+            for kind, found in _goods_sent(sentence, places)
+            if not _unstated_at(sentence, *found.span())
+        ]
     return claims
+
+
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}")
+
+
+def _table_read(text: str) -> str:
+    """*text* with each row of a markdown table as a line of its own: its first cell, then of
+    each other cell its column's heading and the cell ("| Rain jacket | evanston |" under "|
+    Item | Ships to |" is "Rain jacket ships to: evanston.")."""
+    lines = text.split("\n")
+    read: list[str] = []
+    heading: list[str] | None = None
+    for at, line in enumerate(lines):
+        if not line.lstrip().startswith("|"):
+            heading = None
+            read.append(line)
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        following = lines[at + 1] if at + 1 < len(lines) else ""
+        if _TABLE_RULE.match(line):
+            continue
+        if heading is None and _TABLE_RULE.match(following):
+            heading = [cell.lower() for cell in cells]
+        elif heading is None:
+            read.append(line)
+        else:
+            pairs = zip(heading[1:], cells[1:], strict=False)
+            read.append(" ".join(f"{cells[0]} {name}: {cell}." for name, cell in pairs))
+    return "\n".join(read)
 
 
 def _goods_sent(
@@ -1679,7 +1778,7 @@ def _goods_sent(
             place = _PLACE_TURNED.split(sentence[found.end() :])[0]
             if to_a_place and (
                 not (
-                    _NEW_PLACE.match(sentence, found.start())
+                    _new_place_said(sentence, found.start(), place)
                     or (places is not None and _new_place(place, places))
                 )
                 or _OLD_PLACE.search(sentence)
@@ -1692,19 +1791,59 @@ def _goods_sent(
                 yield kind, found
 
 
+def _new_place_said(sentence: str, at: int, place: str) -> bool:
+    """Whether *sentence* says the place goods are sent to from *at* is new
+    (:data:`_NEW_PLACE`: "... instead", "to the new address") or "now" (:data:`_NOW`); a "now"
+    not when what follows is a step of the delivery or the customer (:data:`_ON_THE_WAY_TO`)."""
+    if _NEW_PLACE.match(sentence, at):
+        return True
+    return bool(_NOW.match(sentence, at)) and not _ON_THE_WAY_TO.match(place)
+
+
 def _new_goods(places: _Places | None) -> list[tuple[str, bool, re.Pattern[str]]]:
     """An exchange told by goods of a colour none of the attempt's orders had ("Your forest
     green hoodie is on the way" after the navy one was delivered), as :data:`_GOODS_SENT`
-    reads it."""
+    reads it, or by goods said to be such a colour or a size now (:func:`_now_in`)."""
     if places is None:
         return []
-    new = [colour for colour in _COLOURS.split("|") if colour not in places.colours]
-    return [("exchange", False, _colour_sent("|".join(new)))]
+    new = "|".join(colour for colour in _COLOURS.split("|") if colour not in places.colours)
+    sizes = "|".join(sorted(re.escape(size) for size in places.sizes)) or "(?!)"
+    return [("exchange", False, _colour_sent(new)), ("exchange", False, _now_in(new, sizes))]
 
 
 @lru_cache(maxsize=64)
 def _colour_sent(colours: str) -> re.Pattern[str]:
     return re.compile(rf"\b(?:{colours})\b(?: [\w-]+){{0,3}}? {_SENT}")
+
+
+_SIZE = r"size (?:\d+(?:\.5)?|xx?[sl]|[sml]|small|medium|large)\b"
+"""A size said: "size 9", "size L"."""
+_NOT_OFFERED = "".join(rf"(?<!\b{verb} )" for verb in ["can", "could", "may", "might", "to"])
+
+
+@lru_cache(maxsize=64)
+def _now_in(colours: str, sizes: str) -> re.Pattern[str]:
+    """Goods said to be of one of *colours*, or a size but *sizes*, now: a state only a
+    change leaves them in ("Your hoodie is now forest green", "Your shoes are a size 9 now",
+    "Now it's forest green", "You'll now get a forest green one", "Your order now has the
+    forest green hoodie", "Hoodie: now forest green", "navy \u2192 forest green", "It went
+    from navy to forest green"); not "Forest green is now in stock", "You can now get ...",
+    a size their orders had ("Your shoes are size 8 now")."""
+    colour = rf"(?:{colours})(?![\w-])"
+    size = rf"(?!size (?:{sizes})\b){_SIZE}"
+    new = rf"(?:(?:in|a|an|the) )*(?:[\w'-]+ )?(?:{colour}|{size})"
+    tight = rf"(?:(?:in|a|an|the) )?(?:(?:{colours}) )?(?:{colour}|{size})"
+    return re.compile(
+        rf"\b(?:(?:is|are|'s|'re) now|(?:has|have|'s|'ve|will|'ll) (?:now )?become|becomes?"
+        rf"|(?:will|'ll) now be|(?:will|'ll) be now) {new}"
+        rf"|(?:[:|=\u2014\u2013]|->|\u2192) ?now {new}|\b(?:is|are|'s|'re) {new} now\b"
+        rf"|\bnow,? (?:[\w'-]+ ){{1,3}}?(?:is|are|'s|'re|will be|'ll be) {new}"
+        rf"|{_NOT_OFFERED}\bnow (?:be )?(?:get|gets|getting|receive|receives|receiving|have|has"
+        rf"|having|contain|contains|include|includes|show|shows|list|lists) (?:your )?{new}"
+        rf"|(?:->|=>|\u2192) ?{tight}"
+        rf"|\b(?:gone|went|changed|switched|swapped|moved|updated|exchanged)(?: it| them)? from"
+        rf" (?:[\w'-]+ ){{1,3}}?to {new}"
+    )
 
 
 _FUTURE = re.compile(r"\b(will|going to)\b|'ll\b")
@@ -1736,11 +1875,19 @@ def _plain_text(text: str) -> str:
     return _MARKS.sub("", text)
 
 
+_BROKEN_LINE = re.compile(
+    r"(?i)\b(to|at|in|on|the|a|an|your|of|for|is|are|was|were|will|be|been|has|have|now)"
+    r"[ \t]*\n[ \t]*(?=[^\W\d_])"
+)
+"""A line break inside a sentence, after a word no sentence ends in ("Your jacket will ship
+to\nEvanston.")."""
+
+
 def _sentences(text: str) -> Iterator[str]:
     """The normalised sentences of a message, :func:`_in_english`: split at line breaks (each
     item of a list), then at a full stop, semicolon, "!" or "?" (not the point of "$22.00");
     markdown marks dropped."""
-    for line in _LINE.split("\n" + _plain_text(text)):
+    for line in _LINE.split("\n" + _BROKEN_LINE.sub(r"\1 ", _plain_text(text))):
         for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
                 yield sentence.strip()
@@ -2073,6 +2220,17 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             r"(?:(?! (?:and|so|but) (?:i|we)\b)[^,.;!?\u2014\u2013])*",
             "you said so",
         ),
+        # a condition of relevance, no condition of the change: "In case you're wondering, it
+        # will ship to Evanston", "If it helps, ..."; and a time the goods move, no condition
+        # either: "When it ships, it will go to Evanston", "... to Evanston once it leaves"
+        (
+            r"(?:^|(?<=[.!?;] ))(?:in case|if) (?:you(?:'re| are| were) (?:wondering|curious)"
+            r"|it helps|you need to know)[,:\u2014\u2013]? "
+            r"|(?:^|(?<=[.!?;] )|,? )(?:when|once|as soon as) (?:it|they|(?:the|your) [\w-]+)"
+            r" (?:ships|ship|arrives|arrive|leaves|leave|goes out|go out|(?:is|are) (?:shipped"
+            r"|dispatched))\b(?: (?:the|our) (?:warehouse|depot))?(?=[,.;!?]|$),? ?",
+            "",
+        ),
         # words of comfort opening a sentence or clause, no negation of a change: "Not to
         # worry \u2014 socks refunded", "No worries, the refund went through", "Never fear:
         # refunded"
@@ -2095,8 +2253,8 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         (r"\b(?:appears?|seems?) to have\b", "has"),
         # a hedge inside a claim: "Your refund is probably done", "It's most likely processed"
         (
-            r"\b(is|are|has been|have been|'s|'re) (?:probably|likely|most likely|almost certainly"
-            r"|surely|presumably|hopefully|most probably)(?= )",
+            r"\b(is|are|has been|have been|'s|'re|will|'ll) (?:probably|likely|most likely"
+            r"|almost certainly|surely|presumably|hopefully|most probably)(?= )",
             r"\1",
         ),
         # "That should be all sorted.", "It should be done now." (not "should be done in 5 days")
@@ -2171,6 +2329,14 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             r"|those|these)\b(?: [\w'-]+){0,3}?)) (?:to|for|into) (?=(?:(?:a|an|the) )?"
             rf"(?:[\w-]+ ){{0,2}}?(?:{_COLOURS}|colou?r|size)\b)",
             r"exchanged\1 for ",
+        ),
+        # ... in the passive: "Your hoodie has been switched to forest green", "got swapped
+        # for a size 9"
+        (
+            r"\b(has been|have been|was|were|got|is|are|'s|'re)((?: now)?) (?:switched|changed"
+            r"|swapped|moved|updated) (?:to|for|into) (?=(?:(?:a|an|the) )?(?:[\w-]+ ){0,2}?"
+            rf"(?:{_COLOURS}|colou?r|size)\b)",
+            r"\1\2 exchanged for ",
         ),
         # a claim with its "I" left out, opening a sentence: "Processed your refund for the
         # socks.", "Just refunded the socks.", "Went ahead and cancelled O-1002", "Great,
@@ -2586,6 +2752,8 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
         for kind, words in _states(event.text):
             kind = _credit_or_refund(kind, words)
             description = _description(fold(words), items)
+            if kind == "exchange":  # "Your hoodie has been exchanged for forest green"
+                description.pop("colour", None)
             so = [items[i] for m in made if m.kind == kind for i in m.items if i in items]
             # what was so before, of the records the calls read ("Your order is cancelled"
             # is not of another customer's order, cancelled before)
@@ -2718,9 +2886,7 @@ def _claims_done(sentence: str) -> bool:
     claim = _CLAIMS_CHANGE.search(stated)
     if claim is not None and not _states_rule(stated, claim):
         return True
-    return not _conditioned(sentence) and bool(
-        _first_person_claims(sentence, unnamed=True)
-    )
+    return not _conditioned(sentence) and bool(_first_person_claims(sentence, unnamed=True))
 
 
 _UNDER_CONDITION = re.compile(
@@ -2748,12 +2914,19 @@ def _conditioned(sentence: str) -> bool:
     )
 
 
+_LOOK_OR_WISH = re.compile(
+    r"\W*if you(?:'d| would)? (?:check|look|open|refresh|log in|prefer|like|want|wish)\b"
+)
+"""An opening condition that is the customer's look or wish, none of the change's."""
+
+
 def _made_despite_opener(sentence: str) -> bool:
     """Whether the clause after *sentence*'s opening condition says a change was made, in the
     past, with no offer, condition or future of its own: "If you prefer, the socks have been
     refunded", "If you'd like, I've refunded the socks" (not "If you prefer, I can refund the
     socks", "If the refund went through, you'll see it", "Had it gone through, you'd see
-    $22.00")."""
+    $22.00"); or "now" after the customer's look or wish ("If you check your order, it's now
+    forest green"; not "If you return them, your refund is processed now")."""
     opener, *rest = _CLAUSE_END.split(sentence, maxsplit=1)
     if not rest or _UNDER_CONDITION.match(opener) is None:
         return False
@@ -2761,13 +2934,15 @@ def _made_despite_opener(sentence: str) -> bool:
     start = _CLAIM_START.search(main)
     # not "we" and a bare verb: "Si quieres, reembolsamos ..." is "we refund", a present
     claimed = start is not None and (start[1] == "i" or start[2] is not None)
+    # "If you check your order, it's now forest green" (not "If you return them, ... now")
+    now = re.search(r"\bnow\b", main) is not None
+    claimed = claimed or (now and _LOOK_OR_WISH.match(opener) is not None)
     return (
         (_PAST_DONE.search(main) is not None or claimed)
         and _UNSTATED.search(main) is None
         and _FUTURE.search(main) is None
         and _NEGATION.search(main) is None
     )
-
 
 
 def _stating(sentence: str) -> str:

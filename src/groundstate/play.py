@@ -199,6 +199,13 @@ def save_solution(suite_root: Path, task_id: str, name: str, steps: list[Step]) 
     return path
 
 
+def require_task(suite: Suite, task_id: str) -> None:
+    """Refuse a *task_id* the suite lacks, naming those it has (before a store is opened)."""
+    if task_id not in suite.tasks:
+        known = ", ".join(sorted(suite.tasks))
+        raise SpecError(suite.shown(), "task", f"no task {task_id!r} (the suite has: {known})")
+
+
 def play_attempt(
     suite: Suite,
     task_id: str,
@@ -214,9 +221,7 @@ def play_attempt(
     Not through the batch runner: its preflight and canary would ask the person to play
     twice more. The batch names only this task, so its report counts one attempt of one task.
     """
-    if task_id not in suite.tasks:
-        known = ", ".join(sorted(suite.tasks))
-        raise SpecError(suite.root, "task", f"no task {task_id!r} (the suite has: {known})")
+    require_task(suite, task_id)
     one = dataclasses.replace(
         suite,
         tasks={task_id: suite.tasks[task_id]},

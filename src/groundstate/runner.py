@@ -58,7 +58,7 @@ from groundstate.errors import (
 )
 from groundstate.executors import Executor, InProcessExecutor
 from groundstate.executors._job import WorkerDied
-from groundstate.exitcause import ExitWatch, watching
+from groundstate.exitcause import WATCHED, ExitWatch, watching
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
@@ -111,7 +111,7 @@ class BatchConfig:
         """Refuse a plan no batch can run: no attempt (a batch stored with none, or -1), no
         slot (a concurrency of 0 waited for ever), or no task."""
         _at_least_one("BatchConfig.attempts", self.attempts)
-        _at_least_one("BatchConfig.concurrency", self.concurrency)
+        _a_concurrency("BatchConfig.concurrency", self.concurrency)
         if self.tasks is not None and not self.tasks:
             raise ValueError("BatchConfig.tasks names no task (None runs every task)")
 
@@ -119,6 +119,19 @@ class BatchConfig:
 def _at_least_one(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} is a whole number, at least 1, not {value!r}")
+
+
+MAX_CONCURRENCY = 10_000
+"""Most attempts a batch runs at once, on every executor. Past it this process, the store's
+single writer, is the bottleneck whatever the cluster's size (run several batches instead),
+and a number past SQLite's integers (``--concurrency 99999999999999999999`` on Ray, which
+queues what its CPUs cannot hold) failed as the batch was stored, after validation."""
+
+
+def _a_concurrency(name: str, value: object) -> None:
+    _at_least_one(name, value)
+    if isinstance(value, int) and value > MAX_CONCURRENCY:
+        raise ValueError(f"{name} is at most {MAX_CONCURRENCY:,}, not {value:,}")
 
 
 def _known_tasks(suite: Suite, config: BatchConfig) -> None:
@@ -248,7 +261,7 @@ class BatchRunner:
         run anyway (``run --resume --allow-invalid``); the batch names them invalid from now
         on (:meth:`RunStore.add_invalid_tasks`), as those named when it started.
         *validator_revision*: as :attr:`BatchConfig.validator_revision`, for this resume."""
-        _at_least_one("concurrency", concurrency)
+        _a_concurrency("concurrency", concurrency)
         self._proof = validator_revision
         return await self._interruptible(
             lambda: self._resume(batch_id, concurrency, preflight, invalid_tasks), concurrency
@@ -555,9 +568,13 @@ class BatchRunner:
             yield
             return
         with watching(self.store.path) as self._exits:
+            # The batch's own context is no try's, whatever its host's says (a context left
+            # marked would make the canary's oracle and the smoke run a batch's agent).
+            unmarked = WATCHED.set(False)
             try:
                 yield
             finally:
+                WATCHED.reset(unmarked)
                 self._exits = None
 
     def _mark_started(self, batch: BatchInfo, task_id: str, info: AttemptInfo) -> bool:
@@ -829,7 +846,7 @@ def _suite_change(batch: BatchInfo, suite: Suite) -> str:
                 f"{suite.config.environment!r}: resume it with --environment {kind}"
             )
     return (
-        f"the suite {suite.root} changed since the batch started (a file added, removed or "
+        f"the suite {suite.shown()} changed since the batch started (a file added, removed or "
         "edited: the batch keeps only the suite's hash)"
     )
 

@@ -45,6 +45,7 @@ from groundstate.paths import (
     in_the_way,
     make_folder,
     not_regular,
+    os_reason,
     output_refusal,
 )
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
@@ -1052,10 +1053,10 @@ class RunStore:
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
             if isinstance(exc, sqlite3.Error):
-                why = _why(exc, self.path)
-            else:
-                why = _file_system_full(self.path)
-            raise StoreError(f"cannot open the run store {self.path}: {exc}{why}") from exc
+                said, why = str(exc), _why(exc, self.path)
+            else:  # the reason alone, not Python's "[Errno 20] ...: 'path'"
+                said, why = os_reason(self.path, exc), _file_system_full(self.path)
+            raise StoreError(f"cannot open the run store {self.path}: {said}{why}") from exc
 
     def _open_read_only(self, cause: sqlite3.Error | None) -> None:
         """A store on read-only media or owned by someone else is still read (``mode=ro``).

@@ -42,6 +42,7 @@ def play(
         Terminal,
         person_system,
         play_attempt,
+        require_task,
         save_solution,
         solution_path,
         with_person_user,
@@ -51,6 +52,7 @@ def play(
     from groundstate.store import RunStore
 
     loaded = load_suite(suite)
+    require_task(loaded, task_id)  # before the store is made
     if role == "agent" and save:
         solution_path(loaded.root, task_id, save)  # a bad name is refused before anyone plays
     terminal = Terminal()  # this command's streams, before the attempt captures output
@@ -72,4 +74,5 @@ def play(
             click.echo(f"not saved as a solution: the attempt ended as {run.terminal_reason}")
             return
         path = save_solution(loaded.root, task_id, save, person.steps)
-        click.echo(f"saved as {path} (kind: alternative; `groundstate validate` checks it)")
+        shown = loaded.shown(path)
+        click.echo(f"saved as {shown} (kind: alternative; `groundstate validate` checks it)")

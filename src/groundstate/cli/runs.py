@@ -47,6 +47,10 @@ FAIL_UNDER_OPTION = click.option(
     "estimate it (repeatable).",
 )
 
+MAX_CONCURRENCY = 10_000
+"""``groundstate.runner.MAX_CONCURRENCY``, spelled here so that ``run --help`` need not import
+the runner (tests/test_cli_round43.py holds the two equal)."""
+
 MAX_ATTEMPTS = 100_000
 """Most attempts per task ``run`` plans: a batch's attempts are planned whole before the first
 runs, and 10^25 of them was the kernel's out-of-memory kill, not an error."""
@@ -91,7 +95,7 @@ HTML_OPTION = click.option(
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_CONCURRENCY),  # on every executor
     default=1,
     show_default=True,
     help="Attempts in flight at once (each in its own environment).",

@@ -96,7 +96,7 @@ def lock(suite: Path, check: bool, as_json: bool) -> None:
 
     loaded = checked_suite(suite, warn=False)
     if not check:
-        path = lock_suite(loaded)
+        path = loaded.shown(lock_suite(loaded))
         count = len(loaded.tasks)
         if as_json:
             _echo_json({"suite": loaded.name, "lock": str(path), "tasks": count})

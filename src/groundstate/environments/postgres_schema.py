@@ -772,8 +772,11 @@ def clock_sql() -> list[str]:
         _function(
             f"{API}.now()",
             "timestamptz",
-            f"SELECT (SELECT value FROM {INTERNAL}.meta WHERE key = 'now')::timestamp "
-            "AT TIME ZONE 'UTC'",
+            # The clock's own offset, as SQLite reads it (a cast to timestamp dropped it:
+            # 01:00+02:00 was 01:00 UTC here, 23:00 the day before there); none is UTC.
+            f"SELECT CASE WHEN value ~ '[+-][0-9][0-9]:[0-9][0-9](:[0-9.]+)?$' "
+            "THEN value::timestamptz ELSE value::timestamp AT TIME ZONE 'UTC' END "
+            f"FROM {INTERNAL}.meta WHERE key = 'now'",
             language="sql",
             volatility="STABLE",
         ),

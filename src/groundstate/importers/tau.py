@@ -12,6 +12,7 @@ themselves are not imported.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -131,7 +132,13 @@ class TauSource:
                 where, ours[0], "not a τ-bench field (τ-bench gives reward and trial): rows of "
                 "the row format go one object per line (JSON Lines, --format jsonl)",
             )  # fmt: skip
-        info = item.get("info")
+        if item.get("info") is None:
+            raise SpecError(
+                where, "info", "required: τ-bench writes it for every result (the task and "
+                "its reward_info, or the error the attempt raised); without it an attempt that "
+                "raised (reward 0, info.error) read as a plain failure, whatever --errors says",
+            )  # fmt: skip
+        info = item["info"]
         if isinstance(info, str) and info.startswith("Error: "):
             info = {"error": info.removeprefix("Error: ")}  # the first run.py, when it raised
         info = mapping(where, "info", info)
@@ -344,6 +351,7 @@ class Tau2Source:
     """Simulations read, per task id (for the warnings)."""
     _first: dict[str, str] = field(default_factory=dict)
     """Where each task's first simulation is (named when the file's ``tasks`` does not)."""
+
     _last: tuple[str, int] | None = None
     """Where the highest trial number read is, and it (checked against ``info.num_trials``)."""
 
@@ -365,6 +373,22 @@ class Tau2Source:
                 else:
                     results[key] = []
         return results
+
+    def _num_trials(self) -> int | None:
+        """``info.num_trials``, the trials τ² ran of each task (``range(num_trials)``), as a
+        writer may give it (``4``, ``4.0``, ``"4"``); ``None`` when not given. The simulations
+        are held to it: a value that is no count of 1 or more (``true``, ``2.5``, ``0``) is
+        refused, as read as none it left every task's count unchecked."""
+        value = _part(self._results, "info").get("num_trials")
+        if value is None:
+            return None
+        trials = checked(str(self.path), "info.num_trials", lax(as_integer), value)
+        if trials < 1:
+            raise SpecError(
+                self.path, "info.num_trials", f"must be a count of 1 or more (τ² runs each "
+                f"task that many times), got {value!r}",
+            )  # fmt: skip
+        return trials
 
     @cached_property
     def _index(self) -> list[Any] | None:
@@ -437,13 +461,20 @@ class Tau2Source:
                 f"{'has' if len(none) == 1 else 'have'} no simulation "
                 f"({_some(none)}): they are not in the batch, so no score counts them"
             )
-        trials = _count(_part(self._results, "info").get("num_trials"))
+        trials = self._num_trials()
         if trials is not None and self._last is not None and self._last[1] >= trials:
             where, trial = self._last
             raise SpecError(
                 where, "trial", f"{trial}, but info.num_trials is {trials}: τ² numbers a run's "
                 f"trials 0 to {trials - 1} (range(num_trials)), so this simulation is none it "
                 "ran, and would be an attempt past the run's count",
+            )  # fmt: skip
+        if trials is not None and (more := [t for t, n in held.items() if n > trials]):
+            raise SpecError(
+                self._first[more[0]], "task_id", f"{more[0]!r} has {held[more[0]]} "
+                f"simulations (the first here), but info.num_trials is {trials}: τ² runs each "
+                "task num_trials times, so the file holds simulations of it this run did not "
+                "make (copied in, or of another run): attempts past the run's count",
             )  # fmt: skip
         if trials is not None and (fewer := [t for t, n in held.items() if n < trials]):
             warnings.append(
@@ -473,15 +504,6 @@ def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
     kept where it has the expected shape, never a reason to refuse its attempts."""
     value = data.get(key)
     return value if isinstance(value, dict) else {}
-
-
-def _count(value: Any) -> int | None:
-    """A count as a writer may give it (``4``, ``4.0``, ``"4"``), or ``None``: only what the
-    warnings compare with, so an odd value is no reason to refuse the file."""
-    try:
-        return lax(as_integer)(value)
-    except ValueError:
-        return None
 
 
 def _some(ids: list[str], shown: int = 5) -> str:
@@ -793,7 +815,12 @@ def _tau2_verdict(
         return False, "grader_failure", None, unmapped  # τ² scored it 0 for its own error
     if reward is None:
         return False, "grader_failure", None, unmapped  # ended normally but never scored
-    verdict = reward_verdict(reward, _tau2_failure(_breakdown(where, reward, scored)))
+    parts = _breakdown(where, reward, scored)
+    failed = _components_agree(where, reward, scored, parts)
+    if unknown := [name for name in parts if name not in COMPONENTS]:
+        note = f"τ² reward component {unknown[0]!r} is none known here"
+        unmapped = "; ".join(n for n in (unmapped, note) if n)
+    verdict = reward_verdict(reward, _tau2_failure(failed))
     return verdict.success, verdict.terminal_reason, verdict.partial_score, unmapped
 
 
@@ -819,7 +846,9 @@ def _breakdown(where: str, reward: float, scored: dict[str, Any]) -> dict[str, f
     nothing."""
     given = mapping(where, "reward_info.reward_breakdown", scored.get("reward_breakdown"))
     parts = {
-        str(name): checked(where, f"reward_info.reward_breakdown.{name}", as_reward, value)
+        _component(where, "reward_info.reward_breakdown", name): checked(
+            where, f"reward_info.reward_breakdown.{name}", as_reward, value
+        )
         for name, value in given.items()
     }
     product = math.prod(parts.values())
@@ -832,8 +861,123 @@ def _breakdown(where: str, reward: float, scored: dict[str, Any]) -> dict[str, f
     return parts
 
 
-def _tau2_failure(breakdown: dict[str, float]) -> str:
-    failed = [k for k, v in breakdown.items() if v < 1 - REWARD_TOLERANCE]
+COMPONENTS = ("DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE")
+"""τ²'s ``RewardType``: the components a reward may multiply (``reward_basis``), each recorded
+in ``reward_breakdown`` under this name."""
+CHECKS = {
+    "DB": ("db_check", "db_match"),
+    "ENV_ASSERTION": ("env_assertions", "met"),
+    "ACTION": ("action_checks", "action_match"),
+    "COMMUNICATE": ("communicate_checks", "met"),
+    "NL_ASSERTION": ("nl_assertions", "met"),
+}
+"""Where a ``RewardInfo`` records each component's own checks, and the flag each check
+passed by: the component's reward is 1 exactly when every check passed (``db_check`` is one
+object, the others lists)."""
+EVERY_CHECK = frozenset({"DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE"})
+"""The basis τ²'s ``all_ignore_basis`` evaluation writes whatever the task's was; its
+breakdown still holds ``DB`` and ``ENV_ASSERTION`` only where the task's own basis did."""
+
+
+def _component(where: str, name: str, value: Any) -> str:
+    """A reward component's name as τ² writes it (``"DB"``); another spelling of one (``"db"``,
+    ``"db_check"``, ``"env-assertion"``) is a file τ² did not write, refused (read, a failed
+    ``"db"`` was no database failure, and a basis of ``"db"`` no database check). A name that
+    is no spelling of one (a later version's component) is kept as given."""
+    text = str(value)
+    plain = re.sub(r"[^A-Z]", "", text.upper())
+    for known, (check, _) in CHECKS.items():
+        if text != known and plain in (known.replace("_", ""), check.replace("_", "").upper()):
+            raise SpecError(
+                where, f"{name}.{text}", f"τ² names this reward component {known!r} "
+                f"(RewardType), not {text!r}",
+            )  # fmt: skip
+    return text
+
+
+def _checks_passed(where: str, scored: dict[str, Any]) -> dict[str, bool]:
+    """Whether each component's recorded checks all passed, for the components whose checks
+    the ``RewardInfo`` holds (``null`` or ``[]``: none recorded, nothing said)."""
+    passed: dict[str, bool] = {}
+    for component, (name, flag) in CHECKS.items():
+        held = scored.get(name)
+        items = [held] if isinstance(held, dict) else held
+        if not items:
+            continue
+        if not isinstance(items, list):
+            raise SpecError(where, f"reward_info.{name}", f"must be a list, got {held!r}")
+        flags = []
+        for i, item in enumerate(items):
+            at = f"reward_info.{name}" + ("" if isinstance(held, dict) else f"[{i}]")
+            value = mapping(where, at, item).get(flag)
+            if not isinstance(value, bool):
+                raise SpecError(where, f"{at}.{flag}", f"must be true or false, got {value!r}")
+            flags.append(value)
+        passed[component] = all(flags)
+    if isinstance(db := scored.get("db_check"), dict) and db.get("db_reward") is not None:
+        given = checked(where, "reward_info.db_check.db_reward", as_reward, db["db_reward"])
+        if (given >= 1 - REWARD_TOLERANCE) != passed["DB"]:
+            raise SpecError(
+                where, "reward_info.db_check.db_reward", f"{db['db_reward']!r}, but db_match "
+                f"is {json.dumps(passed['DB'])}: τ² scores a matching database 1, any other 0",
+            )  # fmt: skip
+    return passed
+
+
+def _components_agree(
+    where: str, reward: float, scored: dict[str, Any], parts: dict[str, float]
+) -> list[str]:
+    """The components that failed, after checking that the reward's record agrees with
+    itself: each component in the breakdown scores what its own checks say (a ``DB`` of 1
+    beside a ``db_check`` whose ``db_match`` is false passed an attempt whose database was
+    wrong), and a component of the ``reward_basis`` whose checks failed is in the breakdown
+    (τ² records every component it multiplies; left out, a failed database check beside a
+    reward of 1 was read as a success). Without a breakdown the basis names what the reward
+    multiplies."""
+    passed = _checks_passed(where, scored)
+    for name, value in parts.items():
+        if name in passed and (value >= 1 - REWARD_TOLERANCE) != passed[name]:
+            check, flag = CHECKS[name]
+            raise SpecError(
+                where, f"reward_info.reward_breakdown.{name}", f"{value!r}, but its checks "
+                f"(reward_info.{check}, by {flag}) {'all' if passed[name] else 'did not all'} "
+                "pass: τ² scores a component 1 exactly when its checks all pass",
+            )  # fmt: skip
+    basis = _basis(where, scored.get("reward_basis"))
+    failed = [name for name in basis if passed.get(name) is False and name not in parts]
+    if parts and (left := [name for name in failed if not _ignored(basis, name)]):
+        raise SpecError(
+            where, "reward_info.reward_breakdown", f"leaves out {left[0]}, which reward_basis "
+            f"counts and whose checks (reward_info.{CHECKS[left[0]][0]}) failed: τ² records "
+            "each component it multiplies into the reward",
+        )  # fmt: skip
+    if parts:
+        return [name for name, value in parts.items() if value < 1 - REWARD_TOLERANCE]
+    if failed and reward_verdict(reward).success:
+        raise SpecError(
+            where, "reward_info.reward", f"{reward!r}, but reward_basis counts {failed[0]}, "
+            f"whose checks (reward_info.{CHECKS[failed[0]][0]}) failed: τ²'s reward is 0 when "
+            "a component it counts fails",
+        )  # fmt: skip
+    return failed
+
+
+def _basis(where: str, value: Any) -> list[str]:
+    """``reward_info.reward_basis``: the components the reward multiplies (``null``: none
+    said, as for a premature end or a task without criteria)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SpecError(where, "reward_info.reward_basis", f"must be a list, got {value!r}")
+    return [_component(where, "reward_info.reward_basis", name) for name in value]
+
+
+def _ignored(basis: list[str], name: str) -> bool:
+    """*name* may be missing from the breakdown of an ``all_ignore_basis`` evaluation."""
+    return set(basis) >= EVERY_CHECK and name in ("DB", "ENV_ASSERTION")
+
+
+def _tau2_failure(failed: list[str]) -> str:
     for component in (*_TAU2_STATE_CHECKS, *_TAU2_FAILURES):
         if component in failed:
             return _TAU2_FAILURES[component]

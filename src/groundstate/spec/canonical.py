@@ -9,6 +9,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Callable
+from json.encoder import encode_basestring as _encode_text
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -17,6 +18,17 @@ T = TypeVar("T")
 
 def canonical_json(value: Any) -> str:
     """Serialise *value* with sorted keys and no insignificant whitespace."""
+    # A plain scalar (a row's cell or key, mostly) as json.dumps writes it, without making an
+    # encoder (about 2.5 µs a call); exact types only: a subclass is json.dumps's to read.
+    kind = type(value)
+    if kind is str:
+        return _encode_text(value)  # json.dumps's own for ensure_ascii=False
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 

@@ -613,7 +613,8 @@ class Match(Strict):
     the other messages; unset: both."""
     where: dict[str, JsonScalar] = Field(default_factory=dict)
     """Conditions ``path: value`` on the step; every one must hold, each by some value its path
-    reaches (through ``*``, one element will do; see the paths reference)."""
+    reaches (through ``*``, one element will do, and conditions through the same ``*`` one
+    element together; see the paths reference)."""
     capture: dict[str, str] = Field(default_factory=dict)
     """``name: path``: values to bind from the step (only in ``before.first``)."""
 

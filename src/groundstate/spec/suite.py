@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from groundstate.errors import SpecError
-from groundstate.paths import os_reason
+from groundstate.paths import as_given, os_reason
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import code_files, hash_code
 from groundstate.spec.constraint_sets import (
@@ -151,6 +151,14 @@ class Suite:
     what the file holds when an attempt is graded (an in-process agent may rewrite it)."""
     graders: dict[str, GraderShape] = field(default_factory=dict, compare=False, repr=False)
     """Each task's :func:`grader_shape` when the suite was loaded, by task id."""
+    given: Path | None = field(default=None, compare=False, repr=False)
+    """The folder as the user named it (``retail``, ``../retail``); :attr:`root` is absolute."""
+
+    def shown(self, path: Path | str | None = None) -> str:
+        """*path*, a file of the suite (default: its folder), named as the user named the
+        suite, as a problem found while loading it is: ``retail/suite.lock``, not
+        ``/home/.../retail/suite.lock``."""
+        return as_given(self.root if path is None else path, self.root, self.given or self.root)
 
     @property
     def name(self) -> str:
@@ -245,8 +253,14 @@ def _as_given(root: Path, report: Report) -> Report:
     """*report*, each problem of a file of the suite named under *root* as given: the suite is
     loaded from its absolute folder, whose files (tools.py, checks.py) were named in full
     while the task files were named as given."""
-    absolute = root.absolute()
+    absolute = _absolute(root)
     return lambda error: report(error.rerooted(absolute, root))
+
+
+def _absolute(root: Path) -> Path:
+    """*root* in full, without ``..`` (``lock ../retail``: the fixtures' paths, normalised as
+    :meth:`Suite.fixture_path` makes them, were not under ``/w/elsewhere/../retail``)."""
+    return Path(os.path.normpath(root.absolute()))
 
 
 def _walk(root: Path, report: Report) -> Suite | None:
@@ -270,7 +284,8 @@ def _walk(root: Path, report: Report) -> Suite | None:
         files = _hash_files(root)
         # absolute: what grading derives from the root (hidden tests, check files) must not
         # move with the working folder (validate grades once in another: see skew.elsewhere)
-        suite = Suite(root=root.absolute(), config=config, tasks={}, solutions={}, files=files)
+        suite = Suite(root=_absolute(root), config=config, tasks={}, solutions={}, files=files,
+                      given=root)  # fmt: skip
         suite.tools  # noqa: B018  (imported now: a broken tools.py is a problem of the suite)
         with contextlib.suppress(SpecError):  # read with the files it was hashed with, not at
             suite.policy  # noqa: B018  (the first attempt: a pool worker's, after the preflight)

@@ -437,6 +437,13 @@ def resolve_entry(entry: str, base_dir: Path) -> tuple[Path | None, str, str]:
     return None, target, name
 
 
+def _shown(path: Path) -> str:
+    """*path* without ``..`` (``agents/x.py``, not ``systems/../agents/x.py``) where that names
+    the same place: not when a folder it passes through is a link."""
+    plain = os.path.normpath(path)
+    return plain if os.path.realpath(plain) == os.path.realpath(path) else str(path)
+
+
 def load_system(path: Path) -> SystemSpec:
     """Load ``system.yaml``; record the hash of the agent code and the versions in use."""
     path = Path(path)
@@ -448,7 +455,7 @@ def load_system(path: Path) -> SystemSpec:
     except (ValueError, OSError) as exc:
         raise SpecError(path, "harness.orchestration_loop.entry", str(exc)) from None
     named = path.parent / target  # as the system file was named, before links are followed
-    if code_file is not None and (reason := no_file(named, str(named))) is not None:
+    if code_file is not None and (reason := no_file(named, _shown(named))) is not None:
         raise SpecError(path, "harness.orchestration_loop.entry", reason)
     try:
         loop_hash = _code_hash(code_file, spec.harness.orchestration_loop.entry)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
+import re
+from datetime import date, datetime
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -423,9 +424,29 @@ class TerminalConditions(Strict):
     """When the simulated user leaves, the attempt ends."""
 
 
+STATE_HASH_DIGITS = 64
+"""A state hash is a sha256: 64 hexadecimal digits, written in lower case."""
+
+
 class ResetCheck(Strict):
     initial_state_hash: str | None = None
     """The state hash every reset must reproduce; unset means 'the hash of the first build'."""
+
+    @field_validator("initial_state_hash")
+    @classmethod
+    def _a_whole_hash(cls, declared: str | None) -> str | None:
+        """A hash that no state has (the 12 digits a report prints, one in capitals) passed
+        ``check`` and failed every attempt's reset, as ``validate``'s reset check said."""
+        if declared is None or re.fullmatch(f"[0-9a-f]{{{STATE_HASH_DIGITS}}}", declared):
+            return declared
+        if re.fullmatch(f"[0-9a-fA-F]{{{STATE_HASH_DIGITS}}}", declared):
+            raise ValueError("has capital letters: a state hash is written in lower case")
+        given = repr(declared) if len(declared) <= 16 else f"{len(declared)} characters"
+        raise ValueError(
+            f"{given} is not a state hash ({STATE_HASH_DIGITS} hexadecimal digits, 0-9 and "
+            "a-f): copy the whole hash `groundstate validate` prints (a report shows only its "
+            "first 12), or leave the field out to take the first build's"
+        )
 
 
 class EquivalentMutant(Strict):
@@ -486,7 +507,26 @@ class AgentTask(Strict):
                 f'{value} is a number: write a timestamp, such as "2026-01-15T10:00:00+00:00"'
             )
         # The loader keeps a bare timestamp as text; read it as YAML would have.
-        return yaml_timestamp(value) if isinstance(value, str) else value
+        moment = yaml_timestamp(value) if isinstance(value, str) else value
+        if isinstance(moment, date) and not isinstance(moment, datetime):
+            raise ValueError(
+                f"{value} is a day, not a moment: write its time and time zone, such as "
+                f'"{moment.isoformat()}T00:00:00Z" (UTC)'
+            )
+        return moment
+
+    @field_validator("clock")
+    @classmethod
+    def _clock_has_a_zone(cls, clock: datetime) -> datetime:
+        """A moment without a time zone names no moment: SQL read it as UTC, and a tool's
+        ``ctx.now().timestamp()`` as the machine's local time (another machine, another
+        verdict), and comparing it with a moment that has one raised ``TypeError``."""
+        if clock.utcoffset() is None:
+            raise ValueError(
+                f"{clock.isoformat()} has no time zone: write one, such as "
+                f'"{clock.isoformat()}Z" (UTC) or "{clock.isoformat()}+02:00"'
+            )
+        return clock
 
     @field_validator("clock")
     @classmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from groundstate.tau2.source import Action, EvaluationCriteria, Tau2Task
 from groundstate.tau2.world import World, scenario_text, world_products, world_users
 from groundstate.tools import Tool
 
-CLOCK = datetime(2024, 5, 15, 12, 0, 0)
+CLOCK = datetime(2024, 5, 15, 12, 0, 0, tzinfo=UTC)
 """τ²'s retail tools never read the time; a fixed clock keeps every reset identical."""
 LOOSE_COLUMNS = {"transfers": ["summary"]}
 """Columns an assertion leaves free: a transfer's summary is the agent's own words."""

@@ -161,7 +161,7 @@ def validate_task(
 ) -> TaskValidity:
     """Run every check on one task. *make_env* builds its environments (a seam for tests)."""
     if task_id not in suite.tasks:
-        raise SpecError(suite.root / "tasks", None, f"no task {task_id!r}")
+        raise SpecError(suite.shown(suite.root / "tasks"), None, f"no task {task_id!r}")
     proof = Proof(suite, suite.tasks[task_id], make_env)
     checks = [_guarded(name, check, proof) for name, check in CHECKS.items()]
     valid = all(check.passed for check in checks)

@@ -10,6 +10,7 @@ different suite from the one that was validated.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def lock_suite(suite: Suite) -> Path:
     try:
         path.write_text(json.dumps(lock_data(suite), indent=2, sort_keys=True) + "\n", "utf-8")
     except OSError as exc:  # a folder of that name, a read-only suite
-        raise SpecError(path, None, f"cannot write: {exc.strerror}") from None
+        raise SpecError(suite.shown(path), None, f"cannot write: {exc.strerror}") from None
     return path
 
 
@@ -55,7 +56,8 @@ def check_lock(suite: Suite) -> list[str]:
     """One line per task or file that differs from the lock; empty when the suite matches."""
     path = suite.root / LOCK_FILE
     if not path.is_file():
-        return [f"no {LOCK_FILE}: lock the suite with `groundstate lock {suite.root}`"]
+        again = f"groundstate lock {shlex.quote(suite.shown())}"
+        return [f"no {LOCK_FILE}: lock the suite with `{again}`"]
     try:  # as every JSON file a user hands groundstate: bounded, UTF-8, keys stated once
         locked = parse_json(path, read_text(path))
     except SpecError as exc:

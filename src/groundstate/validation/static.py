@@ -55,7 +55,6 @@ from groundstate.errors import (
 )
 from groundstate.grading.constraints import normalise
 from groundstate.grading.terminal import AGENT_FAILURES
-from groundstate.paths import as_given
 from groundstate.rounding import counted
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
@@ -86,6 +85,7 @@ from groundstate.spec.task import (
 )
 from groundstate.tools import declaration_problems, source_line
 from groundstate.validation.dialect import answered_otherwise
+from groundstate.validation.pattern_spacing import spacing_problem, verbose
 
 Severity = Literal["error", "warning"]
 Query = Callable[[str], list[tuple[Any, ...]]]
@@ -161,10 +161,17 @@ def require_sound(suite: Suite) -> None:
     """Raise :class:`SuiteCheckFailed` when the loaded *suite* has a problem ``groundstate
     check`` calls an error (what ``run`` refuses before any proof, for a suite loaded in
     Python)."""
-    check = SuiteCheck(path=str(suite.root))
-    _add(check, _suite_problems(suite))
+    check = SuiteCheck(path=suite.shown())
+    _add(check, _named_problems(suite))
     if not check.ok:
         raise SuiteCheckFailed(check)
+
+
+def _named_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """:func:`_suite_problems`, each file named as the user named the suite (it is loaded from
+    its absolute folder), as the problems found while loading it are."""
+    for problem in _suite_problems(suite):
+        yield problem.model_copy(update={"file": suite.shown(problem.file)})
 
 
 def check_suite(path: Path) -> SuiteCheck:
@@ -172,12 +179,8 @@ def check_suite(path: Path) -> SuiteCheck:
     suite, errors = scan_suite(Path(path))
     check = SuiteCheck(path=str(path))
     _add(check, map(_from_spec_error, [e for error in errors for e in error.every or [error]]))
-    if suite is not None:  # loaded from its absolute folder: each file named as the errors are
-        named = (
-            p.model_copy(update={"file": as_given(p.file, suite.root, Path(path))})
-            for p in _suite_problems(suite)
-        )
-        _add(check, named)
+    if suite is not None:
+        _add(check, _named_problems(suite))
     if check.ok:
         check.suite = suite
     return check
@@ -369,19 +372,28 @@ def _pattern_problems(suite: Suite) -> Iterator[SuiteProblem]:
     """A ``matches`` or ``asks`` pattern with a character normalised text never holds (a
     typographic apostrophe, ``ß``, a non-breaking space, a tab, a fullwidth or look-alike
     letter): it searches normalised text, so ``never: {message: agent, matches: "I\u2019m
-    sorry"}`` holds on every attempt, and an ``at_least`` on it fails on every one."""
+    sorry"}`` holds on every attempt, and an ``at_least`` on it fails on every one. So is
+    one asking for spacing it never has (two spaces in a row, a ``\\n``: see
+    :mod:`groundstate.validation.pattern_spacing`)."""
     for path, at, constraint in _each_constraint(suite):
         for where, pattern in _patterns(constraint):
-            dead = [c for c in sorted(set(pattern)) if normalise(f"a{c}a") != f"a{c.lower()}a"]
-            if dead:
-                shown = ", ".join(f"{c!r} (read as {normalise(f'a{c}a')[1:-1]!r})" for c in dead)
+            layout = verbose(pattern)  # (?x): its line breaks and tabs are layout
+            dead = [
+                c
+                for c in sorted(set(pattern))
+                if normalise(f"a{c}a") != f"a{c.lower()}a" and not (layout and c.isspace())
+            ]
+            shown = ", ".join(f"{c!r} (read as {normalise(f'a{c}a')[1:-1]!r})" for c in dead)
+            spacing = None if dead else spacing_problem(pattern)
+            if dead or spacing:
                 field_name = f"{at}{where}"
                 yield SuiteProblem(
                     file=str(path),
                     line=line_of(path, field_name),
                     field=field_name,
                     reason=f"constraint {constraint.id!r}: the pattern searches normalised text, "
-                    f"which never holds {shown}: write it as normalised text reads",
+                    + (f"which never holds {shown}" if dead else f"where {spacing}")
+                    + ": write it as normalised text reads",
                 )
 
 

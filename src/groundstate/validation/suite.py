@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 66
+VALIDATOR_REVISION = 68
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -201,7 +201,17 @@ another thing; 66: the retail policy 9 checks read a claim in the past after an 
 condition ("If you prefer, the socks have been refunded"), "is set", "is sorted", "was able to
 get the socks refunded", an exchange told by goods of a colour none of the attempt's orders had
 ("Your forest green hoodie is on the way", "Switched your hoodie to forest green"), and a city
-or unit no order or address had as a new place ("will ship to Evanston", "to Suite 1400")."""
+or unit no order or address had as a new place ("will ship to Evanston", "to Suite 1400"); 67:
+a value at a path into ``args`` names the expected value as the tool took it (another
+spelling the call's output or writes show as that value, a path written another way),
+conditions through the same ``*`` of a match's ``where`` are met by one element together, and
+``check`` refuses a pattern asking for spacing normalised text never has (two spaces, ``\n``); 68:
+the retail policy 9 checks read goods said now of a new colour or size ("Your hoodie is now
+forest green", "Your shoes are size 9 now", "has been switched to forest green") as an
+exchange, a place in lower case, a person or another customer's city ("will ship to chicago",
+"to Maria", "to your sister", "was sent to", "ships to", "will arrive in") as a new address,
+claims in a markdown table's row, across a line break or after a condition of relevance ("In
+case you're wondering, ..."), and no longer "to New York" as "to new ..."."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -2605,7 +2605,19 @@ _THING_NAMED = re.compile(
     rf"(?!as\b){_ARTICLE} (?P<thing>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
     rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){{0,2}}?)"
-    rf"( please)?,? ({_YES_WORDS}\b[\W_]*)+$"
+    rf"( please)?, ({_YES_WORDS}\b[\W_]*)+$"
+)
+# Words that make a phrase a clause, not a thing ("my husband says", "the price is fine", "the
+# shirt arrived"): verbs and auxiliaries, and a later word ending like a verb's past or -ing.
+_CLAUSE_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "is are was were be been being am isn't aren't wasn't weren't 's says say said agrees"
+        " agree agreed thinks think thought wants want wanted needs need works work sounds"
+        " looks seems seem does do did don't doesn't didn't will would won't can could can't"
+        " should shall may might must stays stay goes go went fits fit has have had gets got"
+        " approves approved likes like loves love prefers prefer told tells means mean",
+    )
 )
 # Words naming no thing of their own as a phrase's last ("the usual card", "the same", "the
 # whole lot", "the blue ones"), beside the lists of plain, remark and attribute words.
@@ -2644,13 +2656,15 @@ def _names_another_thing(
     not say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed the
     shirt). The phrase's last word names the thing; a generic one ("the full amount", "the
     usual card", "the blue ones"), a way of paying, a kind of change or a time names none, and
-    a phrase with a pronoun or a second article is a clause ("the pair I bought", "the one you
-    said", "the sooner the better")."""
+    a phrase with a pronoun, a second article or a verb is a clause ("the pair I bought", "the
+    one you said", "the sooner the better", "my husband says")."""
     found = _THING_NAMED.match(answer)
     if found is None or not any(_thing(value) for value in known):
         return False
     words = (found.group("thing") or found.group("first")).split()
     head = words[-1]
+    if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in words[1:]):
+        return False
     if any(word in _NO_THING for word in words[:-1]) or head in _NO_THING or len(head) < 3:
         return False
     if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):

@@ -136,6 +136,8 @@ def requested_at(trace: Sequence[TraceEvent]) -> dict[int, int]:
             at = len(steps) if calls else at
         else:
             steps.append((at, event))
+    if not requests:  # no recorded model response asked for anything: nothing to pair
+        return {}
     found: dict[int, _Request] = {}
     for index, (_, event) in enumerate(steps):
         made = _made(event)

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from groundstate.environments.base import RowWrite
-from groundstate.grading.constraints._paths import same, selects
+from groundstate.grading.constraints._paths import Conditions, agrees, conditions, same, selects
 from groundstate.grading.constraints._text import message_text, normalise
 from groundstate.spec.constraints import Match, WriteMatch
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
@@ -38,6 +38,8 @@ class CompiledMatch:
     """``writes.table``, casefolded (SQL names ignore case)."""
     columns: frozenset[str]
     """``writes.columns``, casefolded."""
+    where: Conditions
+    """``where`` as a tree of its paths."""
 
     def selects(self, event: AgentEvent) -> bool:
         match = self.match
@@ -45,7 +47,7 @@ class CompiledMatch:
             selected = match.message == event.role and self._text_matches(event)
         else:
             selected = not match.is_message and self.call_matches(event)
-        return selected and (not match.where or selects(event, match.where))
+        return selected and (not match.where or selects(event, self.where))
 
     def _text_matches(self, event: MessageEvent) -> bool:
         match = self.match
@@ -63,7 +65,7 @@ class CompiledMatch:
             and (match.ok is None or match.ok == event.ok)
             # A call whose arguments are no object (refused by the gateway) is still a call
             # of the tool: ``never: {tool: lookup_card_on_file}`` sees the attempt.
-            and (not match.args or _has_args(event.args, match.args))
+            and (not match.args or _has_args(event, match.args))
             and (match.writes is None or any(self._wrote(match.writes, w) for w in event.writes))
         )
 
@@ -117,27 +119,28 @@ SEARCHED_CHARS = 4096
 texts kept); longer ones are searched every time."""
 
 
-def _has_args(args: Any, wanted: dict[str, Any]) -> bool:
+def _has_args(event: ToolCallEvent, wanted: dict[str, Any]) -> bool:
     """The call's arguments (an object) include *wanted*: see :func:`_includes`."""
-    return isinstance(args, dict) and _includes(args, wanted)
+    return isinstance(event.args, dict) and _includes(event, event.args, wanted)
 
 
-def _includes(value: Any, wanted: Any) -> bool:
+def _includes(event: ToolCallEvent, value: Any, wanted: Any) -> bool:
     """*value* has what *wanted* gives: an object each member given (others may be there, at
     any depth, as beside the arguments named: ``{country: KP}`` is in an address with a city
-    too), a list the same elements in the same order, a scalar the same value exactly as
-    ``where`` compares it (``true`` is not ``1``, ``null`` is not a missing member)."""
+    too), a list the same elements in the same order, a scalar the same value as ``where``
+    compares one in the arguments (``true`` is not ``1``, ``null`` is not a missing member;
+    another spelling of it only as the tool took it: see ``_paths.agrees``)."""
     if isinstance(wanted, dict):
         return isinstance(value, dict) and all(
-            name in value and _includes(value[name], item) for name, item in wanted.items()
+            name in value and _includes(event, value[name], item) for name, item in wanted.items()
         )
     if isinstance(wanted, list):
         return (
             isinstance(value, list)
             and len(value) == len(wanted)
-            and all(_includes(v, w) for v, w in zip(value, wanted, strict=True))
+            and all(_includes(event, v, w) for v, w in zip(value, wanted, strict=True))
         )
-    return same(value, wanted)
+    return agrees(event, value, wanted)
 
 
 _COMPILED: dict[int, CompiledMatch] = {}
@@ -171,4 +174,5 @@ def _compile(match: Match) -> CompiledMatch:
         pattern=pattern,
         table="" if wanted is None else wanted.table.casefold(),
         columns=frozenset(() if wanted is None else (c.casefold() for c in wanted.columns)),
+        where=conditions(match.where),
     )

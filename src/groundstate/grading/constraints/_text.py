@@ -9,6 +9,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from groundstate.trace import MessageEvent, ModelCallEvent, ToolCallEvent
+
 _SPACES = re.compile(r"\s+")
 # Between two digits, a run of spaces, hyphens, slashes or markdown marks (``*``, ``_``, `` ` ``,
 # ``~``) is grouping, not content: "4111 1111-1111 1111", "**4111** **1111**..." and
@@ -75,10 +77,31 @@ class Unreadable(Exception):
 def unreadable(events: Iterable[Any]) -> Unreadable | None:
     """The first agent message among trace *events* too long to read, as its error."""
     for event in events:
-        text = getattr(event, "text", None)
-        if getattr(event, "role", None) == "agent" and len(text or "") > MAX_READ_CHARS:
+        text, role = _text_and_role(event)
+        if role == "agent" and len(text or "") > MAX_READ_CHARS:
             return Unreadable(event)
     return None
+
+
+def _text_and_role(event: Any) -> tuple[Any, Any]:
+    """``getattr(event, "text", None)`` and ``getattr(event, "role", None)``. A tool call has
+    neither: asked of a trace event model, pydantic raises and ``getattr`` catches, about
+    4 µs a name, a tenth of what the rest of the grading pass spends on a call. For an event
+    of the trace's own classes with no extra values the instance's dict answers as lookup
+    would (no class attribute, no private one, has either name)."""
+    if type(event) in _EVENT_CLASSES and getattr(event, "__pydantic_extra__", None) is None:
+        space = vars(event)
+        return space.get("text"), space.get("role")
+    return getattr(event, "text", None), getattr(event, "role", None)
+
+
+_EVENT_CLASSES = frozenset(
+    kind
+    for kind in (MessageEvent, ToolCallEvent, ModelCallEvent)
+    if not kind.__private_attributes__ and not any(hasattr(kind, n) for n in ("text", "role"))
+)
+"""The trace's event classes whose ``text`` and ``role``, where they have them, are fields
+held in the instance's dict (see :func:`_text_and_role`)."""
 
 
 def message_text(message: Any) -> str:
@@ -86,9 +109,16 @@ def message_text(message: Any) -> str:
     agent's up to :data:`MAX_READ_CHARS` (longer: :class:`Unreadable`), a user's
     :func:`within_bound`."""
     text = message.text or ""
-    if len(text) > MAX_READ_CHARS and message.role == "agent":
+    role = message.role
+    # The usual text (a plain str short enough to be kept), read straight from the memos
+    # reply_words and normalise keep: the checks ask for each message's text tens of times
+    # per attempt (every constraint, every change and answer it reads), and the calls in
+    # between cost more than the lookup.
+    if type(text) is str and len(text) <= _CACHED_CHARS:
+        return _reply_words(text) if role == "user" else _normalised(text)
+    if len(text) > MAX_READ_CHARS and role == "agent":
         raise Unreadable(message)
-    if message.role == "user":
+    if role == "user":
         return reply_words(within_bound(text))
     return normalise(within_bound(text))  # any other role (none today) bounded too
 
@@ -518,7 +548,25 @@ def amounts_in_words(normalised_text: str) -> set[Decimal]:
 
 def amounts_in_words_at(normalised_text: str) -> list[tuple[int, Decimal]]:
     """:func:`amounts_in_words`, each with where its words start (to read whether the text
-    turns it down there: "twenty-two dollars instead of forty dollars"; :func:`chosen_at`)."""
+    turns it down there: "twenty-two dollars instead of forty dollars"; :func:`chosen_at`).
+
+    A function of the text alone, kept per process as :func:`normalise` is (a plain str up
+    to :data:`_CACHED_CHARS`; a subclass is read every time): the confirmation checks read
+    the amounts of each question once per change and per answer, the same questions in
+    every attempt of a task. The list returned is the caller's own."""
+    if type(normalised_text) is str and len(normalised_text) <= _CACHED_CHARS:
+        return list(_amounts_kept(normalised_text))
+    return _amounts_in_words_at(normalised_text)
+
+
+@lru_cache(maxsize=4096)
+def _amounts_kept(normalised_text: str) -> tuple[tuple[int, Decimal], ...]:
+    # An lru_cache (as _normalised): entries made only by reading; tuples of an int and a
+    # Decimal, which nothing can edit.
+    return tuple(_amounts_in_words_at(normalised_text))
+
+
+def _amounts_in_words_at(normalised_text: str) -> list[tuple[int, Decimal]]:
     found = amounts_in_other_words(normalised_text)
     for amount in _WORDED_AMOUNT.finditer(normalised_text):
         cents = amount["cents"] or "0"
