@@ -329,26 +329,30 @@ def test_the_users_ctrl_c_is_no_disruption(monkeypatch: pytest.MonkeyPatch) -> N
         loop.close()
 
 
-def test_a_disruption_is_laid_at_the_tries_in_flight_not_at_those_being_graded(
-    tmp_path: Path,
-) -> None:
-    """A callback bears no mark of whose it is: each try in flight, not one being graded."""
+def test_a_disruption_is_laid_at_its_culprits_in_flight(tmp_path: Path) -> None:
+    """Laid at the tries whose code made the call (told as it was made: round 44), those
+    still in flight; never at the others in flight, being graded or not."""
     from groundstate.exitcause import disruption_of, forget_interruption, loop_disrupted, watching
 
     store = tmp_path / "runs.db"
     RunStore(store).close()
     with watching(store) as watch:
 
-        def tries() -> None:
+        def tries() -> bool:
             watch.started("acting")
+            watch.started("other")
             watch.started("graded")
             watch.grading.add("graded")
-            loop_disrupted("stopped the batch's event loop (loop.stop())")
+            return loop_disrupted(
+                "stopped the batch's event loop (loop.stop())", {"acting", "gone"}
+            )
 
-        contextvars.copy_context().run(tries)
+        assert contextvars.copy_context().run(tries)  # held: the batch has tries in flight
     try:
         assert disruption_of("acting") == "stopped the batch's event loop (loop.stop())"
+        assert disruption_of("other") is None
         assert disruption_of("graded") is None
+        assert disruption_of("gone") is None  # ended: nothing kept for it
         assert disruption_of(None) is None
     finally:
         forget_interruption("acting")
@@ -443,7 +447,10 @@ def test_a_thread_writing_the_answer_as_the_agent_returns_is_caught(
 
 
 def test_a_thread_writing_while_the_checks_read_is_caught(bank: Suite) -> None:
-    stop = threading.Event()
+    """The thread has written once before the agent replies (round 44: under load it could
+    first run once the checks were done, and the attempt failed on its state instead) and
+    goes on writing while the checks read."""
+    stop, wrote = threading.Event(), threading.Event()
 
     async def keeps_writing(session: Session) -> str:
         live = _live_database()
@@ -452,9 +459,11 @@ def test_a_thread_writing_while_the_checks_read_is_caught(bank: Suite) -> None:
             while not stop.is_set():
                 with suppress(sqlite3.Error):
                     _solve(live)
+                    wrote.set()
                 time.sleep(0.001)
 
         threading.Thread(target=write, daemon=True).start()
+        await asyncio.to_thread(wrote.wait)
         return "Moved 30 from A to B."
 
     try:

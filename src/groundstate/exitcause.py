@@ -267,6 +267,15 @@ def _agents_sending() -> list[str] | None:
     return sorted(flights) if flights and any(t is me for t in foreign()) else None
 
 
+def agents_acting() -> list[str] | None:
+    """The tries in flight whose agent's code makes the call being made now in this thread
+    (see :func:`_agents_sending`), or None when it is none of theirs (the harness's, its
+    host's, a check's)."""
+    if not _watches:
+        return None
+    return _agents_sending()
+
+
 def _refuse(run_ids: list[str], call: str) -> None:
     """Note *call* against each try of *run_ids* and refuse it: the signal is not sent."""
     with _lock:
@@ -285,17 +294,18 @@ def interruption_sent(run_id: str | None) -> str | None:
         return _sent.get(run_id) if run_id is not None else None
 
 
-def loop_disrupted(what: str) -> bool:
+def loop_disrupted(what: str, culprits: set[str]) -> bool:
     """Note that code in the process *what* (stopped the batch's event loop, raised
-    ``SystemExit`` in it: :mod:`groundstate.steadyloop`, which runs it again) against every
-    try in flight whose grading has not started (a callback bears no mark of whose it is
-    that an agent could not forge: laid at each, as a call from a thread of an agent's own
-    is). Read by the episode (:func:`disruption_of`) as the try's prohibited action. False
-    when there is no such try (no batch in-process here: a pool worker, ``testing.attempt``;
-    the canary; only checks running): the disruption is then not held."""
+    ``SystemExit`` in it: :mod:`groundstate.steadyloop`, which runs it again) against each
+    try of *culprits* still in flight: the tries whose code made the call, told as it was
+    made (:func:`agents_acting`), never the tries in flight when it takes effect (by then
+    the culprit may have ended and an honest try begun). Read by the episode
+    (:func:`disruption_of`) as the try's prohibited action. False when no in-process batch
+    has a try in flight here (a pool worker, ``testing.attempt``; the canary; only checks
+    running): the disruption is then not held."""
     with _lock:
-        flights = set().union(*[w.in_flight - w.grading for w in _watches])
-        for run_id in flights:
+        flights = set().union(*[w.in_flight for w in _watches])
+        for run_id in culprits & flights:
             _disrupted.setdefault(run_id, what)
     return bool(flights)
 

@@ -227,7 +227,7 @@ class _LoopThread:
 
     def _loop(self) -> asyncio.Runner:
         if self._runner is None:
-            self._runner = asyncio.Runner()
+            self._runner = asyncio.Runner(loop_factory=steadyloop.HeldLoop)
             self._loop_now = self._runner.get_loop()
             self._fresh = _state(self._loop_now)
         return self._runner

@@ -542,7 +542,7 @@ class BatchRunner:
                     self.interrupt.check()  # a try the signal cut short is not stored
                     stored = await writer.store(output)
             except asyncio.CancelledError:
-                if marked and stored is None and self._cancelled_by_code():
+                if marked and stored is None and self._cancelled_by(info.run_id):
                     marked = False  # kept, with its cause: the resume records the crash
                     with suppress(StoreError):
                         note_exit_cause(self.store.path, [info.run_id], CANCELLED_BY_CODE)
@@ -555,10 +555,16 @@ class BatchRunner:
             if self.on_run is not None:
                 self.on_run(previous)
 
-    def _cancelled_by_code(self) -> bool:
-        """Whether the batch is being cancelled by in-process code: on a loop the harness
-        made and holds (see :data:`steadyloop.OWNED`), with no interruption noted."""
-        return steadyloop.OWNED.get() and self.interrupt.signum is None
+    def _cancelled_by(self, run_id: str) -> bool:
+        """Whether the batch is being cancelled by the code of the try *run_id*'s agent: on a
+        loop the harness made and holds (see :data:`steadyloop.OWNED`), with no interruption
+        noted, and told as the call was made (:func:`steadyloop.cancellers`). Another try in
+        flight then is no one's crash: its mark is taken off and the resume runs it again
+        (the forty-third round marked every try in flight as the cancellation took effect: an
+        honest try that had started meanwhile was stored as the crash)."""
+        if not steadyloop.OWNED.get() or self.interrupt.signum is not None:
+            return False
+        return run_id in steadyloop.cancellers()
 
     @contextmanager
     def _watching_exits(self) -> Iterator[None]:
@@ -658,8 +664,9 @@ class BatchRunner:
 CANCELLED_BY_CODE = (
     "the batch's task was cancelled by code in the process (no interruption asked for it)"
 )
-"""The cause written on the marks of the tries in flight then: before, they were unmarked and
-``--resume`` drew the agent's attempt anew."""
+"""The cause written on the mark of the try whose agent's code cancelled the batch's task
+(see :meth:`BatchRunner._cancelled_by`): before, it was unmarked and ``--resume`` drew the
+agent's attempt anew."""
 
 
 class _GroupWriter:

@@ -583,8 +583,8 @@ def _run_batch(
         except asyncio.CancelledError:  # no signal asked for it (that is Interrupted)
             click.echo(
                 "error: code the command ran (an agent's, a suite's) cancelled the batch's "
-                "task: the batch stopped; --resume records its tries then in flight as the "
-                f"agent's crash (batch {runner.batch_id})",
+                "task: the batch stopped; --resume records the try whose agent did it as its "
+                f"crash and runs the others again (batch {runner.batch_id})",
                 err=True,
             )
             sys.exit(ENDED_BY_USER_CODE)

@@ -22,6 +22,7 @@ from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from groundstate import steadyloop
 from groundstate.environments.base import Environment
 from groundstate.episode import (
     GRADING,
@@ -194,6 +195,7 @@ class InProcessExecutor:
         except asyncio.CancelledError:
             if _cancelled_within(finished):
                 put_back_after(shared)
+                _refuse_others(job, started[0])
                 return lost(job, self.suite, CANCELLED_WITHIN, begun, overdue=False)
             await _unwind(started, finished, shared)
             raise
@@ -236,6 +238,23 @@ def _cancelled_within(finished: asyncio.Future[Any]) -> bool:
     if current is None or current.cancelling() or not finished.done() or finished.cancelled():
         return False
     return isinstance(finished.exception(), asyncio.CancelledError)  # delivered from its loop
+
+
+def _refuse_others(job: AttemptJob, task: asyncio.Task[Any] | None) -> None:
+    """Raise :class:`ExecutorError` (the batch stops once the tries in flight are stored, and
+    a resume runs this one again) when the attempt's task was cancelled by code of another
+    try's agent, told as the call was made (:class:`steadyloop.HeldLoop`), or of an agent
+    whose try had ended: its own agent is not to blame. Before, the attempt was stored as
+    its crash whoever cancelled it."""
+    loop = None if task is None else task.get_loop()
+    who = loop.cancellers if isinstance(loop, steadyloop.HeldLoop) else set()
+    if who and job.info.run_id not in who:
+        others = ", ".join(sorted(w or "one that had ended" for w in who))
+        raise ExecutorError(
+            f"task {job.task_id!r} attempt {job.info.attempt} ({job.info.run_id}) was "
+            f"cancelled in its own event loop by the code of another try's agent ({others}): "
+            "no verdict on its own agent; the stored attempts are kept: resume the batch"
+        )
 
 
 async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput], shared: Any) -> None:
