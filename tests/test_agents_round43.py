@@ -237,7 +237,11 @@ def test_an_agent_cancelling_the_batchs_task_is_its_crash_on_resume(
         2: "agent_failure/crashed",
         3: "success",
     }
-    assert "cancelled by code" in stored[2].infrastructure_status["exception"]["message"]
+    # Its attempt's task (in its own loop) and the batch's were both cancelled: whichever
+    # lands first says so (round 44: under load the attempt's did, and its crash was stored
+    # before the batch's task was; tests/test_agents_round44.py orders both ways).
+    said = stored[2].infrastructure_status["exception"]["message"]
+    assert "cancelled by code" in said or "task was cancelled in its own event loop" in said
 
 
 # --- (2) the steady loop itself ---------------------------------------------------------------
