@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,19 @@ import pytest
 import yaml
 
 from groundstate import steadyloop
+from groundstate.agents.base import Session
+from groundstate.alarms import ALARMS
 from groundstate.exitcause import TRY, disruption_of, forget_interruption, watching
+from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
+from groundstate.testing import FunctionAgent, scripted_system
 from groundstate.validation.suite import ensure_valid
 
-from .conftest import BANK, BANK_SYSTEM
+from .conftest import BANK, BANK_SYSTEM, HANG
 
 STOPPED = "stopped the batch's event loop (loop.stop())"
+PROHIBITED = "agent_failure/prohibited_action"
 
 LOOPS = """
 import asyncio, os, sys, threading, time
@@ -366,3 +372,78 @@ def test_what_one_piece_of_work_noted_is_not_the_next_ones(two_tries: Any) -> No
         assert steadyloop.run_on(loop, nothing(), context) == set()
     finally:
         loop.close()
+
+
+# --- the time limit's alarm on the harness's own loops ---------------------------------------
+
+
+def test_the_time_limits_alarm_rings_on_the_harnesss_loop() -> None:
+    """The alarms (:mod:`groundstate.alarms`) ring in loops of ``asyncio``'s classes only,
+    not in one of a class of someone's own: the held loop had been taken for such a class,
+    its alarms dropped. (In the round-33 and round-41 batches, an agent that blocked its
+    thread held its try, and the batch, until it returned.)"""
+
+    async def rung(loop: asyncio.AbstractEventLoop) -> bool:
+        alarm = loop.create_future()
+        ALARMS.set(0.0, alarm)
+        with suppress(TimeoutError):  # only against a hang: the alarm is due at once
+            await asyncio.wait_for(asyncio.shield(alarm), HANG)
+        return alarm.done()
+
+    loop = steadyloop.HeldLoop()
+    try:
+        assert loop.run_until_complete(rung(loop))
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("name", ["call_soon_threadsafe", "_as"])
+def test_an_agent_dropping_the_held_loops_wakeups_and_blocking_ends_at_its_limit(
+    edited_bank: Any, tmp_path: Path, release: threading.Event, name: str
+) -> None:
+    """A batch of two tries, one at a time: the first's agent sets a method by which the
+    harness's loop takes a callback from another thread to drop it, then blocks its thread.
+    Its alarm puts the method back and ends its try at its limit, as for ``asyncio``'s own
+    loop classes (round 33); the next try is honest and passes."""
+    suite = edited_bank(lambda t: t.update(time_limit=3))
+    first = steadyloop.HeldLoop.__dict__[name]
+    culprit: list[int] = []
+
+    async def agent(session: Session) -> str:
+        if session.seed == 0 or culprit:  # the start's check of the system, the second try
+            return await _do_the_task(session)
+        culprit.append(session.seed)
+        setattr(steadyloop.HeldLoop, name, lambda *args, **kwargs: None)
+        release.wait(HANG)
+        return "done"
+
+    def batch() -> dict[int, str]:
+        with RunStore(tmp_path / "runs.db") as store:
+            runner = BatchRunner(
+                suite, scripted_system(), store, make_agent=lambda: FunctionAgent(agent)
+            )
+            result = asyncio.run(runner.start(BatchConfig(attempts=2, concurrency=1)))
+            return {run.seed: run.terminal_reason for run in store.runs(result.batch.batch_id)}
+
+    outcome: list[dict[int, str]] = []
+    worker = threading.Thread(target=lambda: outcome.append(batch()), daemon=True)
+    try:
+        worker.start()
+        worker.join(HANG)
+        ended, after = bool(outcome), steadyloop.HeldLoop.__dict__.get(name)
+    finally:
+        release.set()
+        setattr(steadyloop.HeldLoop, name, first)
+    worker.join(HANG)
+    assert ended, "the batch did not end: the try was not ended at its time limit"
+    assert after is first
+    (stored,) = outcome
+    assert stored.pop(culprit[0]) in {"agent_failure/time_limit", PROHIBITED}, stored
+    assert list(stored.values()) == ["success"], stored
+
+
+async def _do_the_task(session: Session) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."

@@ -573,9 +573,12 @@ _WAKE_NAMES = (
     "_read_from_self",
     "_process_self_data",
     "_run",
+    "_as",
 )
 """The methods a loop of ``asyncio``'s runs to take a callback from another thread and run
-it: how the time limit's alarm wakes the episode (:mod:`groundstate.alarms`)."""
+it: how the time limit's alarm wakes the episode (:mod:`groundstate.alarms`); ``_as``, the
+harness's loop's (:class:`groundstate.steadyloop.HeldLoop`), which runs a callback handed
+over from an agent's code."""
 
 _class_dict = type.__dict__["__dict__"].__get__
 _set_on_class, _del_on_class = type.__setattr__, type.__delattr__
