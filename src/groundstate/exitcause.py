@@ -219,6 +219,9 @@ _AIMED: dict[str, Callable[..., bool]] = {
 _sent: dict[str, str] = {}
 """The tries whose agent sent this process an interruption (refused): their run id → the
 call (read by the episode, :func:`interruption_sent`)."""
+_disrupted: dict[str, str] = {}
+"""The tries in flight when code in the process disrupted the batch's event loop: their run
+id → what it did (:func:`loop_disrupted`)."""
 
 
 def _interrupts(name: str, args: tuple[Any, ...]) -> bool:
@@ -264,6 +267,15 @@ def _agents_sending() -> list[str] | None:
     return sorted(flights) if flights and any(t is me for t in foreign()) else None
 
 
+def agents_acting() -> list[str] | None:
+    """The tries in flight whose agent's code makes the call being made now in this thread
+    (see :func:`_agents_sending`), or None when it is none of theirs (the harness's, its
+    host's, a check's)."""
+    if not _watches:
+        return None
+    return _agents_sending()
+
+
 def _refuse(run_ids: list[str], call: str) -> None:
     """Note *call* against each try of *run_ids* and refuse it: the signal is not sent."""
     with _lock:
@@ -282,9 +294,33 @@ def interruption_sent(run_id: str | None) -> str | None:
         return _sent.get(run_id) if run_id is not None else None
 
 
+def loop_disrupted(what: str, culprits: set[str]) -> bool:
+    """Note that code in the process *what* (stopped the batch's event loop, raised
+    ``SystemExit`` in it: :mod:`groundstate.steadyloop`, which runs it again) against each
+    try of *culprits* still in flight: the tries whose code made the call, told as it was
+    made (:func:`agents_acting`), never the tries in flight when it takes effect (by then
+    the culprit may have ended and an honest try begun). Read by the episode
+    (:func:`disruption_of`) as the try's prohibited action. False when no in-process batch
+    has a try in flight here (a pool worker, ``testing.attempt``; the canary; only checks
+    running): the disruption is then not held."""
+    with _lock:
+        flights = set().union(*[w.in_flight for w in _watches])
+        for run_id in culprits & flights:
+            _disrupted.setdefault(run_id, what)
+    return bool(flights)
+
+
+def disruption_of(run_id: str | None) -> str | None:
+    """What code in the process did to the batch's event loop while the try *run_id* was in
+    flight (see :func:`loop_disrupted`), if anything."""
+    with _lock:
+        return _disrupted.get(run_id) if run_id is not None else None
+
+
 def forget_interruption(run_id: str | None) -> None:
     with _lock:
         _sent.pop(run_id or "", None)
+        _disrupted.pop(run_id or "", None)
 
 
 def _said(call: str, status: Any) -> Any:

@@ -71,6 +71,7 @@ from itertools import repeat
 from operator import is_, is_not
 from typing import Any, NamedTuple, TypeVar
 
+from groundstate import steadyloop
 from groundstate.bindings import _dict_of, _read, _version_words
 from groundstate.capture import put_back_streams, streams
 from groundstate.ourthreads import start
@@ -213,7 +214,8 @@ class _LoopThread:
             coroutine = work()
             runner = self._loop()
             asyncio.set_event_loop(runner.get_loop())  # as asyncio.run has it
-            outcome = (None, runner.run(coroutine, context=copy_context()))
+            loop = runner.get_loop()
+            outcome = (None, steadyloop.run_on(loop, coroutine, copy_context()))
         except BaseException as exc:  # delivered: the submitter decides what it means
             outcome = (exc, None)
         if self._runner is not None and not self._reusable(outcome[0]):
@@ -225,7 +227,7 @@ class _LoopThread:
 
     def _loop(self) -> asyncio.Runner:
         if self._runner is None:
-            self._runner = asyncio.Runner()
+            self._runner = asyncio.Runner(loop_factory=steadyloop.HeldLoop)
             self._loop_now = self._runner.get_loop()
             self._fresh = _state(self._loop_now)
         return self._runner
@@ -571,9 +573,12 @@ _WAKE_NAMES = (
     "_read_from_self",
     "_process_self_data",
     "_run",
+    "_as",
 )
 """The methods a loop of ``asyncio``'s runs to take a callback from another thread and run
-it: how the time limit's alarm wakes the episode (:mod:`groundstate.alarms`)."""
+it: how the time limit's alarm wakes the episode (:mod:`groundstate.alarms`); ``_as``, the
+harness's loop's (:class:`groundstate.steadyloop.HeldLoop`), which runs a callback handed
+over from an agent's code."""
 
 _class_dict = type.__dict__["__dict__"].__get__
 _set_on_class, _del_on_class = type.__setattr__, type.__delattr__
