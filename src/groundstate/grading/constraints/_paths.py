@@ -103,7 +103,8 @@ def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
         if reached is None:
             return None
         found = [(at, v) for at, v in reached if v is not None]
-        bindings[name] = Bound([v for _, v in found], True, segments, tuple(at for at, _ in found))
+        places = tuple([at for at, _ in found])  # from a list: round 29's rule
+        bindings[name] = Bound([v for _, v in found], True, segments, places)
     return bindings
 
 
