@@ -103,10 +103,13 @@ class ExitWatch:
     grading: set[str] = field(default_factory=set)
     """The tries in flight whose grading has started (:func:`grading_starts`)."""
     known: Threads = field(default_factory=present)
-    """The threads of this process before the batch (its host's): not an agent's (told by
-    identity: a name is anyone's to give)."""
-    unlisted: int = field(default_factory=lambda: _unlisted())
-    """The threads ``threading`` does not list before the batch (its host's C code's)."""
+    """The threads of this process before the batch (its host's, an earlier batch's): not an
+    agent's of this batch (told by identity: a name is anyone's to give)."""
+    unlisted: frozenset[int] = field(default_factory=lambda: _native())
+    """The native threads before the batch (its host's C code's): see ``_agents_alive``."""
+    since: int = field(default_factory=lambda: _handed())
+    """The work handed to loop threads from here on is the batch's (an agent's left running
+    by an earlier batch is not: :func:`~groundstate.loopthreads.handed`)."""
 
     def started(self, run_id: str) -> None:
         """Note *run_id* in flight; called in the context its try is run from (see
@@ -121,10 +124,16 @@ class ExitWatch:
             self.grading.discard(run_id)
 
 
-def _unlisted() -> int:
-    from groundstate.executors._job import unlisted_threads  # it imports this module
+def _handed() -> int:
+    from groundstate.loopthreads import handed  # it imports this module's importers
 
-    return unlisted_threads()
+    return handed()
+
+
+def _native() -> frozenset[int]:
+    from groundstate.executors._job import native_threads  # it imports this module
+
+    return native_threads()
 
 
 def grading_starts() -> None:
@@ -144,10 +153,10 @@ def grading_starts() -> None:
         watches = [w for w in _watches if run_id in w.in_flight]
 
     def its_own(context: Context) -> bool:
-        return context.get(TRY) in (run_id, None)
+        return context.get(TRY) == run_id
 
     for watch in watches:
-        if not _agents_alive(watch.known, its_own, watch.unlisted):
+        if not _agents_alive(watch.known, its_own, watch.unlisted, since=watch.since):
             with _lock:
                 watch.grading.add(run_id)  # type: ignore[arg-type]
 

@@ -41,15 +41,15 @@ from groundstate.executors._job import (
     _agents_alive,
     hard_limit,
     lost,
+    native_threads,
     prepared,
     room_for,
     run_job,
     sendable,
     serve,
-    unlisted_threads,
 )
 from groundstate.exitcause import TRY, grading_starts
-from groundstate.loopthreads import abandon, in_loop_thread, put_back_after
+from groundstate.loopthreads import abandon, handed, in_loop_thread, put_back_after
 from groundstate.ourthreads import Threads, present, start
 from groundstate.returned import text_of, type_name
 from groundstate.spec.suite import Suite
@@ -138,7 +138,8 @@ class InProcessExecutor:
     name: str = "in-process"
     _turns: _Turnstile | None = field(default=None, init=False, repr=False)
     _known: Threads = field(default_factory=present, init=False, repr=False)
-    _unlisted: int | None = field(default=None, init=False, repr=False)
+    _unlisted: frozenset[int] | None = field(default=None, init=False, repr=False)
+    _since: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.make_agent is not None or self.make_env is not default_environment:
@@ -146,8 +147,9 @@ class InProcessExecutor:
 
     def open(self, concurrency: int) -> None:
         """Nothing to start (a thread per running attempt, at most *concurrency* at once) but
-        room for their files (:func:`room_for`); the host's threads are noted (no agent's)."""
-        self._known, self._unlisted = present(), unlisted_threads()
+        room for their files (:func:`room_for`); the threads alive now (the host's, an earlier
+        batch's) and the work handed so far are noted: no agent's of this batch."""
+        self._known, self._unlisted, self._since = present(), native_threads(), handed()
         self.room(concurrency)
 
     def room(self, concurrency: int) -> None:
@@ -218,9 +220,9 @@ class InProcessExecutor:
         stopped there with a traceback, the try unstored and drawn anew by ``--resume``."""
 
         def its_own(context: Context) -> bool:
-            return context.get(TRY) in (job.info.run_id, None)
+            return context.get(TRY) == job.info.run_id
 
-        return _agents_alive(self._known, its_own, self._unlisted)
+        return _agents_alive(self._known, its_own, self._unlisted, since=self._since)
 
 
 CANCELLED_WITHIN = (
