@@ -58,8 +58,14 @@ def _settle(future: Any) -> None:
 
 
 def _loop_classes() -> frozenset[type]:
-    """The event loop classes ``asyncio`` defines (on this platform)."""
+    """The event loop classes ``asyncio`` defines (on this platform), and the harness's own
+    (:class:`groundstate.steadyloop.HeldLoop`, which the batch's and every attempt's loop
+    is). Without it, an alarm for an attempt's loop was taken for one of a class of
+    someone's own and never rang: an agent that blocked its thread held its try, and the
+    batch, until it returned (the forty-fourth round's held loops)."""
     import asyncio
+
+    from groundstate.steadyloop import HeldLoop  # not at the top: kept light as it loads
 
     return frozenset(
         value
@@ -67,7 +73,7 @@ def _loop_classes() -> frozenset[type]:
         if name == "asyncio" or name.startswith("asyncio.")
         for value in list(vars(module).values())
         if isinstance(value, type) and issubclass(value, asyncio.AbstractEventLoop)
-    )
+    ) | {HeldLoop}
 
 
 class _Alarms:

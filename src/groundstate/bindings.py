@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 
 # numpy gathers the words the looks read (see :func:`_gather`). Imported with this module, not
 # when the first row is built: its import starts native threads (OpenBLAS's), and a pool
-# worker counts the threads ``threading`` does not list before its first attempt
-# (``executors._job.unlisted_threads``): started during an attempt, they were taken for the
+# worker notes its threads before its first attempt (``executors._job.native_threads``):
+# unlisted by ``threading`` and started during an attempt, they were taken for the
 # agent's. ``groundstate --help`` does not import this module.
 import numpy as np
 

@@ -57,7 +57,7 @@ from groundstate.errors import (
     TimeLimitReached,
     exception_text,
 )
-from groundstate.exitcause import TRY, forget_interruption, interruption_sent
+from groundstate.exitcause import TRY, disruption_of, forget_interruption, interruption_sent
 from groundstate.gateway import NotJson, ToolGateway
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, assertions_later
@@ -1290,12 +1290,18 @@ def _signalled(session: EpisodeSession) -> bool:
     SIGTERM (``os.kill(os.getpid(), SIGINT)``, ``signal.raise_signal``, ``os.killpg``,
     ``signal.pthread_kill``) while a batch ran it in-process: refused as it was made (see
     :mod:`groundstate.exitcause`); before, it stopped the whole batch as the user's Ctrl-C
-    does, its own attempt unstored."""
+    does, its own attempt unstored. Also when code in the process stopped the batch's event
+    loop (or raised ``SystemExit`` in it) while the attempt was in flight: at stage
+    ``harness_code``."""
     call = interruption_sent(TRY.get())
-    if call is None:
+    if call is not None:
+        why = f"the agent sent its own process an interruption: {call} (the batch's are its user's)"
+        session.latch(ProhibitedAction(why), SIGNALLED)
+        return True
+    what = disruption_of(TRY.get())  # held by groundstate.steadyloop, the batch went on
+    if what is None:
         return False
-    why = f"the agent sent its own process an interruption: {call} (the batch's are its user's)"
-    session.latch(ProhibitedAction(why), SIGNALLED)
+    session.latch(ProhibitedAction(f"code in the process {what} while the agent ran"), REBOUND)
     return True
 
 

@@ -103,10 +103,13 @@ class ExitWatch:
     grading: set[str] = field(default_factory=set)
     """The tries in flight whose grading has started (:func:`grading_starts`)."""
     known: Threads = field(default_factory=present)
-    """The threads of this process before the batch (its host's): not an agent's (told by
-    identity: a name is anyone's to give)."""
-    unlisted: int = field(default_factory=lambda: _unlisted())
-    """The threads ``threading`` does not list before the batch (its host's C code's)."""
+    """The threads of this process before the batch (its host's, an earlier batch's): not an
+    agent's of this batch (told by identity: a name is anyone's to give)."""
+    unlisted: frozenset[int] = field(default_factory=lambda: _native())
+    """The native threads before the batch (its host's C code's): see ``_agents_alive``."""
+    since: int = field(default_factory=lambda: _handed())
+    """The work handed to loop threads from here on is the batch's (an agent's left running
+    by an earlier batch is not: :func:`~groundstate.loopthreads.handed`)."""
 
     def started(self, run_id: str) -> None:
         """Note *run_id* in flight; called in the context its try is run from (see
@@ -121,10 +124,16 @@ class ExitWatch:
             self.grading.discard(run_id)
 
 
-def _unlisted() -> int:
-    from groundstate.executors._job import unlisted_threads  # it imports this module
+def _handed() -> int:
+    from groundstate.loopthreads import handed  # it imports this module's importers
 
-    return unlisted_threads()
+    return handed()
+
+
+def _native() -> frozenset[int]:
+    from groundstate.executors._job import native_threads  # it imports this module
+
+    return native_threads()
 
 
 def grading_starts() -> None:
@@ -144,10 +153,10 @@ def grading_starts() -> None:
         watches = [w for w in _watches if run_id in w.in_flight]
 
     def its_own(context: Context) -> bool:
-        return context.get(TRY) in (run_id, None)
+        return context.get(TRY) == run_id
 
     for watch in watches:
-        if not _agents_alive(watch.known, its_own, watch.unlisted):
+        if not _agents_alive(watch.known, its_own, watch.unlisted, since=watch.since):
             with _lock:
                 watch.grading.add(run_id)  # type: ignore[arg-type]
 
@@ -219,6 +228,9 @@ _AIMED: dict[str, Callable[..., bool]] = {
 _sent: dict[str, str] = {}
 """The tries whose agent sent this process an interruption (refused): their run id → the
 call (read by the episode, :func:`interruption_sent`)."""
+_disrupted: dict[str, str] = {}
+"""The tries in flight when code in the process disrupted the batch's event loop: their run
+id → what it did (:func:`loop_disrupted`)."""
 
 
 def _interrupts(name: str, args: tuple[Any, ...]) -> bool:
@@ -264,6 +276,15 @@ def _agents_sending() -> list[str] | None:
     return sorted(flights) if flights and any(t is me for t in foreign()) else None
 
 
+def agents_acting() -> list[str] | None:
+    """The tries in flight whose agent's code makes the call being made now in this thread
+    (see :func:`_agents_sending`), or None when it is none of theirs (the harness's, its
+    host's, a check's)."""
+    if not _watches:
+        return None
+    return _agents_sending()
+
+
 def _refuse(run_ids: list[str], call: str) -> None:
     """Note *call* against each try of *run_ids* and refuse it: the signal is not sent."""
     with _lock:
@@ -282,9 +303,33 @@ def interruption_sent(run_id: str | None) -> str | None:
         return _sent.get(run_id) if run_id is not None else None
 
 
+def loop_disrupted(what: str, culprits: set[str]) -> bool:
+    """Note that code in the process *what* (stopped the batch's event loop, raised
+    ``SystemExit`` in it: :mod:`groundstate.steadyloop`, which runs it again) against each
+    try of *culprits* still in flight: the tries whose code made the call, told as it was
+    made (:func:`agents_acting`), never the tries in flight when it takes effect (by then
+    the culprit may have ended and an honest try begun). Read by the episode
+    (:func:`disruption_of`) as the try's prohibited action. False when no in-process batch
+    has a try in flight here (a pool worker, ``testing.attempt``; the canary; only checks
+    running): the disruption is then not held."""
+    with _lock:
+        flights = set().union(*[w.in_flight for w in _watches])
+        for run_id in culprits & flights:
+            _disrupted.setdefault(run_id, what)
+    return bool(flights)
+
+
+def disruption_of(run_id: str | None) -> str | None:
+    """What code in the process did to the batch's event loop while the try *run_id* was in
+    flight (see :func:`loop_disrupted`), if anything."""
+    with _lock:
+        return _disrupted.get(run_id) if run_id is not None else None
+
+
 def forget_interruption(run_id: str | None) -> None:
     with _lock:
         _sent.pop(run_id or "", None)
+        _disrupted.pop(run_id or "", None)
 
 
 def _said(call: str, status: Any) -> Any:

@@ -71,6 +71,7 @@ from itertools import repeat
 from operator import is_, is_not
 from typing import Any, NamedTuple, TypeVar
 
+from groundstate import steadyloop
 from groundstate.bindings import _dict_of, _read, _version_words
 from groundstate.capture import put_back_streams, streams
 from groundstate.ourthreads import start
@@ -95,7 +96,7 @@ Outcome = tuple[BaseException | None, Any]
 Done = Callable[[Outcome], None]
 """Receives the outcome in the worker thread; must not raise."""
 
-_Job = tuple[Work[Any], str, Context, Done, threading.Event, "_SharedHooks"]
+_Job = tuple[Work[Any], str, Context, Done, threading.Event, "_SharedHooks", int]
 """The work, its thread's name, the context it runs in, where its outcome goes, whether its
 caller gave up on it (see :func:`abandon`), and the process-wide state as the work found it."""
 
@@ -140,17 +141,26 @@ def put_back_blocked(mask: frozenset[int] | None) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
-_WORKING: dict[int, tuple[str, Context]] = {}
+_WORKING: dict[int, tuple[str, Context, int]] = {}
 """The threads of this module at work (by identity: ``id`` of each ``Thread``, which code
-run there cannot change): the name their work was given, and its context."""
+run there cannot change): the name their work was given, its context, and its number
+(:func:`handed`)."""
+
+handed = itertools.count().__next__
+"""A number below every piece of work handed from now on (and above all handed before):
+what a batch notes as it opens, to tell its own work from work left running by whatever
+ran in the process before it (:func:`working`). A bound method: no builtin an agent could
+rebind is called."""
 
 
-def working() -> dict[int, tuple[str, Context]]:
+def working(since: int = 0) -> dict[int, tuple[str, Context]]:
     """Each thread of this module at work now (``id`` of its ``Thread``), with the name its
     work was given and the context it runs in: what the work is, as its submitter said,
     whatever name the code it runs has since given its thread (an agent's that renames its
-    thread still runs an agent's work)."""
-    return dict(_WORKING)
+    thread still runs an agent's work). With *since* (:func:`handed`), only work handed
+    from then on."""
+    now = _WORKING.copy().items()
+    return {key: (name, context) for key, (name, context, number) in now if number >= since}
 
 
 class _LoopThread:
@@ -174,8 +184,8 @@ class _LoopThread:
             if job is None:
                 self._shut()
                 return
-            work, name, context, done, given_up, shared = job
-            _WORKING[id(self.thread)] = name, context  # before the name: never unaccounted for
+            work, name, context, done, given_up, shared, number = job
+            _WORKING[id(self.thread)] = name, context, number  # before the name: never missed
             self.thread.name = name
             try:
                 outcome = context.run(self._run, work)
@@ -213,7 +223,8 @@ class _LoopThread:
             coroutine = work()
             runner = self._loop()
             asyncio.set_event_loop(runner.get_loop())  # as asyncio.run has it
-            outcome = (None, runner.run(coroutine, context=copy_context()))
+            loop = runner.get_loop()
+            outcome = (None, steadyloop.run_on(loop, coroutine, copy_context()))
         except BaseException as exc:  # delivered: the submitter decides what it means
             outcome = (exc, None)
         if self._runner is not None and not self._reusable(outcome[0]):
@@ -225,7 +236,7 @@ class _LoopThread:
 
     def _loop(self) -> asyncio.Runner:
         if self._runner is None:
-            self._runner = asyncio.Runner()
+            self._runner = asyncio.Runner(loop_factory=steadyloop.HeldLoop)
             self._loop_now = self._runner.get_loop()
             self._fresh = _state(self._loop_now)
         return self._runner
@@ -571,9 +582,12 @@ _WAKE_NAMES = (
     "_read_from_self",
     "_process_self_data",
     "_run",
+    "_as",
 )
 """The methods a loop of ``asyncio``'s runs to take a callback from another thread and run
-it: how the time limit's alarm wakes the episode (:mod:`groundstate.alarms`)."""
+it: how the time limit's alarm wakes the episode (:mod:`groundstate.alarms`); ``_as``, the
+harness's loop's (:class:`groundstate.steadyloop.HeldLoop`), which runs a callback handed
+over from an agent's code."""
 
 _class_dict = type.__dict__["__dict__"].__get__
 _set_on_class, _del_on_class = type.__setattr__, type.__delattr__
@@ -954,7 +968,8 @@ def submit(
     when the caller stops waiting for the work (see :func:`abandon`). Returns the thread and
     the process-wide state as the work finds it (taken now, in the caller's thread)."""
     worker, shared = _take(), _shared_hooks()
-    worker.give((work, name, copy_context(), done, given_up or threading.Event(), shared))
+    job = (work, name, copy_context(), done, given_up or threading.Event(), shared, handed())
+    worker.give(job)
     return worker, shared
 
 

@@ -36,6 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from groundstate import steadyloop
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.analysis import final_runs, planned_runs
@@ -74,6 +75,7 @@ from groundstate.store import (
     Problem,
     RunStore,
     StartedTry,
+    note_exit_cause,
     parse_stored,
     prepare_run,
 )
@@ -539,6 +541,12 @@ class BatchRunner:
                 if stored is None:
                     self.interrupt.check()  # a try the signal cut short is not stored
                     stored = await writer.store(output)
+            except asyncio.CancelledError:
+                if marked and stored is None and self._cancelled_by(info.run_id):
+                    marked = False  # kept, with its cause: the resume records the crash
+                    with suppress(StoreError):
+                        note_exit_cause(self.store.path, [info.run_id], CANCELLED_BY_CODE)
+                raise
             finally:
                 if marked and stored is None:  # unstored with the process alive: not cut short
                     with suppress(StoreError):
@@ -546,6 +554,17 @@ class BatchRunner:
             previous = stored
             if self.on_run is not None:
                 self.on_run(previous)
+
+    def _cancelled_by(self, run_id: str) -> bool:
+        """Whether the batch is being cancelled by the code of the try *run_id*'s agent: on a
+        loop the harness made and holds (see :data:`steadyloop.OWNED`), with no interruption
+        noted, and told as the call was made (:func:`steadyloop.cancellers`). Another try in
+        flight then is no one's crash: its mark is taken off and the resume runs it again
+        (the forty-third round marked every try in flight as the cancellation took effect: an
+        honest try that had started meanwhile was stored as the crash)."""
+        if not steadyloop.OWNED.get() or self.interrupt.signum is not None:
+            return False
+        return run_id in steadyloop.cancellers()
 
     @contextmanager
     def _watching_exits(self) -> Iterator[None]:
@@ -640,6 +659,14 @@ class BatchRunner:
 
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)
+
+
+CANCELLED_BY_CODE = (
+    "the batch's task was cancelled by code in the process (no interruption asked for it)"
+)
+"""The cause written on the mark of the try whose agent's code cancelled the batch's task
+(see :meth:`BatchRunner._cancelled_by`): before, it was unmarked and ``--resume`` drew the
+agent's attempt anew."""
 
 
 class _GroupWriter:
@@ -885,7 +912,7 @@ def run_batch(
     if validate:
         config = proven(suite, store, config, allow_invalid=allow_invalid)
     runner = BatchRunner(suite, system, store, make_agent=agent_factory, on_run=on_run)
-    return asyncio.run(runner.start(config))
+    return steadyloop.run(runner.start(config))
 
 
 def proven(

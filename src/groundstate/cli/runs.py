@@ -555,19 +555,31 @@ def _run_batch(
 ) -> BatchResult:
     import asyncio
 
+    from groundstate import steadyloop  # asyncio.run, held against in-process code
+    from groundstate.leftovers import ENDED_BY_USER_CODE
+
     with progress as on_run:
         runner.on_run = on_run
-        if resume_id is None:
-            return asyncio.run(runner.start(config))
-        # tasks found invalid since the batch started leave its figures, as at a start
-        return asyncio.run(
-            runner.resume(
-                resume_id,
-                config.concurrency,
-                invalid_tasks=config.invalid_tasks,
-                validator_revision=config.validator_revision,
+        try:
+            if resume_id is None:
+                return steadyloop.run(runner.start(config))
+            # tasks found invalid since the batch started leave its figures, as at a start
+            return steadyloop.run(
+                runner.resume(
+                    resume_id,
+                    config.concurrency,
+                    invalid_tasks=config.invalid_tasks,
+                    validator_revision=config.validator_revision,
+                )
             )
-        )
+        except asyncio.CancelledError:  # no signal asked for it (that is Interrupted)
+            click.echo(
+                "error: code the command ran (an agent's, a suite's) cancelled the batch's "
+                "task: the batch stopped; --resume records the try whose agent did it as its "
+                f"crash and runs the others again (batch {runner.batch_id})",
+                err=True,
+            )
+            sys.exit(ENDED_BY_USER_CODE)
 
 
 def _write_batch_html(

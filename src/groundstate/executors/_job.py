@@ -47,7 +47,7 @@ from groundstate.episode import (
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
 from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask, working
-from groundstate.ourthreads import Threads, foreign, names, start
+from groundstate.ourthreads import Threads, _enumerate, foreign, names, start
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
@@ -251,7 +251,7 @@ async def _job_attempt(job: AttemptJob, grading: Callable[[], None] | None = Non
     return await run_job(job, job_suite(job))
 
 
-def _grading(results: Outbox, key: int, unlisted: int) -> Callable[[], None]:
+def _grading(results: Outbox, key: int, unlisted: frozenset[int]) -> Callable[[], None]:
     """What tells the parent that job *key*'s grading starts: a death from then on is the
     grader's (a check that exits or kills its process, runs out of memory, holds the worker
     past the hard limit). Not told while code of an agent's may still run in the worker
@@ -268,24 +268,28 @@ def _grading(results: Outbox, key: int, unlisted: int) -> Callable[[], None]:
 def _agents_alive(
     known: Threads | None = None,
     whose: Callable[[Context], bool] | None = None,
-    unlisted: int | None = None,
+    unlisted: frozenset[int] | None = None,
     known_names: frozenset[str] = frozenset(),
+    since: int = 0,
 ) -> bool:
     """Whether code of an agent's may still run in this worker: a loop thread still running
-    an agent's work (one past its time limit; known by the work it was given, not by the
+    an agent's work handed from *since* on (:func:`~groundstate.loopthreads.handed` as the
+    batch opened: work left running by an earlier batch in the process is none of this
+    one's; one past its time limit, known by the work it was given, not by the
     name its thread bears now, which the agent's code can change), a thread not the
     harness's (told by who started it and what it runs: :mod:`groundstate.ourthreads`; not
-    by its name, which is anyone's to give) nor one of the *known* threads (a host's from
-    before the batch) or, in a Ray worker, named in *known_names* (Ray's own, which come and
-    go), more threads ``threading`` does not list than *unlisted* (the count before any
-    attempt, :func:`unlisted_threads`; None: not looked at, in a Ray worker whose own
-    native threads come and go), a child process.
+    by its name, which is anyone's to give) nor one of the *known* threads (those alive
+    before the batch: a host's, or left by an earlier batch) or, in a Ray worker, named in
+    *known_names* (Ray's own, which come and go), a thread ``threading`` does not list that
+    is not one of *unlisted* (the native threads before the batch, :func:`native_threads`;
+    None: not looked at, in a Ray worker whose own native threads come and go), a child
+    process.
 
     With *whose* (in-process, several tries at once): only the agents' work whose context it
     accepts counts (another try's agent runs in that try's context, where a call it makes
     is laid at its own try's door), and children do not (a child's calls end only itself;
     one that kills this process leaves no cause: see :mod:`groundstate.exitcause`)."""
-    for name, context in working().values():
+    for name, context in working(since).values():
         if name.startswith("agent-") and (whose is None or whose(context)):
             return True
     if any(t.name not in known_names for t in foreign(known)):
@@ -295,24 +299,26 @@ def _agents_alive(
     return whose is None and bool(children())
 
 
-def unlisted_threads() -> int:
-    """How many threads of this process ``threading`` does not list: started through
-    ``_thread.start_new_thread`` (an agent's, out of :func:`threading.enumerate`'s sight),
-    or by C code. The kernel's count less ``threading``'s (Linux); 0 where the kernel's
-    cannot be read."""
+def native_threads() -> frozenset[int]:
+    """The native ids of this process's threads, as the kernel lists them (Linux; none where
+    it cannot be read): among them those ``threading`` does not list, started through
+    ``_thread.start_new_thread`` (an agent's, out of :func:`threading.enumerate`'s sight)
+    or by C code."""
     try:
-        native = len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 0
-    return max(native - len(threading.enumerate()), 0)
+        return frozenset(int(tid) for tid in os.listdir("/proc/self/task"))
+    except (OSError, ValueError):
+        return frozenset()
 
 
-def _unlisted_beyond(baseline: int) -> bool:
-    """Whether more threads than *baseline* run that ``threading`` does not list, read again
-    when it seems so: a thread starting or ending is in one count a moment before the
-    other."""
+def _unlisted_beyond(baseline: frozenset[int]) -> bool:
+    """Whether a thread runs that ``threading`` does not list and that was not among
+    *baseline* (:func:`native_threads`), read again when it seems so: a thread starting is
+    in the kernel's list a moment before ``threading`` has its id. By identity, not by
+    count: a thread of *baseline* that ended (one an earlier batch left) no longer hid a
+    new one."""
     for _ in range(3):
-        if unlisted_threads() <= baseline:
+        listed = {t.native_id for t in _enumerate()}
+        if not native_threads() - baseline - listed:
             return False
         time.sleep(0.005)
     return True
@@ -512,7 +518,7 @@ def leftovers(
     output: AttemptOutput | None,
     baseline: ProcessState,
     known: frozenset[str] = frozenset(),
-    unlisted: int | None = None,
+    unlisted: frozenset[int] | None = None,
 ) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
@@ -522,8 +528,9 @@ def leftovers(
     the harness's modules rebound since its episode put them back (a thread of the agent's
     still at it: see :mod:`groundstate.bindings`). A worker with leftovers takes no more
     attempts and ends (killing them) once its running attempts are done. Threads named in
-    *known* are the process's own (a Ray worker's); more threads ``threading`` does not list
-    than *unlisted* (a pool worker's before its first attempt) are left too."""
+    *known* are the process's own (a Ray worker's); a thread ``threading`` does not list
+    that is not one of *unlisted* (a pool worker's native threads before its first attempt)
+    is left too."""
     run = None if output is None else output.run
     if run is not None and (
         run.terminal_reason == "agent_failure/time_limit"
@@ -659,7 +666,7 @@ def serve(
             suite_at(preload)
     gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
     results = Outbox(pipe)
-    serving = _Serving(results, process_state(), unlisted_threads())
+    serving = _Serving(results, process_state(), native_threads())
     results.put(("ready", os.getpid(), None))
     while True:
         item = jobs.get()
@@ -682,11 +689,11 @@ def serve(
 class _Serving:
     """A worker's attempts: how many run, and whether the worker is retiring."""
 
-    def __init__(self, results: Outbox, baseline: ProcessState, unlisted: int) -> None:
+    def __init__(self, results: Outbox, baseline: ProcessState, unlisted: frozenset[int]) -> None:
         self._results = results
         self._baseline = baseline
         self.unlisted = unlisted
-        """Threads ``threading`` does not list before any attempt (:func:`unlisted_threads`)."""
+        """The native threads before any attempt (:func:`native_threads`)."""
         self._lock = threading.Lock()
         self._running = 0
         self._retiring = False

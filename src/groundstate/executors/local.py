@@ -15,12 +15,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
+from contextvars import Context
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from groundstate import steadyloop
 from groundstate.environments.base import Environment
 from groundstate.episode import (
     GRADING,
@@ -36,8 +38,10 @@ from groundstate.executors._job import (
     AgentFactory,
     Message,
     SuiteKey,
+    _agents_alive,
     hard_limit,
     lost,
+    native_threads,
     prepared,
     room_for,
     run_job,
@@ -45,8 +49,9 @@ from groundstate.executors._job import (
     serve,
 )
 from groundstate.exitcause import TRY, grading_starts
-from groundstate.loopthreads import abandon, in_loop_thread, put_back_after
-from groundstate.ourthreads import start
+from groundstate.loopthreads import abandon, handed, in_loop_thread, put_back_after
+from groundstate.ourthreads import Threads, present, start
+from groundstate.returned import text_of, type_name
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.store import PreparedRun
@@ -132,6 +137,9 @@ class InProcessExecutor:
     make_env: EnvironmentFactory = default_environment
     name: str = "in-process"
     _turns: _Turnstile | None = field(default=None, init=False, repr=False)
+    _known: Threads = field(default_factory=present, init=False, repr=False)
+    _unlisted: frozenset[int] | None = field(default=None, init=False, repr=False)
+    _since: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.make_agent is not None or self.make_env is not default_environment:
@@ -139,7 +147,9 @@ class InProcessExecutor:
 
     def open(self, concurrency: int) -> None:
         """Nothing to start (a thread per running attempt, at most *concurrency* at once) but
-        room for their files (:func:`room_for`)."""
+        room for their files (:func:`room_for`); the threads alive now (the host's, an earlier
+        batch's) and the work handed so far are noted: no agent's of this batch."""
+        self._known, self._unlisted, self._since = present(), native_threads(), handed()
         self.room(concurrency)
 
     def room(self, concurrency: int) -> None:
@@ -181,16 +191,72 @@ class InProcessExecutor:
         kept: list[Any] = []  # the process-wide state as the attempt finds it (see abandon)
         finished = in_loop_thread(attempt, name, crashes=False, kept=kept)
         (shared,) = kept
+        begun = time.monotonic()
         try:
             output = await asyncio.shield(finished)
         except asyncio.CancelledError:
+            if _cancelled_within(finished):
+                put_back_after(shared)
+                _refuse_others(job, started[0])
+                return lost(job, self.suite, CANCELLED_WITHIN, begun, overdue=False)
             await _unwind(started, finished, shared)
             raise
-        except BaseException:
+        except BaseException as error:
             put_back_after(shared)
+            if isinstance(error, Exception) and self._agents_left(job):
+                said = f"{type_name(type(error))}: {text_of(error)}"
+                cause = f"the harness failed while code an agent left ran ({said})"
+                return lost(job, self.suite, cause, begun, overdue=False)
             raise
         put_back_after(shared)  # whatever its agent made its thread take its end for
         return output
+
+    def _agents_left(self, job: AttemptJob) -> bool:
+        """Whether code of an agent's may still run beside this try's (its own agent's work
+        past its time limit, a thread an agent started: see ``_agents_alive``), so that an
+        error out of the harness's own work on the try is taken for that code's doing (a
+        thread rebinding ``builtins.len`` while the try was graded made the watch's own
+        ``zip(..., strict=True)`` fail): the try is the agent's crash. Before, the batch
+        stopped there with a traceback, the try unstored and drawn anew by ``--resume``."""
+
+        def its_own(context: Context) -> bool:
+            return context.get(TRY) == job.info.run_id
+
+        return _agents_alive(self._known, its_own, self._unlisted, since=self._since)
+
+
+CANCELLED_WITHIN = (
+    "the attempt's task was cancelled in its own event loop by code in the process (no"
+    " interruption of the batch asked for it)"
+)
+
+
+def _cancelled_within(finished: asyncio.Future[Any]) -> bool:
+    """Whether the attempt ended cancelled though the batch's task awaiting it was not: code
+    in the process (an agent that found the attempt's loop through ``sys._current_frames()``)
+    cancelled it. Before, the cancellation reached the batch, which stopped with a traceback,
+    the try unstored and drawn anew by ``--resume``."""
+    current = asyncio.current_task()
+    if current is None or current.cancelling() or not finished.done() or finished.cancelled():
+        return False
+    return isinstance(finished.exception(), asyncio.CancelledError)  # delivered from its loop
+
+
+def _refuse_others(job: AttemptJob, task: asyncio.Task[Any] | None) -> None:
+    """Raise :class:`ExecutorError` (the batch stops once the tries in flight are stored, and
+    a resume runs this one again) when the attempt's task was cancelled by code of another
+    try's agent, told as the call was made (:class:`steadyloop.HeldLoop`), or of an agent
+    whose try had ended: its own agent is not to blame. Before, the attempt was stored as
+    its crash whoever cancelled it."""
+    loop = None if task is None else task.get_loop()
+    who = loop.cancellers if isinstance(loop, steadyloop.HeldLoop) else set()
+    if who and job.info.run_id not in who:
+        others = ", ".join(sorted(w or "one that had ended" for w in who))
+        raise ExecutorError(
+            f"task {job.task_id!r} attempt {job.info.attempt} ({job.info.run_id}) was "
+            f"cancelled in its own event loop by the code of another try's agent ({others}): "
+            "no verdict on its own agent; the stored attempts are kept: resume the batch"
+        )
 
 
 async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput], shared: Any) -> None:
