@@ -576,8 +576,7 @@ class _WorkerPool:
             args=(jobs, writer, *self._setup, self._slots),
             name=f"groundstate-worker-{n}",
         )
-        with _STATUS:  # starting one reads the exit status of every ended child
-            process.start()
+        _start(process)
         writer.close()  # the worker's now: its death (with what it forked) ends the pipe
         return _Worker(process, jobs, _Inbox(reader))
 
@@ -807,6 +806,26 @@ _STATUS = threading.Lock()
 pipe: of two threads asking at once (the pool's reader and the event loop), the second read
 the pipe's end and took 255 ("the fork server was killed") for the worker's own exit code,
 and an agent's ``os._exit(3)`` was recorded as "exited with code 255"."""
+
+
+FORK_SERVER_PAUSES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+"""Seconds to wait before each new try at starting a worker the fork server refused."""
+
+
+def _start(process: BaseProcess) -> None:
+    """Start *process*, trying again while the fork server refuses: an agent that writes junk
+    on every pipe its worker holds (a fork server's child holds the server's) ends the server,
+    and until the standard library sees it ended (and starts another) its socket refuses.
+    Starting one reads the exit status of every ended child (see ``_STATUS``)."""
+    for pause in (*FORK_SERVER_PAUSES, None):
+        try:
+            with _STATUS:
+                process.start()
+            return
+        except ConnectionRefusedError:
+            if pause is None:
+                raise
+            time.sleep(pause)
 
 
 def _alive(process: BaseProcess) -> bool:
