@@ -73,86 +73,162 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
 
     The key of a row the call wrote and the columns a changed or deleted row kept are the
     environment's, always shown so (not a changed column's old value: what the row held, not
-    what the tool took). An output value, or a column the call wrote, may be an echo: where the call
-    repeats the agent's spelling *value* somewhere (the tool echoes what it is given), one
-    at a path whose end is the end of a path in the arguments holding *expected* (``from``
-    of ``{from: ACC-1}``, ``request.from``, an element of a list echoed) is that argument's
-    echo, as many times as the echoes go (as often as the call repeats *value* for each time
-    the arguments hold it): a value more is the tool's own (the record served beside
-    ``{request: ...}``). Where the call shows *value* nowhere, the tool echoes none of it and
-    every value is its own: an argument holding *expected* that the tool ignored
-    (``get_account(id: acc-1, account_id: ACC-1)`` answering ``{account_id: ACC-1}``) cannot
-    make the record an echo."""
+    what the tool took); where they hold *value* itself, the environment tells the two
+    spellings apart (``transfer(from: ACC-1, to: acc-1)`` writing rows ``ACC-1`` and
+    ``acc-1``) and *value* names no *expected*. An output value, or a column the call wrote,
+    may be an echo: where the call repeats the agent's spelling *value* somewhere (the tool
+    echoes what it is given), one at a path whose end is the end of a path in the arguments
+    holding *expected* (``from`` of ``{from: ACC-1}``, ``request.from``, an element of a
+    list echoed) is that argument's echo, as many times as the echoes go (as often as the
+    call repeats *value* for each time the arguments hold it): a value more is the tool's
+    own (the record served beside ``{request: ...}``). Where the call shows *value* nowhere,
+    the tool echoes none of it and every value is its own: an argument holding *expected*
+    that the tool ignored (``get_account(id: acc-1, account_id: ACC-1)`` answering
+    ``{account_id: ACC-1}``) cannot make the record an echo. Paths are numbered as they are
+    read (:class:`_Paths`), so the check costs time linear in what the call holds, at any
+    depth."""
     if not isinstance(args := getattr(event, "args", None), dict):
         args = {}
-    own: list[tuple[tuple[Any, ...], Any]] = []  # the environment's: never an echo
-    echoable: list[tuple[tuple[Any, ...], Any]] = [((), getattr(event, "output", None))]
+    paths = _Paths()
+    own: list[Any] = []  # the environment's: never an echo
+    echoable: list[Any] = [getattr(event, "output", None)]
     for w in getattr(event, "writes", None) or []:
-        own += [((), w.key), ((), _kept(w))]
-        echoable.append(((), w.after))
-    if any(_is(leaf, expected) for _, leaf in _leaves(own)):
+        own += [w.key, _kept(w)]
+        echoable.append(w.after)
+    owned = [leaf for root in own for _, leaf in paths.leaves(root)]
+    if any(_is(leaf, value) for leaf in owned):
+        return False
+    if any(_is(leaf, expected) for leaf in owned):
         return True
-    shown_here = list(_leaves(echoable))
+    shown_here = [found for root in echoable for found in paths.leaves(root)]
     found = Counter(path for path, leaf in shown_here if _is(leaf, expected))
     if not found:
         return False
-    given = list(_leaves([((), args)]))
-    held = [path for path, leaf in given if _is(leaf, expected)]
+    given = list(paths.leaves(args))
+    held = Counter(path for path, leaf in given if _is(leaf, expected))
     repeated = sum(_is(leaf, value) for _, leaf in shown_here)
     if not held or not repeated:
         return True
-    ends = _ends(set(held))
-    alike = sum(n for path, n in found.items() if _ends_alike(path, ends))
+    alike = sum(found[path] for path in paths.ending_alike(set(found), set(held)))
     # Each echo of the arguments repeats *value* as often as they hold it: more values
     # alike than the echoes hold are the tool's own.
     copies = -(-repeated // max(1, sum(_is(leaf, value) for _, leaf in given)))
-    return found.total() > alike or alike > len(held) * copies
+    return found.total() > alike or alike > held.total() * copies
 
 
-def _leaves(
-    roots: list[tuple[tuple[Any, ...], Any]],
-) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """Every value below *roots* that is no object or list, with its path: its keys, each
-    list index as None (an echoed list may be reordered)."""
-    stack = list(roots)
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(((*path, k), v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend(((*path, None), v) for v in value)
-        else:
-            yield path, value
+class _Paths:
+    """Paths into the call's values, each numbered once by its parent's number and its last
+    step (a key; a list index as None: an echoed list may be reordered), so that a path is
+    read in constant time at any depth: a value of 20,000 leaves nested 300 deep costs what
+    it holds, not what it holds times its depth."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[tuple[int, Any], int] = {}
+        self.parent: list[int] = [-1]  # the empty path is 0
+        self.step: list[Any] = [None]
+
+    def child(self, path: int, step: Any) -> int:
+        number = self.numbers.setdefault((path, step), len(self.parent))
+        if number == len(self.parent):
+            self.parent.append(path)
+            self.step.append(step)
+        return number
+
+    def leaves(self, root: Any) -> Iterator[tuple[int, Any]]:
+        """Every value below *root* that is no object or list, with its path's number."""
+        stack = [(0, root)]
+        while stack:
+            path, value = stack.pop()
+            if isinstance(value, dict):
+                stack.extend((self.child(path, k), v) for k, v in value.items())
+            elif isinstance(value, list):
+                below = self.child(path, None)
+                stack.extend((below, v) for v in value)
+            else:
+                yield path, value
+
+    def ending_alike(self, paths: set[int], others: set[int]) -> set[int]:
+        """Those of *paths* (none empty) that end with one of *others*, or that one of
+        *others* ends with."""
+        ends = _Ends(self, others)
+        alike = {path for path in paths if ends.ends(path)}
+        return alike | _Ends(self, paths).ending(others)
 
 
-_WHOLE = object()
-"""Marks where a path of :func:`_ends` ends."""
+class _Ends:
+    """Which paths end with one of *patterns* (none empty): the Aho-Corasick automaton of
+    their steps, run down the numbered paths, each state and step worked out once."""
 
+    def __init__(self, paths: _Paths, patterns: set[int]) -> None:
+        self.paths, self.patterns = paths, patterns
+        prefixes: dict[int, list[int]] = {0: []}  # each prefix of a pattern -> its children
+        for path in patterns:
+            while path not in prefixes:
+                prefixes[path] = []
+                path = paths.parent[path]
+        for path in prefixes:
+            if path:
+                prefixes[paths.parent[path]].append(path)
+        self.prefixes = prefixes
+        self.fail: dict[int, int] = {0: 0}
+        self.accepts: dict[int, bool] = {0: False}
+        self.moves: dict[tuple[int, Any], int] = {}
+        self.states: dict[int, int] = {0: 0}
+        level = list(prefixes[0])
+        while level:  # breadth first: a state's failure is shallower than it
+            for state in level:
+                parent = paths.parent[state]
+                fail = 0 if parent == 0 else self._move(self.fail[parent], paths.step[state])
+                self.fail[state] = fail
+                self.accepts[state] = state in patterns or self.accepts[fail]
+            level = [child for state in level for child in prefixes[state]]
 
-def _ends(paths: set[tuple[Any, ...]]) -> dict[Any, Any]:
-    """*paths* read from their last step, as a tree (to ask of a path whether one of them
-    ends alike in as many steps as it has)."""
-    tree: dict[Any, Any] = {}
-    for path in paths:
-        node = tree
-        for step in reversed(path):
-            node = node.setdefault(step, {})
-        node[_WHOLE] = {}
-    return tree
+    def _move(self, state: int, step: Any) -> int:
+        tried = []
+        while True:
+            known = self.moves.get((state, step))
+            if known is not None:
+                break
+            tried.append((state, step))
+            child = self.paths.numbers.get((state, step))
+            if child is not None and child in self.prefixes:
+                known = child
+                break
+            if state == 0:
+                known = 0
+                break
+            state = self.fail[state]
+        for key in tried:
+            self.moves[key] = known
+        return known
 
+    def _state(self, path: int) -> int:
+        """The state after reading *path*: its longest end that begins a pattern."""
+        unread = []
+        while path not in self.states:
+            unread.append(path)
+            path = self.paths.parent[path]
+        state = self.states[path]
+        for path in reversed(unread):
+            state = self.states[path] = self._move(state, self.paths.step[path])
+        return state
 
-def _ends_alike(path: tuple[Any, ...], ends: dict[Any, Any]) -> bool:
-    """Whether *path* ends with one of the paths of *ends*, or one of them ends with it;
-    neither empty."""
-    node = ends
-    for step in reversed(path):
-        found = node.get(step)
-        if found is None:
-            return False
-        if _WHOLE in found:
-            return True
-        node = found
-    return bool(path)
+    def ends(self, path: int) -> bool:
+        """Whether *path* ends with one of the patterns."""
+        return self.accepts[self._state(path)]
+
+    def ending(self, paths: set[int]) -> set[int]:
+        """The patterns one of *paths* ends with."""
+        found: set[int] = set()
+        seen: set[int] = set()
+        for path in paths:
+            state = self._state(path)
+            while state and state not in seen:
+                seen.add(state)
+                if state in self.patterns:
+                    found.add(state)
+                state = self.fail[state]
+        return found
 
 
 def _is(value: Any, expected: Any) -> bool:
