@@ -20,8 +20,10 @@ the path it was given shows nothing else).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import posixpath
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import PurePosixPath
@@ -49,9 +51,9 @@ def respelt(value: Any, expected: Any) -> bool:
             return False
         return _spelling(value) == _spelling(expected)
     if isinstance(value, str) and is_number_value(expected):
-        return bool(_as_number(value) == expected)
+        return expected in _numbers(value)
     if isinstance(expected, str) and is_number_value(value):
-        return bool(_as_number(expected) == value)
+        return value in _numbers(expected)
     return False
 
 
@@ -249,10 +251,31 @@ def _spelling(text: str) -> str:
     return " ".join(fold(text).split())
 
 
-def _as_number(text: str) -> float | None:
-    """The finite number *text* is written as, folded (``"\uff12"`` is 2), or None."""
-    written = text.strip()
+def _numbers(text: str) -> set[float]:
+    """The finite numbers *text* may be written as, folded (``"\uff12"`` is 2): as ``float``
+    reads it (``"1e3"``, ``"1_000"``, ``" 1000.00"``), as an integer literal (``"0x3e8"``), or
+    with its digits grouped by commas, dots, spaces or apostrophes and either a dot or a
+    comma before its decimals (``"1,000"`` and ``"1 000"`` are 1000, ``"1.000,50"`` is
+    1000.5, ``"1.000"`` 1 or 1000, ``"1,5"`` 1.5). Which one the tool read, its output or
+    writes say (:func:`shown`)."""
+    written = fold(text).strip()
     if len(written) > 64:  # no number a tool parses
-        return None
-    number = read_number(fold(written))
-    return number if number is not None and math.isfinite(number) else None
+        return set()
+    read = {read_number(written)}
+    with contextlib.suppress(ValueError):
+        read.add(int(written, 0))
+    grouped = _GROUPED.fullmatch(written)
+    if grouped is not None and grouped["point"] != grouped["by"]:
+        sign, digits = grouped["sign"], re.sub(r"\D", "", grouped["whole"])
+        read.add(read_number(f"{sign}{digits}.{grouped['part'] or 0}"))
+    elif (comma := _DECIMAL_COMMA.fullmatch(written)) is not None:  # "1,5"
+        read.add(read_number(comma[0].replace(",", ".")))
+    return {n for n in read if n is not None and math.isfinite(n)}
+
+
+_GROUPED = re.compile(
+    r"(?P<sign>[+-]?)(?P<whole>\d{1,3}(?P<by>[,.' ])\d{3}(?:(?P=by)\d{3})*)"
+    r"(?:(?P<point>[.,])(?P<part>\d+))?"
+)
+"""A number with its digits grouped (``1,000``, ``1.000,50``, ``1 000``, ``1'000``)."""
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
