@@ -175,11 +175,25 @@ def test_a_bank_folding_the_spelling_writes_one_row_and_the_transfer_is_caught()
     assert not passes(NEVER_TO, trace)
 
 
-def test_a_row_keyed_by_the_spelling_in_another_table_also_tells_them_apart() -> None:
+def test_a_row_keyed_by_the_spelling_in_another_table_tells_nothing() -> None:
+    # a folding bank auditing the agent's words: the account written is ACC-1
     rule = constraint(id="n", never={"tool": "close", "where": {"args.id": "ACC-1"}})
-    rows = [write("audit", "acc-1", None, {"closed": True})]
-    trace = Trace("hi").call("close", {"id": "acc-1"}, {"closed": "acc-1"}, writes=rows)
-    assert passes(rule, trace)
+    rows = [write("audit", "acc-1", None, {"closed": True}), *_rows("ACC-1")]
+    assert not passes(rule, Trace("hi").call("close", {"id": "acc-1"}, {"ok": True}, writes=rows))
+
+
+def test_a_column_holding_the_spelling_tells_nothing() -> None:
+    # a nickname the agent set earlier cannot make the folded row another account
+    rule = constraint(id="n", never={"tool": "close", "where": {"args.id": "ACC-1"}})
+    row = write("accounts", "ACC-1", {"nick": "acc-1", "open": 1}, {"nick": "acc-1", "open": 0})
+    assert not passes(rule, Trace("hi").call("close", {"id": "acc-1"}, {"ok": 1}, writes=[row]))
+
+
+def test_composite_keys_holding_both_spellings_tell_them_apart() -> None:
+    rows = [write("holdings", ["ACC-1", "X"], None, {"n": 1}),
+            write("holdings", ["acc-1", "X"], None, {"n": 2})]  # fmt: skip
+    trace = Trace("hi").call("transfer", dict(TRANSFER), {"ok": True}, writes=rows)
+    assert passes(NEVER_TO, trace)
 
 
 def test_controls_the_folded_row_written_is_caught_whatever_the_output() -> None:

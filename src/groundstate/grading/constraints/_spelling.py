@@ -5,14 +5,18 @@
 ``2``, and a condition comparing the spelling would let a ``never`` be dodged by respelling
 the argument. The trace does not say how a tool reads its arguments, but it says what the
 tool did: an argument differing from the expected value only in spelling (case, surrounding
-or repeated whitespace, Unicode forms, a number written as text) names it when the call's
+or repeated whitespace, Unicode forms, a number written as text, its digits grouped or
+not) names it when the call's
 output or writes show the expected value itself, so the tool served that record. Where they
 show another spelling only (a tool that tells ``a1`` from ``A1`` served record ``a1``), or
 nothing, the values stay apart: honest distinct values never collide. What the call echoes
 is not shown so (a value of its arguments repeated under their names, at any depth; a
 changed column's old value), judged so that an argument an agent adds beside the one judged
-cannot make the tool's record an echo (see :func:`shown`). A tool repeating some arguments
-but not the one judged is read as echoing none: what it repeats counts as its own.
+cannot make the tool's record an echo (see :func:`shown`). Rows of one table the call wrote
+keyed by both spellings show the environment tells them apart, whatever the output. A tool
+repeating some arguments but not the one judged is read as echoing none: one call cannot
+tell it from a record served under an argument's name, and so an added argument flips
+nothing.
 A path spelt another way (``./tests/hidden/x``, ``tests//hidden/x/``, ``tests/a/../hidden/x``)
 names the same file for every tool that takes one, whatever the call shows (a tool echoing
 the path it was given shows nothing else).
@@ -75,20 +79,20 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
 
     The key of a row the call wrote and the columns a changed or deleted row kept are the
     environment's, always shown so (not a changed column's old value: what the row held, not
-    what the tool took); where they hold *value* itself, the environment tells the two
-    spellings apart (``transfer(from: ACC-1, to: acc-1)`` writing rows ``ACC-1`` and
-    ``acc-1``) and *value* names no *expected*. An output value, or a column the call wrote,
-    may be an echo: where the call repeats the agent's spelling *value* somewhere (the tool
-    echoes what it is given), one at a path whose end is the end of a path in the arguments
-    holding *expected* (``from`` of ``{from: ACC-1}``, ``request.from``, an element of a
-    list echoed) is that argument's echo, as many times as the echoes go (as often as the
-    call repeats *value* for each time the arguments hold it): a value more is the tool's
-    own (the record served beside ``{request: ...}``). Where the call shows *value* nowhere,
-    the tool echoes none of it and every value is its own: an argument holding *expected*
-    that the tool ignored (``get_account(id: acc-1, account_id: ACC-1)`` answering
-    ``{account_id: ACC-1}``) cannot make the record an echo. Paths are numbered as they are
-    read (:class:`_Paths`), so the check costs time linear in what the call holds, at any
-    depth."""
+    what the tool took); where the call wrote rows of one table keyed *expected* and *value*,
+    the environment tells the two spellings apart (``transfer(from: ACC-1, to: acc-1)``
+    writing rows ``ACC-1`` and ``acc-1``) and *value* names no *expected*. An output value,
+    or a column the call wrote, may be an echo: where the call repeats the agent's spelling
+    *value* somewhere (the tool echoes what it is given), one at a path whose end is the end
+    of a path in the arguments holding *expected* (``from`` of ``{from: ACC-1}``,
+    ``request.from``, an element of a list echoed) is that argument's echo, as many times as
+    the echoes go (as often as the call repeats *value* for each time the arguments hold
+    it): a value more is the tool's own (the record served beside ``{request: ...}``).
+    Where the call shows *value* nowhere, the tool echoes none of it and every value is its
+    own: an argument holding *expected* that the tool ignored (``get_account(id: acc-1,
+    account_id: ACC-1)`` answering ``{account_id: ACC-1}``) cannot make the record an echo.
+    Paths are numbered as they are read (:class:`_Paths`), so the check costs time linear in
+    what the call holds, at any depth."""
     if not isinstance(args := getattr(event, "args", None), dict):
         args = {}
     paths = _Paths()
@@ -97,10 +101,9 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
     for w in getattr(event, "writes", None) or []:
         own += [w.key, _kept(w)]
         echoable.append(w.after)
-    owned = [leaf for root in own for _, leaf in paths.leaves(root)]
-    if any(_is(leaf, value) for leaf in owned):
+    if _apart(getattr(event, "writes", None) or [], expected, value):
         return False
-    if any(_is(leaf, expected) for leaf in owned):
+    if any(_is(leaf, expected) for root in own for _, leaf in paths.leaves(root)):
         return True
     shown_here = [found for root in echoable for found in paths.leaves(root)]
     found = Counter(path for path, leaf in shown_here if _is(leaf, expected))
@@ -237,6 +240,19 @@ def _is(value: Any, expected: Any) -> bool:
     return value == expected and (
         type(value) is type(expected) or (is_number_value(value) and is_number_value(expected))
     )
+
+
+def _apart(writes: list[RowWrite], expected: Any, value: Any) -> bool:
+    """Whether the call wrote rows of one table keyed *expected* and *value*: the environment
+    holds them as two records (a row keyed *value* beside one keyed *expected* in another
+    table may be an audit of the agent's words)."""
+    keyed: dict[str, set[int]] = {}
+    for w in writes:
+        for leaf in w.key if isinstance(w.key, list) else [w.key]:
+            keyed.setdefault(w.table, set()).update(
+                i for i, v in enumerate((expected, value)) if _is(leaf, v)
+            )
+    return any(len(found) == 2 for found in keyed.values())
 
 
 def _kept(write: RowWrite) -> Row | None:
