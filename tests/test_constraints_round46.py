@@ -10,8 +10,8 @@
 - A row the call wrote keyed by the agent's own spelling (``acc-1`` beside ``ACC-1``) shows
   the environment tells the spellings apart: an honest transfer between the two broke a
   ``never`` on ``ACC-1``.
-- A number written with grouped digits (``"1,000"``, ``"1 000"``, ``"1.000,00"``) or as an
-  integer literal (``"0x3e8"``) was no spelling of 1000, so a tool parsing it let the agent
+- A number written with grouped digits (``"1,000"``, ``"1 000"``, ``"1.000,00"``) was no
+  spelling of 1000, so a tool parsing it let the agent
   dodge ``never: {where: {args.amount: 1000}}``.
 """
 
@@ -204,14 +204,14 @@ def test_controls_the_folded_row_written_is_caught_whatever_the_output() -> None
     assert not passes(rule, trace)
 
 
-# --- 4. numbers written with grouped digits or as integer literals -----------------------------
+# --- 4. numbers written with grouped digits --------------------------------------------------
 
 NEVER_1000 = constraint(id="n", never={"tool": "refund", "where": {"args.amount": 1000}})
 MUST_1000 = constraint(
     id="m", at_least={"n": 1, "match": {"tool": "refund", "where": {"args.amount": 1000}}}
 )
 GROUPED_1000 = ["1,000", "1 000", "1\u202f000", "1'000", "1\u2019000", "1.000,00", "1,000.00",
-                "\uff11,\uff10\uff10\uff10", "0x3e8", "1000.", "+1,000"]  # fmt: skip
+                "\uff11,\uff10\uff10\uff10", "1000.", "+1,000"]  # fmt: skip
 
 
 @pytest.mark.parametrize("amount", GROUPED_1000)
@@ -242,7 +242,7 @@ def test_controls_a_tool_reading_a_decimal_comma_served_another_amount() -> None
     ("text", "number", "reads"),
     [("1,000", 1000, True), ("1.000", 1000, True), ("1.000", 1, True), ("1,000", 1, False),
      ("1,5", 1.5, True), ("1,50,000", 150000, False), ("12,34", 1234, False),
-     ("1,000,000", 1_000_000, True), ("1.000.000,5", 1_000_000.5, True), ("0b11", 3, True),
+     ("1,000,000", 1_000_000, True), ("1.000.000,5", 1_000_000.5, True), ("0b11", 3, False),
      ("1e400", 1, False), ("nan", 0, False)],
 )  # fmt: skip
 def test_which_numbers_a_text_may_be_written_as(text: str, number: float, reads: bool) -> None:

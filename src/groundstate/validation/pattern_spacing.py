@@ -88,10 +88,11 @@ def _groups_unread(pattern: str) -> str | None:
         return None  # refused as it is, elsewhere
     for text in texts:
         if DIGIT_GROUPS.search(text) and found.search(text) and not found.search(normalise(text)):
+            shown, read = (t if len(t) <= 40 else t[:40] + "..." for t in (text, normalise(text)))
             return (
-                f"a match such as {text!r} holds three or more digit groups joined by dots or "
-                f"commas, which normalised text writes without them ({normalise(text)!r}) and "
-                "the pattern does not match so: write such numbers' digits without separators"
+                f"a match such as {shown!r} holds three or more digit groups joined by dots or "
+                f"commas, which normalised text writes without them ({read!r}) and the "
+                "pattern does not match so: write such numbers' digits without separators"
             )
     return None
 
@@ -104,7 +105,8 @@ def _spelt(items: list[tuple[Any, Any]]) -> list[str]:
     """A few texts the parts *items* match in a row (at most :data:`_SPELT`)."""
     texts = [""]
     for op, av in items:
-        texts = [a + b for a in texts for b in _spellings(op, av)][:_SPELT]
+        after = _spellings(op, av)
+        texts = list(itertools.islice((a + b for a in texts for b in after), _SPELT))
     return texts
 
 
@@ -117,7 +119,8 @@ def _spellings(op: Any, av: Any) -> list[str]:
         held = [c for c in "1.,a" if _holds(av, c)]
         return held[:1] if held[:1] == ["a"] else [c for c in held if c != "a"] or [""]
     if op is _sre.BRANCH:
-        return [t for branch in av[1] for t in _spelt(list(branch))][:_SPELT]
+        spelt = (t for branch in av[1] for t in _spelt(list(branch)))
+        return list(itertools.islice(spelt, _SPELT))
     if op is _sre.SUBPATTERN:
         return _spelt(list(av[-1]))
     if op is _sre.ATOMIC_GROUP:
@@ -125,7 +128,7 @@ def _spellings(op: Any, av: Any) -> list[str]:
     if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
         once = _spelt(list(av[2]))
         least, most = min(av[0], _LOOPS), min(av[1], av[0] + 4, _LOOPS)
-        return [t * n for n in range(least, most + 1) for t in once][:_SPELT]
+        return list(itertools.islice((t * n for n in range(least, most + 1) for t in once), _SPELT))
     if op is _sre.ANY:
         return ["a"]
     return [""]  # an anchor, a lookaround, a backreference: no characters spelt

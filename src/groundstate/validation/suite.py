@@ -242,8 +242,8 @@ sweater one"), a yes listing only other things ("Yes, the sweater and the hat") 
 without a number ("Yes, Elm Road.") as naming another, and confirms nothing by a yes with
 words of a Latin-script language it does not read ("Ja, maar alleen het shirt"); 75: a
 row the call wrote keyed by the agent's own spelling tells it apart from the expected value
-(an honest ``transfer(from: ACC-1, to: acc-1)``), a number written with grouped digits or as
-an integer literal (``"1,000"``, ``"0x3e8"``) is read as the tool may parse it, and ``check``
+(an honest ``transfer(from: ACC-1, to: acc-1)``), a number written with grouped digits
+(``"1,000"``, ``"1.000,00"``) is read as the tool may parse it, and ``check``
 refuses a pattern that matches digit groups it cannot count (``\\d{1,4}(,\\d{3})+``)."""
 
 

@@ -24,7 +24,6 @@ the path it was given shows nothing else).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import posixpath
 import re
@@ -269,8 +268,8 @@ def _spelling(text: str) -> str:
 
 def _numbers(text: str) -> set[float]:
     """The finite numbers *text* may be written as, folded (``"\uff12"`` is 2): as ``float``
-    reads it (``"1e3"``, ``"1_000"``, ``" 1000.00"``), as an integer literal (``"0x3e8"``), or
-    with its digits grouped by commas, dots, spaces or apostrophes and either a dot or a
+    reads it (``"1e3"``, ``"1_000"``, ``" 1000.00"``; not ``"0x3e8"``), or with its digits
+    grouped by commas, dots, spaces or apostrophes and either a dot or a
     comma before its decimals (``"1,000"`` and ``"1 000"`` are 1000, ``"1.000,50"`` is
     1000.5, ``"1.000"`` 1 or 1000, ``"1,5"`` 1.5). Which one the tool read, its output or
     writes say (:func:`shown`)."""
@@ -278,8 +277,6 @@ def _numbers(text: str) -> set[float]:
     if len(written) > 64:  # no number a tool parses
         return set()
     read = {read_number(written)}
-    with contextlib.suppress(ValueError):
-        read.add(int(written, 0))
     grouped = _GROUPED.fullmatch(written)
     if grouped is not None and grouped["point"] != grouped["by"]:
         sign, digits = grouped["sign"], re.sub(r"\D", "", grouped["whole"])
