@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.grading.constraints._text import DIGIT_GROUPS, DIGIT_SEPARATORS
+from groundstate.grading.constraints._text import DIGIT_GROUPS, DIGIT_SEPARATORS, normalise
 
 _SPACE, _DEAD, _OTHER, _START, _END, _BREAK = "space", "dead", "other", "start", "end", "break"
 _DEAD_ESCAPES = {"n": "\\n", "t": "\\t", "r": "\\r", "f": "\\f", "v": "\\v"}
@@ -62,7 +62,7 @@ def spacing_problem(pattern: str) -> str | None:
     quantifiers, a verbose pattern's layout): refused only when no text it matches is
     normalised text. The part named is the first the pattern's text shows, where one does."""
     if _matchable(pattern):
-        return None
+        return _groups_unread(pattern)
     if _matchable(pattern, digits=False):
         return (
             "every match has a space, '-' or '/' between two digits, or digit groups joined "
@@ -73,6 +73,84 @@ def spacing_problem(pattern: str) -> str | None:
         "every match needs spacing it never has across the pattern's groups (two spaces in "
         "a row, a space at the start or end, a line break or tab)"
     )
+
+
+def _groups_unread(pattern: str) -> str | None:
+    """Why *pattern* cannot be judged on some of its matches of three or more digit groups
+    joined by dots or commas, or None: one that matches such a text (``1,111,111`` for
+    ``\\d{1,4}(,\\d{3})+``) but not its normalised text (``1111111``) lets a ``never`` on
+    it hold whatever the agent writes so, however many groups the pattern allows. Judged on
+    the texts the pattern spells (each part its first few ways, a digit as ``1``)."""
+    try:
+        found = re.compile(pattern, re.IGNORECASE)
+        texts = _spelt(list(_sre.parse(pattern, re.IGNORECASE)))
+    except (re.error, OverflowError, RecursionError):
+        return None  # refused as it is, elsewhere
+    for text in texts:
+        if DIGIT_GROUPS.search(text) and found.search(text) and not found.search(normalise(text)):
+            shown, read = (t if len(t) <= 40 else t[:40] + "..." for t in (text, normalise(text)))
+            return (
+                f"a match such as {shown!r} holds three or more digit groups joined by dots or "
+                f"commas, which normalised text writes without them ({read!r}) and the "
+                "pattern does not match so: write such numbers' digits without separators"
+            )
+    return None
+
+
+_SPELT = 256
+"""The most texts :func:`_spelt` spells for one part of a pattern."""
+
+
+def _spelt(items: list[tuple[Any, Any]]) -> list[str]:
+    """A few texts the parts *items* match in a row (at most :data:`_SPELT`)."""
+    texts = [""]
+    for op, av in items:
+        after = _spellings(op, av)
+        texts = list(itertools.islice((a + b for a in texts for b in after), _SPELT))
+    return texts
+
+
+def _spellings(op: Any, av: Any) -> list[str]:
+    """A few texts one part matches: a class as a digit, a dot or a comma it holds (else
+    one character it holds), a repeat 0 to 4 times past its least."""
+    if op is _sre.LITERAL:
+        return [chr(av)]
+    if op is _sre.IN:
+        held = [c for c in "1.,a" if _holds(av, c)]
+        return held[:1] if held[:1] == ["a"] else [c for c in held if c != "a"] or [""]
+    if op is _sre.BRANCH:
+        spelt = (t for branch in av[1] for t in _spelt(list(branch)))
+        return list(itertools.islice(spelt, _SPELT))
+    if op is _sre.SUBPATTERN:
+        return _spelt(list(av[-1]))
+    if op is _sre.ATOMIC_GROUP:
+        return _spelt(list(av))
+    if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT):
+        once = _spelt(list(av[2]))
+        least, most = min(av[0], _LOOPS), min(av[1], av[0] + 4, _LOOPS)
+        return list(itertools.islice((t * n for n in range(least, most + 1) for t in once), _SPELT))
+    if op is _sre.ANY:
+        return ["a"]
+    return [""]  # an anchor, a lookaround, a backreference: no characters spelt
+
+
+def _holds(items: list[tuple[Any, Any]], char: str) -> bool:
+    """Whether the class *items* (``[...]``, ``\\d``) matches *char* (one of ``1.,a``)."""
+    categories = {
+        _sre.CATEGORY_DIGIT: char.isdigit(),
+        _sre.CATEGORY_NOT_DIGIT: not char.isdigit(),
+        _sre.CATEGORY_WORD: char.isalnum(),
+        _sre.CATEGORY_NOT_WORD: not char.isalnum(),
+        _sre.CATEGORY_NOT_SPACE: True,
+    }
+    negated = any(op is _sre.NEGATE for op, _ in items)
+    held = any(
+        (op is _sre.LITERAL and chr(av) == char)
+        or (op is _sre.RANGE and av[0] <= ord(char) <= av[1])
+        or (op is _sre.CATEGORY and categories.get(av, False))
+        for op, av in items
+    )
+    return held != negated
 
 
 def _named_part(pattern: str) -> str | None:
