@@ -1982,6 +1982,8 @@ def _readings(sentence: str) -> list[str]:
     its asides (:func:`_without_asides`: "I have \u2014 as requested \u2014 refunded the
     socks"), a request of the customer's said back left out of both (:func:`_unreported`)."""
     said = _unreported(sentence)
+    if not _SET_OFF.search(said):  # no aside: one reading (most sentences)
+        return [said]
     return list(dict.fromkeys([said, _without_asides(said)]))
 
 
@@ -2146,17 +2148,32 @@ def _sentences(text: str) -> Iterator[str]:
                 yield sentence.strip()
 
 
-def _sentences_read(text: str) -> Iterator[tuple[str, str]]:
+def _sentences_read(text: str) -> tuple[tuple[str, str], ...]:
     """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
     looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`): the one home
-    of what every reader of a claim reads."""
+    of what every reader of a claim reads. Kept per text, as :func:`_in_english` is: each of
+    policy 9's readers asks for them, for every message (a str subclass is read every time)."""
+    cached = type(text) is str and len(text) <= _CACHED_TEXT
+    return _read_cached(text) if cached else _read_sentences(text)
+
+
+_CACHED_TEXT = 4096
+
+
+@lru_cache(maxsize=1024)
+def _read_cached(text: str) -> tuple[tuple[str, str], ...]:
+    return _read_sentences(text)
+
+
+def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
+    read: list[tuple[str, str]] = []
     place, asked = "", False
     for sentence in _sentences(text):
-        for said in _readings(_resolved(sentence, place, asked)):
-            yield sentence, said
+        read += [(sentence, said) for said in _readings(_resolved(sentence, place, asked))]
         places = [found[1] for found in _GOODS_PLACE.finditer(sentence) if _a_place(found[1])]
         place = places[-1] if places else place
         asked = _REPORTED.search(sentence) is not None
+    return tuple(read)
 
 
 _GOODS_PLACE = re.compile(
@@ -2187,6 +2204,8 @@ _RECEIVING_PRONOUN = re.compile(
     r"\b(?:she|he)(?=(?:'ll| will| should| is going to)(?: now)? (?:receive|get)\b)"
 )
 """A person named by a pronoun as receiving goods ("she will receive it")."""
+_POINTING = re.compile(r"\b(?:there|address|place|location|destination|one|s?he)\b")
+"""A word of one of the anaphors above: the sentences without one are left as they are."""
 _DONE_BY_ELLIPSIS = re.compile(
     r"(?:(?<=\band )|(?<=\bso )|(?<=[,;] )|^)(?:now )?(?:i|we|it|they|that|this|she|he)(?: now)?"
     r"(?: (?:will|have|has|did|does|do|is|are|should)|'ll|'ve)(?: now| already)?(?: done| been)?"
@@ -2217,7 +2236,7 @@ def _resolved(sentence: str, place: str, asked: bool) -> str:
 
         return pattern.sub(named, text)
 
-    if _THERE.search(sentence) or _THAT_PLACE.search(sentence) or "he " in sentence:
+    if _POINTING.search(sentence):
         sentence = pointed(_RECEIVING_PRONOUN, "{}", sentence)
         sentence = pointed(_THAT_PLACE, "{}", sentence)
         sentence = pointed(_THERE, "to {}", sentence)
