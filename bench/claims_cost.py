@@ -59,7 +59,11 @@ def measure(passes: int) -> dict[str, Any]:
     readers = [getattr(checks, name) for name in READERS]
     memos = [v for v in vars(checks).values() if callable(getattr(v, "cache_clear", None))]
     traces = [
-        [e.text for e in case.events if isinstance(e, MessageEvent) and e.role == "agent" and e.text]
+        [
+            e.text
+            for e in case.events
+            if isinstance(e, MessageEvent) and e.role == "agent" and e.text
+        ]
         for case in load_cases()
     ]
 

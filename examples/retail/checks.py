@@ -1621,8 +1621,8 @@ class _Places:
     :func:`_norm` spells them, the places the customer asked goods sent to ("to my office":
     ``office``), the words of a message that are names (capitalised, not opening a sentence:
     ``evanston``), with those the customer wrote as names (``mentioned``: "Ship it to
-    Florence" makes the reply's "to florence" a place); and what tells goods an exchange sends from those ordered: the colours of
-    the items of every order the attempt's tools named."""
+    Florence" makes the reply's "to florence" a place); and what tells goods an exchange sends
+    from those ordered: the colours of the items of every order the attempt's tools named."""
 
     stored: frozenset[str]
     asked: frozenset[str]
@@ -1791,7 +1791,10 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
     sizes = {fold(str(size)) for order, size in s0.query(_SIZES) if order in named_orders}
     mentioned = frozenset().union(*map(_names, said))
     return _Places(
-        frozenset(stored), frozenset(asked), frozenset(colours), sizes=frozenset(sizes),
+        frozenset(stored),
+        frozenset(asked),
+        frozenset(colours),
+        sizes=frozenset(sizes),
         mentioned=mentioned,
     )
 
@@ -2183,12 +2186,10 @@ _GOODS_PLACE = re.compile(
 )
 """A place goods are said to go to, sent, asked for or not: "ship to Evanston", "sent to your
 office", "for it to go to Maria"; what an anaphor after it names (:func:`_resolved`)."""
+_NOT_THERE_AFTER = "from in out over up down here and or so but is are was were be been"
 _THERE = re.compile(
     r"(?<=[\w'] )"
-    + "".join(
-        rf"(?<!\b{word} )"
-        for word in "from in out over up down here and or so but is are was were be been".split()
-    )
+    + "".join(rf"(?<!\b{word} )" for word in _NOT_THERE_AFTER.split())
     + r"there\b(?!')(?! (?:is|are|was|were|will|would|has|have|had|may|might|should|could|must"
     r"|seems?|appears?|you|we)\b)"
 )

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 74
+VALIDATOR_REVISION = 75
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -240,7 +240,12 @@ request of the customer's said back ("You asked that it should ship to Evanston"
 yes as naming no thing ("Yes, John."), a noun ending like a comparative as a thing ("the
 sweater one"), a yes listing only other things ("Yes, the sweater and the hat") and a street
 without a number ("Yes, Elm Road.") as naming another, and confirms nothing by a yes with
-words of a Latin-script language it does not read ("Ja, maar alleen het shirt")."""
+words of a Latin-script language it does not read ("Ja, maar alleen het shirt"); 75: policy 9
+reads a short standard or a verb and its object after "to" as no place ("ships to grade", "to
+replace your jacket"), a city or a name the customer wrote bearing a quality's ending as one
+("to florence"), a person or an office of another's as a new receiver ("his wife", "her
+office"), and an anaphor after a place or a request said back as naming it ("You asked that
+it ship to Evanston, and it now ships there", "..., and it will")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
