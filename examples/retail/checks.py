@@ -2196,11 +2196,13 @@ _THERE = re.compile(
 """"there" naming a place goods go to ("it now ships there", "it's on its way there"; not
 "there is", "from there", "so there you go")."""
 _THAT_PLACE = re.compile(
-    r"\b(?:that|this) (?:new )?(?:address|place|location|destination)\b(?: you (?:gave|asked for"
-    r"|wanted|requested|mentioned|named|provided))?|\bthe (?:new )?(?:address|place|location"
-    r"|destination|one) you (?:gave|asked for|wanted|requested|mentioned|named|provided)\b"
+    r"(?<=\b(?:to|at) )(?:(?:that|this) (?:new )?(?:address|place|location|destination)\b"
+    r"(?: you (?:gave|asked for|wanted|requested|mentioned|named|provided))?"
+    r"|the (?:new )?(?:address|place|location|destination|one) you (?:gave|asked for|wanted"
+    r"|requested|mentioned|named|provided)\b)"
 )
-"""A place named by pointing back: "to that address", "to the address you gave"."""
+"""A place named by pointing back after "to" or "at": "to that address", "to the address you
+gave"."""
 _RECEIVING_PRONOUN = re.compile(
     r"\b(?:she|he)(?=(?:'ll| will| should| is going to)(?: now)? (?:receive|get)\b)"
 )
