@@ -17,6 +17,8 @@ change refused by the tool) and grades every constraint of the task."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from groundstate.spec.suite import Suite
@@ -305,3 +307,12 @@ def test_a_sentence_without_an_aside_has_one_reading_and_one_with_two() -> None:
         "i have \u2014 as requested \u2014 refunded the socks.",
         "i have refunded the socks.",
     ]
+
+
+def test_the_bench_reads_with_readers_the_checks_have() -> None:
+    path = EXAMPLES.parent / "bench" / "claims_cost.py"
+    spec = importlib.util.spec_from_file_location("_bench_claims_cost", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert all(callable(getattr(CHECKS, name, None)) for name in bench.READERS)
