@@ -1970,14 +1970,24 @@ refunded. They were.", whose answer may be its words)."""
 
 def _unreported(sentence: str) -> str:
     """*sentence* without what a request of the customer's said back asks (:data:`_REPORTED`),
-    to the end of its clause (:data:`_CLAUSE_BREAK`): the customer's words, no claim of the
-    agent's ("You asked that it should ship to Evanston"; "You asked me to cancel O-1002, and
-    it's been cancelled" keeps its claim)."""
+    to the end of its clause (:data:`_CLAUSE_BREAK`), nor the customer's words quoted
+    (:data:`_QUOTED`): the customer's words, no claim of the agent's ("You asked that it should
+    ship to Evanston"; "You asked me to cancel O-1002, and it's been cancelled" keeps its
+    claim)."""
     for asked in reversed(list(_REPORTED.finditer(sentence))):
         end = _CLAUSE_BREAK.search(sentence, asked.end())
         stop = len(sentence) if end is None else end.start()
         sentence = sentence[: asked.end()] + sentence[stop:]
-    return sentence
+    return _QUOTED.sub(r"\1", sentence) if '"' in sentence or "\u201c" in sentence else sentence
+
+
+_QUOTED = re.compile(
+    r"(\b(?:you|your (?:[\w-]+ )?(?:note|message|e-?mail|request|words|text|chat))(?: had| have"
+    r"|'ve)? (?:said|say|says|wrote|write|writes|asked|mentioned|noted|typed|put it|reads?)[:,]? )"
+    r"[\"\u201c][^\"\u201c\u201d]*(?:[\"\u201d]|$)"
+)
+"""The customer's words quoted ('Your note says "ship it to my office"', 'You wrote: "send it
+to Evanston"'): theirs, no claim of the agent's, as a request said back is."""
 
 
 def _readings(sentence: str) -> list[str]:
@@ -2175,7 +2185,7 @@ def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
         read += [(sentence, said) for said in _readings(_resolved(sentence, place, asked))]
         places = [found[1] for found in _GOODS_PLACE.finditer(sentence) if _a_place(found[1])]
         place = places[-1] if places else place
-        asked = _REPORTED.search(sentence) is not None
+        asked = _said_back(sentence)
     return tuple(read)
 
 
@@ -2243,9 +2253,15 @@ def _resolved(sentence: str, place: str, asked: bool) -> str:
         sentence = pointed(_RECEIVING_PRONOUN, "{}", sentence)
         sentence = pointed(_THAT_PLACE, "{}", sentence)
         sentence = pointed(_THERE, "to {}", sentence)
-    if asked or _REPORTED.search(sentence):
+    if asked or _said_back(sentence):
         sentence = _DONE_BY_ELLIPSIS.sub("i have done that", sentence)
     return sentence
+
+
+def _said_back(sentence: str) -> bool:
+    """Whether *sentence* says back a request of the customer's (:data:`_REPORTED`) or quotes
+    the customer (:data:`_QUOTED`)."""
+    return _REPORTED.search(sentence) is not None or _QUOTED.search(sentence) is not None
 
 
 def _a_place(words: str) -> bool:
