@@ -245,7 +245,8 @@ reads a short standard or a verb and its object after "to" as no place ("ships t
 replace your jacket"), a city or a name the customer wrote bearing a quality's ending as one
 ("to florence"), a person or an office of another's as a new receiver ("his wife", "her
 office"), and an anaphor after a place or a request said back as naming it ("You asked that
-it ship to Evanston, and it now ships there", "..., and it will")."""
+it ship to Evanston, and it now ships there", "..., and it will"), and the customer's words
+quoted as theirs ('Your note says "ship it to my office"')."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
