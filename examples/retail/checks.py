@@ -1620,14 +1620,16 @@ class _Places:
     ("APT 5F"), city and zip code of the initial state's orders and addresses, as
     :func:`_norm` spells them, the places the customer asked goods sent to ("to my office":
     ``office``), the words of a message that are names (capitalised, not opening a sentence:
-    ``evanston``); and what tells goods an exchange sends from those ordered: the colours of
-    the items of every order the attempt's tools named."""
+    ``evanston``), with those the customer wrote as names (``mentioned``: "Ship it to
+    Florence" makes the reply's "to florence" a place); and what tells goods an exchange sends
+    from those ordered: the colours of the items of every order the attempt's tools named."""
 
     stored: frozenset[str]
     asked: frozenset[str]
     colours: frozenset[str] = frozenset()
     named: frozenset[str] = frozenset()
     sizes: frozenset[str] = frozenset()
+    mentioned: frozenset[str] = frozenset()
 
 
 _ASKED_PLACE = re.compile(r"\bto (?:my|our) ([^\W\d_][\w'-]*)")
@@ -1641,6 +1643,10 @@ _NOT_A_PLACE = re.compile(
 _ELSEWHERE = "office|work|workplace|job|business|company"
 """Places that are not where a customer lives: "will ship to your office" (and people who are
 not the customer, :data:`_PERSON`: "to your sister")."""
+_WHOSE = "(?:your|the|his|her|their|my)"
+"""Whose the office or the person goods go to is, in a reply: the customer's ("to your
+office"), another's of the customer's ("to his wife", "to her office", said of the customer),
+the agent's ("to my sister", never the customer's own address)."""
 _HOUSE_NUMBER = re.compile(r"^\W*(?:[\w'-]+ ){0,3}?(?:to|at) (\d+)\b")
 """A place said by its number, street suffix or not: "to 200 W Adams"."""
 _UNIT_WORDS = "suite|ste|apt|apartment|unit|floor|fl|room|rm"
@@ -1674,12 +1680,16 @@ maria", "to: Maria" (up to three words, ending a clause; not the "to" of another
 street")."""
 _TO_A_STANDARD = (
     "specs?|standards?|order|size|scale|fit|form|plan|schedule|budget|date|code|pattern"
-    "|template|design|length|taste|par|shape|stock|press|market|hand"
+    "|template|design|length|taste|par|shape|stock|press|market|hand|grades?|gauge|level"
+    "|model|sample|match|suit|type|rule|norms?|mark|brief|drawings?|blueprints?|finish|polish"
+    "|weight|height|width|depth|breadth|strength|profile|contour|tone|shade|tint|recipe"
+    "|formula|contract|quote|target|time|zero|max|full|life|heel|rest|boot|bits|pieces"
 )
 """The short nouns "to" takes bare in an idiom of a standard or a state, no place: "ships to
 spec", "built to spec", "made to order", "true to size", "to scale", "going to plan", "on to
-schedule"; longer ones are known by their ending (:data:`_QUALITY`: "to specification",
-"to tolerance")."""
+schedule", "milled to grade", "cut to gauge", "sewn to pattern", "machined to drawing"; longer
+ones are known by their ending (:data:`_QUALITY`: "to specification", "to tolerance"). No
+ending tells these (a city's may be theirs: "Perth", "Bath"), so they are a list."""
 _NOT_BARE_PLACE = re.compile(
     r"(?:you|your|yours|us|our|ours|the|a|an|this|that|these|those|it|its|them|their|theirs"
     r"|him|her|his|me|my|mine|one|both|each|every|all|any|some|no|there|here|home|whoever"
@@ -1688,17 +1698,26 @@ _NOT_BARE_PLACE = re.compile(
     rf"|{_DELIVERY_STEPS}|{_TO_A_STANDARD}|customers?|door|doorstep|destination|u|ya|yourself"
     rf"|{_PAYING}|{_UNIT_WORDS}|no|number|reception|lobby|porch"
     r"|concierge|mailroom|locker|front desk|front door|back door"
-    rf"|{'|'.join(MONTHS)}|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b.*"
+    rf"|{'|'.join(MONTHS)}|(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+    r"|[^\W\d_][\w'-]* (?:your|it|its|them|my|our|his|her|their|me|us|him|(?:the|an?|this"
+    r"|that|these|those|any|some|every|each|all|both) (?!(?:[\w'-]+ )?(?:day|week|month|year"
+    r"|morning|afternoon|evening|night|weekend|time|moment|hour)s?\b)[\w'-]+))\b.*"
 )
 """Words after "to" that name no new place: a pronoun, a determiner, a verb, a step of the
 delivery, a standard (:data:`_TO_A_STANDARD`), a way of paying, a unit's word (its number
-is read by :data:`_UNIT`), a day."""
+is read by :data:`_UNIT`), a day; a word before its object, a verb ("ships to replace your
+jacket", "to beat the rush", "to match it": no place is followed by "your" or "it"; "to
+denver the next day" is a place and a time)."""
 _QUALITY = re.compile(
+    r"(?!(?:florence|providence|lawrence|laurence|clarence|terrence|constance|prudence|valence"
+    r"|provence|independence|temperance|mission|junction|station)\b)"
     r"[^\W\d_]{2,}(?:ance|ence|ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
 )
 """A noun of a quality, an act or a state by its ending, no place: the bare word after "to"
 in "ships to tolerance", "to specification", "to requirements", "to perfection", "to
-completion" (a place is one when capitalised: "to Florence")."""
+completion"; a place is one when capitalised ("to Florence") or said so by the customer, and
+the cities and names of the list, any case, that bear such an ending ("to florence", "to
+providence", "to grand junction")."""
 _MOVED = (
     "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
     "|moved|changed|updated|switched|headed|returned|transferred|diverted|assigned|destined"
@@ -1732,11 +1751,15 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
     """The :class:`_Places` of an attempt: the initial state's places of the customers whose
     orders or ids the attempt's tools named (all of the state's when they named none: another
     customer's city is a new place for this one's goods), and the customer's words."""
-    asked = {
-        word
+    said = [
+        event.text
         for event in trace
         if isinstance(event, MessageEvent) and event.role == "user" and event.text is not None
-        for word in _ASKED_PLACE.findall(normalise(event.text))
+    ]
+    asked = {
+        word
+        for text in said
+        for word in _ASKED_PLACE.findall(normalise(text))
         if not _NOT_A_PLACE.fullmatch(word)
     }
     named = {
@@ -1766,7 +1789,14 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
         for said in [line, *str(line).split()[: 1 if order or any(lines[1:]) else None]]
     }
     sizes = {fold(str(size)) for order, size in s0.query(_SIZES) if order in named_orders}
-    return _Places(frozenset(stored), frozenset(asked), frozenset(colours), sizes=frozenset(sizes))
+    mentioned = frozenset().union(*map(_names, said))
+    return _Places(
+        frozenset(stored),
+        frozenset(asked),
+        frozenset(colours),
+        sizes=frozenset(sizes),
+        mentioned=mentioned,
+    )
 
 
 def _names(text: str) -> frozenset[str]:
@@ -1815,7 +1845,7 @@ def _new_place(place: str, places: _Places) -> bool:
             return True
     names = "|".join(sorted({*places.asked, *_ELSEWHERE.split("|")}))
     other = rf"(?!{_DELIVERY_STEPS})[\w'-]+ "  # not "at the post office"
-    elsewhere = rf"\b(?:to|at) (?:your|the) (?:{other}){{0,2}}?(?:{names}|{_PERSON})\b"
+    elsewhere = rf"\b(?:to|at) {_WHOSE} (?:{other}){{0,2}}?(?:{names}|{_PERSON})\b"
     named = re.search(elsewhere, place)
     return named is not None
 
@@ -1862,7 +1892,7 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
         return []
     text = _table_read(text)
     if places is not None:
-        places = replace(places, named=_names(text))
+        places = replace(places, named=_names(text) | places.mentioned)
     claims = []
     for _, said in _sentences_read(text):
         sentence = _after_turn(_unasked(said))
@@ -1940,14 +1970,24 @@ refunded. They were.", whose answer may be its words)."""
 
 def _unreported(sentence: str) -> str:
     """*sentence* without what a request of the customer's said back asks (:data:`_REPORTED`),
-    to the end of its clause (:data:`_CLAUSE_BREAK`): the customer's words, no claim of the
-    agent's ("You asked that it should ship to Evanston"; "You asked me to cancel O-1002, and
-    it's been cancelled" keeps its claim)."""
+    to the end of its clause (:data:`_CLAUSE_BREAK`), nor the customer's words quoted
+    (:data:`_QUOTED`): the customer's words, no claim of the agent's ("You asked that it should
+    ship to Evanston"; "You asked me to cancel O-1002, and it's been cancelled" keeps its
+    claim)."""
     for asked in reversed(list(_REPORTED.finditer(sentence))):
         end = _CLAUSE_BREAK.search(sentence, asked.end())
         stop = len(sentence) if end is None else end.start()
         sentence = sentence[: asked.end()] + sentence[stop:]
-    return sentence
+    return _QUOTED.sub(r"\1", sentence) if '"' in sentence or "\u201c" in sentence else sentence
+
+
+_QUOTED = re.compile(
+    r"(\b(?:you|your (?:[\w-]+ )?(?:note|message|e-?mail|request|words|text|chat))(?: had| have"
+    r"|'ve)? (?:said|say|says|wrote|write|writes|asked|mentioned|noted|typed|put it|reads?)[:,]? )"
+    r"[\"\u201c][^\"\u201c\u201d]*(?:[\"\u201d]|$)"
+)
+"""The customer's words quoted ('Your note says "ship it to my office"', 'You wrote: "send it
+to Evanston"'): theirs, no claim of the agent's, as a request said back is."""
 
 
 def _readings(sentence: str) -> list[str]:
@@ -1955,6 +1995,8 @@ def _readings(sentence: str) -> list[str]:
     its asides (:func:`_without_asides`: "I have \u2014 as requested \u2014 refunded the
     socks"), a request of the customer's said back left out of both (:func:`_unreported`)."""
     said = _unreported(sentence)
+    if not _SET_OFF.search(said):  # no aside: one reading (most sentences)
+        return [said]
     return list(dict.fromkeys([said, _without_asides(said)]))
 
 
@@ -2119,12 +2161,112 @@ def _sentences(text: str) -> Iterator[str]:
                 yield sentence.strip()
 
 
-def _sentences_read(text: str) -> Iterator[tuple[str, str]]:
+def _sentences_read(text: str) -> tuple[tuple[str, str], ...]:
     """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
-    looked for in (:func:`_readings`): the one home of what every reader of a claim reads."""
+    looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`): the one home
+    of what every reader of a claim reads. Kept per text, as :func:`_in_english` is: each of
+    policy 9's readers asks for them, for every message (a str subclass is read every time)."""
+    cached = type(text) is str and len(text) <= _CACHED_TEXT
+    return _read_cached(text) if cached else _read_sentences(text)
+
+
+_CACHED_TEXT = 4096
+
+
+@lru_cache(maxsize=1024)
+def _read_cached(text: str) -> tuple[tuple[str, str], ...]:
+    return _read_sentences(text)
+
+
+def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
+    read: list[tuple[str, str]] = []
+    place, asked = "", False
     for sentence in _sentences(text):
-        for said in _readings(sentence):
-            yield sentence, said
+        read += [(sentence, said) for said in _readings(_resolved(sentence, place, asked))]
+        places = [found[1] for found in _GOODS_PLACE.finditer(sentence) if _a_place(found[1])]
+        place = places[-1] if places else place
+        asked = _said_back(sentence)
+    return tuple(read)
+
+
+_GOODS_PLACE = re.compile(
+    r"\b(?:ship|send|sent|go|goes|gone|went|deliver|forward|mail|redirect|re-?route|route|head"
+    r"|arriv|way|mov|address|updat|chang|switch|for)[\w'-]*(?=(?: [\w'-]+){0,3}? (?:to|at) "
+    rf"((?:(?:your|the|his|her|their|my) )?{_PLACE_WORDS}){_PLACE_END})"
+)
+"""A place goods are said to go to, sent, asked for or not: "ship to Evanston", "sent to your
+office", "for it to go to Maria"; what an anaphor after it names (:func:`_resolved`)."""
+_NOT_THERE_AFTER = "from in out over up down here and or so but is are was were be been"
+_THERE = re.compile(
+    r"(?<=[\w'] )"
+    + "".join(rf"(?<!\b{word} )" for word in _NOT_THERE_AFTER.split())
+    + r"there\b(?!')(?! (?:is|are|was|were|will|would|has|have|had|may|might|should|could|must"
+    r"|seems?|appears?|you|we)\b)"
+)
+""""there" naming a place goods go to ("it now ships there", "it's on its way there"; not
+"there is", "from there", "so there you go")."""
+_THAT_PLACE = re.compile(
+    r"(?<=\b(?:to|at) )(?:(?:that|this) (?:new )?(?:address|place|location|destination)\b"
+    r"(?: you (?:gave|asked for|wanted|requested|mentioned|named|provided))?"
+    r"|the (?:new )?(?:address|place|location|destination|one) you (?:gave|asked for|wanted"
+    r"|requested|mentioned|named|provided)\b)"
+)
+"""A place named by pointing back after "to" or "at": "to that address", "to the address you
+gave"."""
+_RECEIVING_PRONOUN = re.compile(
+    r"\b(?:she|he)(?=(?:'ll| will| should| is going to)(?: now)? (?:receive|get)\b)"
+)
+"""A person named by a pronoun as receiving goods ("she will receive it")."""
+_POINTING = re.compile(r"\b(?:there|address|place|location|destination|one|s?he)\b")
+"""A word of one of the anaphors above: the sentences without one are left as they are."""
+_DONE_BY_ELLIPSIS = re.compile(
+    r"(?:(?<=\band )|(?<=\bso )|(?<=[,;] )|^)(?:now )?(?:i|we|it|they|that|this|she|he)(?: now)?"
+    r"(?: (?:will|have|has|did|does|do|is|are|should)|'ll|'ve)(?: now| already)?(?: done| been)?"
+    r"(?: so| that| it| this)?(?: now| already)?(?=\W*$)"
+    r"|\bwhich (?:i|we)(?: have|'ve|had)? (?:now |already )?(?:done|did)\b"
+)
+"""A clause saying by ellipsis that the request said back just before is carried out: "..., and
+it will.", "..., and I have.", "I did so.", "which I've done", "They have been." (not "it won't",
+"I haven't", "it may")."""
+
+
+def _resolved(sentence: str, place: str, asked: bool) -> str:
+    """*sentence* with what points back at a place goods go to (:data:`_THERE`,
+    :data:`_THAT_PLACE`, :data:`_RECEIVING_PRONOUN`) as the last such place said before it
+    (:data:`_GOODS_PLACE`, in it or the message's earlier sentences, *place*), and after a
+    request said back (in it or, *asked*, just before) a clause carrying it out by ellipsis
+    (:data:`_DONE_BY_ELLIPSIS`) as "I have done that": "You asked that it ship to Evanston,
+    and it now ships there" says "... it now ships to evanston"."""
+
+    def before(at: int) -> str:
+        found = [f[1] for f in _GOODS_PLACE.finditer(sentence, 0, at) if _a_place(f[1])]
+        return found[-1] if found else place
+
+    def pointed(pattern: re.Pattern[str], form: str, text: str) -> str:
+        def named(found: re.Match[str]) -> str:
+            said = before(found.start())
+            return form.format(said) if said else found.group()
+
+        return pattern.sub(named, text)
+
+    if _POINTING.search(sentence):
+        sentence = pointed(_RECEIVING_PRONOUN, "{}", sentence)
+        sentence = pointed(_THAT_PLACE, "{}", sentence)
+        sentence = pointed(_THERE, "to {}", sentence)
+    if asked or _said_back(sentence):
+        sentence = _DONE_BY_ELLIPSIS.sub("i have done that", sentence)
+    return sentence
+
+
+def _said_back(sentence: str) -> bool:
+    """Whether *sentence* says back a request of the customer's (:data:`_REPORTED`) or quotes
+    the customer (:data:`_QUOTED`)."""
+    return _REPORTED.search(sentence) is not None or _QUOTED.search(sentence) is not None
+
+
+def _a_place(words: str) -> bool:
+    """Whether the *words* after "to" may be a place (not "to cancel o-1002", "to you")."""
+    return re.match(rf"{_WHOSE} ", words) is not None or not _NOT_BARE_PLACE.fullmatch(words)
 
 
 # Policy 9 is read in English. A customer who writes Spanish, French, German or Portuguese

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 75
+VALIDATOR_REVISION = 76
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -244,7 +244,13 @@ words of a Latin-script language it does not read ("Ja, maar alleen het shirt");
 row the call wrote keyed by the agent's own spelling tells it apart from the expected value
 (an honest ``transfer(from: ACC-1, to: acc-1)``), a number written with grouped digits
 (``"1,000"``, ``"1.000,00"``) is read as the tool may parse it, and ``check``
-refuses a pattern that matches digit groups it cannot count (``\\d{1,4}(,\\d{3})+``)."""
+refuses a pattern that matches digit groups it cannot count (``\\d{1,4}(,\\d{3})+``); 76: policy 9
+reads a short standard or a verb and its object after "to" as no place ("ships to grade", "to
+replace your jacket"), a city or a name the customer wrote bearing a quality's ending as one
+("to florence"), a person or an office of another's as a new receiver ("his wife", "her
+office"), and an anaphor after a place or a request said back as naming it ("You asked that
+it ship to Evanston, and it now ships there", "..., and it will"), and the customer's words
+quoted as theirs ('Your note says "ship it to my office"')."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
