@@ -75,6 +75,16 @@ def test_an_invisible_character_or_an_end_space_is_named(store: Store, tmp_path:
     assert "'sum ' (on line 4)" in line and "'cut\\x00' (on line 6)" in line
 
 
+def test_look_alike_ids_are_named_in_any_order(store: Store, tmp_path: Path) -> None:
+    """The id that shows as written may come first or last, and a third form too."""
+    rows = [_row(ZERO_WIDTH, 0, True), _row("fix-git", 0, False), _row("fix-git\t", 0, True),
+            _row(NFD, 0, True), _row(NFC, 0, False)]  # fmt: skip
+    line = _lookalike_warning(_imported(store, _rows(tmp_path / "r.jsonl", rows))[1])
+    assert "'fix-git\\u200b' (on line 1) and 'fix-git' (on line 2)" in line
+    assert "'fix-git\\u200b' (on line 1) and 'fix-git\\t' (on line 3)" in line
+    assert "'cafe\\u0301' (on line 4) and 'caf\\xe9' (on line 5)" in line
+
+
 def test_an_inspect_log_with_two_forms_of_a_sample_id(store: Store, tmp_path: Path) -> None:
     samples = [sample(NFC, 1, {"m": {"value": "C"}}), sample(NFD, 2, {"m": {"value": "I"}})]
     path = write_eval(tmp_path / "run.eval", samples)

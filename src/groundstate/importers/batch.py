@@ -136,7 +136,9 @@ class _Plan:
     graded: bool = False
     """Some reward is partial (strictly between 0 and 1): every reward is a partial score."""
     shown: dict[str, str] = field(default_factory=dict)
-    """Each task's id as it shows (:func:`_shown`) -> the first id that shows so."""
+    """How an id that does not show as written shows (:func:`_shown`) -> the first such id
+    (an id that shows as written is its own key, in :attr:`tasks`: most ids are, and a map of
+    them all would double what a file of many tasks holds)."""
     lookalikes: list[tuple[str, str]] = field(default_factory=list)
     """Pairs of ids (the earlier, the later) that show alike and are two tasks."""
 
@@ -149,9 +151,7 @@ class _Plan:
         integer = type(row.task_id) is IntegerKey
         if task is None:
             task = self.tasks[str(row.task_id)] = _Task(integer=integer, first=row.line)
-            earlier = self.shown.setdefault(_shown(row.task_id), row.task_id)
-            if earlier != row.task_id:
-                self.lookalikes.append((earlier, row.task_id))
+            self._compare_shown(str(row.task_id))
         elif integer != task.integer:  # 1 and "1": two ids to the file's harness, not one
             kinds = ("an integer", "text") if integer else ("text", "an integer")
             raise SpecError(
@@ -179,15 +179,27 @@ class _Plan:
         if row.unmapped:
             self.unmapped[row.unmapped] += 1
 
+    def _compare_shown(self, task_id: str) -> None:
+        """Note *task_id*, a new task's, if an earlier task's id shows as it does."""
+        key = _shown(task_id)
+        if key == task_id:  # shows as written: only an id that does not can look like it
+            earlier = self.shown.get(key)
+        else:
+            earlier = self.shown.setdefault(key, task_id)
+            if earlier == task_id:
+                earlier = key if key in self.tasks else None
+        if earlier is not None:
+            self.lookalikes.append((earlier, task_id))
+
 
 def _shown(task_id: str) -> str:
     """*task_id* as a reader sees it: one Unicode form (NFC: "é" written as one character or
     as "e" and an accent), without characters that do not show (a zero-width space, a
     direction mark, a control character) and without spaces at either end."""
+    if task_id.isascii() and task_id.isprintable():
+        return task_id.strip(" ")
     text = unicodedata.normalize("NFC", task_id)
-    if not text.isascii() or not text.isprintable():
-        text = "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Cc"))
-    return text.strip()
+    return "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Cc")).strip()
 
 
 def _lookalikes(source: ResultSource, plan: _Plan) -> str | None:
