@@ -7,16 +7,22 @@ each half, while the report shows both under one name. Every format is read thro
 place (:mod:`groundstate.importers.batch`), which now names such ids, with where each was
 first read, in one warning; the ids are kept as written (the file's harness compares them as
 written too, and an export of ours must import back as it was).
+
+A line of a row file (JSON Lines, CSV) was read whole, however long: a few MiB of gzip
+holding one line of gigabytes took the process's memory. A line is read no further than
+:data:`groundstate.importers.table.LINE_LIMIT` now, and one longer is refused naming it.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from groundstate.importers import table
 from tests.test_imports_formats import Store, cli, log, sample, tau, write_eval, write_json
 from tests.test_imports_harbor import job, trial
 from tests.test_imports_round4 import simulation, tau2_file
@@ -172,3 +178,50 @@ def test_look_alike_ids_are_two_tasks_in_every_figure(store: Store, tmp_path: Pa
         "fix-git": [(True, None), (False, None)], ZERO_WIDTH: [(False, None), (False, None)],
         NFC: [(True, None)], NFD: [(True, None), (False, None)],
     }))  # fmt: skip
+
+
+# --- a row file's line is read within a limit ---------------------------------------------
+
+
+@pytest.fixture
+def short_lines(monkeypatch: pytest.MonkeyPatch) -> int:
+    """A line limit of 2,000 characters (64 Mi in use), so that a test writes kilobytes."""
+    monkeypatch.setattr(table, "LINE_LIMIT", 2000)
+    return 2000
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "jsonl.gz", "csv-header"])
+def test_a_line_past_the_limit_is_refused_naming_it(
+    store: Store, tmp_path: Path, short_lines: int, kind: str
+) -> None:
+    """A JSON Lines or CSV line was read whole, however long: a line of gigabytes (a few MiB
+    of gzip) took the process's memory. It is read no further than the limit now."""
+    long = "x" * (short_lines * 5)
+    if kind.startswith("jsonl"):
+        rows = [_row("t", 0, True), _row("t", 1, False), {**_row("t", 2, True), "notes": long}]
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+    elif kind == "csv":
+        text = f"task_id,attempt,success,notes\nt,0,true,\nt,1,false,{long}\n"
+    else:  # a header no reader ends
+        text = "task_id,attempt,success," + long + "\nt,0,true\n"
+    path = tmp_path / f"rows.{kind.removesuffix('-header')}"
+    path.write_bytes(gzip.compress(text.encode()) if kind.endswith(".gz") else text.encode())
+    err = store.refused(path)
+    line = 1 if kind == "csv-header" else 3
+    assert f"{path}:{line}: a line of over" in err and "not a file of rows" in err
+
+
+def test_lines_within_the_limit_are_read(store: Store, tmp_path: Path, short_lines: int) -> None:
+    """False-positive guard: a line of the limit's length, break included, in either format
+    and with any break."""
+    row = _row("t", 0, True)
+    pad = short_lines - len(json.dumps({**row, "notes": ""})) - 2  # the line and its "\r\n"
+    first = json.dumps({**row, "notes": "x" * pad}) + "\r\n"
+    assert len(first) == short_lines
+    path = tmp_path / "r.jsonl"
+    path.write_bytes((first + json.dumps(_row("t", 1, False))).encode())
+    assert len(store.runs(store.imported(path))) == 2
+    cells = "x" * (short_lines - len("t,0,true,\r"))
+    csv_path = tmp_path / "r.csv"
+    csv_path.write_bytes(f"task_id,attempt,success,notes\rt,0,true,{cells}\rt,1,false,\r".encode())
+    assert len(store.runs(store.imported(csv_path))) == 2
