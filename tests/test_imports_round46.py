@@ -59,9 +59,7 @@ def _row(task: str, attempt: int, success: bool) -> dict[str, Any]:
 # --- each format: look-alike ids are named, with where each was read --------------------
 
 
-def test_two_unicode_forms_of_one_id_in_a_row_file_are_named(
-    store: Store, tmp_path: Path
-) -> None:
+def test_two_unicode_forms_of_one_id_in_a_row_file_are_named(store: Store, tmp_path: Path) -> None:
     path = _rows(tmp_path / "r.jsonl", [_row(NFC, 0, True), _row(NFD, 1, False)])
     batch, err = _imported(store, path)
     line = _lookalike_warning(err)
@@ -146,9 +144,7 @@ def test_one_id_written_one_way_says_nothing(store: Store, tmp_path: Path) -> No
     assert set(store.runs(batch)) == {(NFD, 1, 0), (NFD, 2, 0), (ZERO_WIDTH, 1, 0)}
 
 
-def test_an_export_with_look_alike_ids_imports_back_as_it_was(
-    store: Store, tmp_path: Path
-) -> None:
+def test_an_export_with_look_alike_ids_imports_back_as_it_was(store: Store, tmp_path: Path) -> None:
     """Kept as written, not merged: the round trip through our own row format is exact."""
     rows = [_row(NFC, 0, True), _row(NFD, 0, False), _row(NFD, 1, True)]
     batch, _ = _imported(store, _rows(tmp_path / "r.jsonl", rows))

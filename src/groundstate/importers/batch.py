@@ -210,8 +210,7 @@ def _lookalikes(source: ResultSource, plan: _Plan) -> str | None:
     if not plan.lookalikes:
         return None
     pairs = "; ".join(  # escaped: "é" and "e" with an accent show as one in a repr
-        f"{ascii(a)} ({_at(source, plan.tasks[a].first)}) and {ascii(b)} "
-        f"({_at(source, plan.tasks[b].first)})"
+        f"{a!a} ({_at(source, plan.tasks[a].first)}) and {b!a} ({_at(source, plan.tasks[b].first)})"
         for a, b in plan.lookalikes[:5]
     )
     more = len(plan.lookalikes) - 5
