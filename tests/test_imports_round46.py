@@ -79,6 +79,15 @@ def test_an_invisible_character_or_an_end_space_is_named(store: Store, tmp_path:
     assert "'sum ' (on line 4)" in line and "'cut\\x00' (on line 6)" in line
 
 
+def test_white_space_inside_an_id_shows_as_a_space(store: Store, tmp_path: Path) -> None:
+    """A tab or a no-break space inside an id shows as a space; two spaces do not."""
+    rows = [_row("fix git", 0, True), _row("fix\tgit", 0, False), _row("fix\u00a0git", 0, True),
+            _row("fix  git", 0, False)]  # fmt: skip
+    line = _lookalike_warning(_imported(store, _rows(tmp_path / "r.jsonl", rows))[1])
+    assert "'fix\\tgit' (on line 2)" in line and "'fix\\xa0git' (on line 3)" in line
+    assert "fix  git" not in line
+
+
 def test_look_alike_ids_are_named_in_any_order(store: Store, tmp_path: Path) -> None:
     """The id that shows as written may come first or last, and a third form too."""
     rows = [_row(ZERO_WIDTH, 0, True), _row("fix-git", 0, False), _row("fix-git\t", 0, True),

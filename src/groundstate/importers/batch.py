@@ -194,12 +194,23 @@ class _Plan:
 
 def _shown(task_id: str) -> str:
     """*task_id* as a reader sees it: one Unicode form (NFC: "é" written as one character or
-    as "e" and an accent), without characters that do not show (a zero-width space, a
-    direction mark, a control character) and without spaces at either end."""
+    as "e" and an accent), white space as spaces, without characters that do not show (a
+    zero-width space, a direction mark, a control character) and without spaces at either
+    end."""
     if task_id.isascii() and task_id.isprintable():
         return task_id.strip(" ")
     text = unicodedata.normalize("NFC", task_id)
-    return "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Cc")).strip()
+    if not text.isprintable():  # Python's printable: no format, control or space but " "
+        text = "".join(_shown_character(c) for c in text)
+    return text.strip()
+
+
+def _shown_character(c: str) -> str:
+    """White space (a tab, a no-break space) shows as a space; a format or control character
+    (a zero-width space, a direction mark, a NUL) as nothing."""
+    if c.isspace():
+        return " "
+    return "" if unicodedata.category(c) in ("Cf", "Cc") else c
 
 
 def _lookalikes(source: ResultSource, plan: _Plan) -> str | None:
