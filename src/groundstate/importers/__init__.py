@@ -53,7 +53,7 @@ from groundstate.importers.swebench import (
     swe_bench_report,
     terminal_bench,
 )
-from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
+from groundstate.importers.table import COLUMNS, LINE_LIMIT, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.importers.terminalbench import TerminalBenchSource, is_trial
 from groundstate.spec.files import optional_file, regular_file
@@ -244,12 +244,6 @@ def _first_line(handle: io.BufferedIOBase) -> bytes:
         if _BREAK.search(chunk):
             break
     return bytes(line)
-
-
-LINE_LIMIT = 1 << 26
-"""The most of a first line read to tell a row from a document: a row is kilobytes; a first
-line longer than this is a document on one line (read whole, if under its limit, by its
-reader), which was read here whole first, however large."""
 
 
 def _document_format(path: Path) -> Format:

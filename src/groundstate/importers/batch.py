@@ -18,6 +18,7 @@ import re
 import secrets
 import tempfile
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -134,6 +135,12 @@ class _Plan:
     """(task, label) of the attempts with a rerun (``retry`` > 0), checked in pass 2."""
     graded: bool = False
     """Some reward is partial (strictly between 0 and 1): every reward is a partial score."""
+    shown: dict[str, str] = field(default_factory=dict)
+    """How an id that does not show as written shows (:func:`_shown`) -> the first such id
+    (an id that shows as written is its own key, in :attr:`tasks`: most ids are, and a map of
+    them all would double what a file of many tasks holds)."""
+    lookalikes: list[tuple[str, str]] = field(default_factory=list)
+    """Pairs of ids (the earlier, the later) that show alike and are two tasks."""
 
     def add(self, source: ResultSource, row: ImportedRow) -> None:
         self.rows += 1
@@ -144,6 +151,7 @@ class _Plan:
         integer = type(row.task_id) is IntegerKey
         if task is None:
             task = self.tasks[str(row.task_id)] = _Task(integer=integer, first=row.line)
+            self._compare_shown(str(row.task_id))
         elif integer != task.integer:  # 1 and "1": two ids to the file's harness, not one
             kinds = ("an integer", "text") if integer else ("text", "an integer")
             raise SpecError(
@@ -170,6 +178,60 @@ class _Plan:
             self.mapped[row.mapped] += 1
         if row.unmapped:
             self.unmapped[row.unmapped] += 1
+
+    def _compare_shown(self, task_id: str) -> None:
+        """Note *task_id*, a new task's, if an earlier task's id shows as it does."""
+        key = _shown(task_id)
+        if key == task_id:  # shows as written: only an id that does not can look like it
+            earlier = self.shown.get(key)
+        else:
+            earlier = self.shown.setdefault(key, task_id)
+            if earlier == task_id:
+                earlier = key if key in self.tasks else None
+        if earlier is not None:
+            self.lookalikes.append((earlier, task_id))
+
+
+def _shown(task_id: str) -> str:
+    """*task_id* as a reader sees it: one Unicode form (NFC: "é" written as one character or
+    as "e" and an accent), white space as spaces, without characters that do not show (a
+    zero-width space, a direction mark, a control character) and without spaces at either
+    end."""
+    if task_id.isascii() and task_id.isprintable():
+        return task_id.strip(" ")
+    text = unicodedata.normalize("NFC", task_id)
+    if not text.isprintable():  # Python's printable: no format, control or space but " "
+        text = "".join(_shown_character(c) for c in text)
+    return text.strip()
+
+
+def _shown_character(c: str) -> str:
+    """White space (a tab, a no-break space) shows as a space; a format or control character
+    (a zero-width space, a direction mark, a NUL) as nothing."""
+    if c.isspace():
+        return " "
+    return "" if unicodedata.category(c) in ("Cf", "Cc") else c
+
+
+def _lookalikes(source: ResultSource, plan: _Plan) -> str | None:
+    """The warning for task ids that show alike and are stored as two tasks (the store, and
+    the file's harness, compare ids as written): a file merged from two machines, or ids
+    edited by hand, would split one task's attempts, and every rate with them, without
+    a sign in the report, where both show as one name."""
+    if not plan.lookalikes:
+        return None
+    pairs = "; ".join(  # escaped: "é" and "e" with an accent show as one in a repr
+        f"{a!a} ({_at(source, plan.tasks[a].first)}) and {b!a} ({_at(source, plan.tasks[b].first)})"
+        for a, b in plan.lookalikes[:5]
+    )
+    more = len(plan.lookalikes) - 5
+    return (
+        f"{source.path}: task ids that show alike differ in their Unicode form, in "
+        f"characters that do not show or in spaces at either end ({pairs}"
+        f"{f'; {more} more pairs' if more > 0 else ''}): kept as different tasks, as "
+        "written, each with its own attempts and rates; if they are one task, write its id "
+        "one way"
+    )
 
 
 _DECLARED = ("revision", "weight", "horizon", "slices", "invalid")
@@ -662,6 +724,8 @@ def _report(
             f"{len(counts)} fewer than {max(counts)}): a missing attempt is in no denominator, "
             "and pass@k and pass^k stop at the fewest valid attempts a task has"
         )
+    if (lookalikes := _lookalikes(source, plan)) is not None:
+        warnings.append(lookalikes)
     if plan.ignored:
         names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")

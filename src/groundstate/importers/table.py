@@ -4,8 +4,8 @@ Columns: ``task_id``, ``attempt`` (the label as given: ``0``, ``1``, ``"trial-a"
 ``success`` are required; ``terminal_reason``, ``cost``, ``latency``, ``partial_score``,
 ``retry``, ``slice_labels`` (a JSON list or ``a;b`` text), ``task_revision``, ``weight``,
 ``horizon``, ``input_tokens``, ``output_tokens`` and ``invalid_task`` are optional. A blank
-cell (or JSON ``null``) is "not given". Rows are read one at a time, so a file of any length
-is imported in bounded memory.
+cell (or JSON ``null``) is "not given". Rows are read one at a time, each line within
+:data:`LINE_LIMIT` characters, so a file of any length is imported in bounded memory.
 """
 
 from __future__ import annotations
@@ -57,6 +57,11 @@ COLUMNS = (
     "judge_errors",
 )
 """Every column the row format reads, in the order ``export`` writes them."""
+LINE_LIMIT = 1 << 26
+"""The most characters a line of a row file may hold: a row is kilobytes. A line longer is
+refused when rows are read (one of gigabytes, a few MiB of gzip, was read whole); when a
+file's format is told, a first line longer is a document on one line (read whole, if under
+its limit, by its reader)."""
 _TRUE = frozenset({"true", "1", "1.0", "yes"})
 _FALSE = frozenset({"false", "0", "0.0", "no"})
 
@@ -108,12 +113,13 @@ DELIMITERS = (",", ";", "\t")
 
 
 def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
-    skipped, first = _header_line(handle)
+    lines = _lines(path, handle)
+    skipped, first = _header_line(lines)
     delimiter = header_delimiter(first) or ","
     # "a, b": a space after the separator is not part of the cell (nor of a column's name).
     # Strict: a quoted cell left open at the end (a truncated file) or text after a closing
     # quote is an error, not a cell read as far as it goes ("agent_failure/incor" is a reason)
-    rows = itertools.chain([first], handle)
+    rows = itertools.chain([first], lines)
     reader = csv.reader(rows, delimiter=delimiter, skipinitialspace=delimiter != "\t", strict=True)
     try:
         header = [name.strip() for name in next(reader, [])]
@@ -136,7 +142,22 @@ def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
         raise SpecError(f"{path}:{line}", None, f"not valid CSV: {exc}{cut}") from None
 
 
-def _header_line(handle: TextIO) -> tuple[int, str]:
+def _lines(path: Path, handle: TextIO) -> Iterator[str]:
+    """*handle*'s lines, each within :data:`LINE_LIMIT` characters: one of gigabytes (a few
+    MiB of gzip hold them) was read whole, its row parsed from it, until the process ran out
+    of memory."""
+    number = 1
+    while text := handle.readline(LINE_LIMIT + 1):
+        if len(text) > LINE_LIMIT:
+            raise SpecError(
+                f"{path}:{number}", None, f"a line of over {LINE_LIMIT >> 20} Mi characters, "
+                "where a row is kilobytes: not a file of rows, or one damaged",
+            )  # fmt: skip
+        yield text
+        number += 1
+
+
+def _header_line(handle: Iterator[str]) -> tuple[int, str]:
     """The first line that is not blank, and how many blank lines came before it."""
     skipped = 0
     for text in handle:
@@ -156,7 +177,7 @@ def header_delimiter(header: str) -> str | None:
 
 
 def _json_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
-    for line, text in enumerate(handle, start=1):
+    for line, text in enumerate(_lines(path, handle), start=1):
         if not text.strip():
             continue
         data = parse_json(text, f"{path}:{line}", at_line=False)
