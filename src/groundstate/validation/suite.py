@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 74
+VALIDATOR_REVISION = 75
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -240,7 +240,13 @@ request of the customer's said back ("You asked that it should ship to Evanston"
 yes as naming no thing ("Yes, John."), a noun ending like a comparative as a thing ("the
 sweater one"), a yes listing only other things ("Yes, the sweater and the hat") and a street
 without a number ("Yes, Elm Road.") as naming another, and confirms nothing by a yes with
-words of a Latin-script language it does not read ("Ja, maar alleen het shirt")."""
+words of a Latin-script language it does not read ("Ja, maar alleen het shirt"); 75:
+``confirmed`` reads a given name in any case as a person addressed ("yes, john"), a word
+capitalised alone that no list holds ("Yes, Hoodie.", "Yes, Nike."), a word before "one" only
+ending like a describing one ("the sandal one") and an unread tail's article ("Ja, het
+shirt") as unread, a list without an article ("Yes, hat and scarf") as naming other things,
+the sentences after a plain yes with it ("Yes. Hoodie."), and the default ``no`` a yes ending
+in doubt or asking for a moment ("Yes, probably", "Yes. One sec.")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
