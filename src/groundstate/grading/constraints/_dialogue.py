@@ -199,9 +199,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?]) ")
 def _yes_sentence(text: str) -> str:
     """The first sentence of a reply read as *text*, with the sentences after it while it
     says nothing but a yes: "Yes. Hoodie." reads "yes, hoodie.", "Sure! In size M." "sure, in
-    size m.", as written with a comma; a plain yes in other words ("Sure, do it. The
-    hoodie.") reads as "yes". A question after the yes ("Yes please. Where is my hoodie?") is
-    one of its own, not read with it."""
+    size m.", as written with a comma; a plain yes in other words, or ordering the change
+    ("Sure, do it. The hoodie.", "Yes, refund it. Hoodie."), reads as "yes". A question
+    after the yes ("Yes please. Where is my hoodie?") is one of its own, not read with it."""
     if type(text) is not str or len(text) > READ_ONCE_CHARS:
         return _yes_sentence_read.__wrapped__(text)
     return _yes_sentence_read(text)
@@ -213,8 +213,8 @@ def _yes_sentence_read(text: str) -> str:
     while rest:
         if _YES_ALONE.match(first):
             yes = first.rstrip(".!?, ")
-        elif _REPLY_WORDS.issuperset(_TOKEN.findall(first)):
-            yes = "yes"  # "Sure, do it.", "Great, thanks."
+        elif all(map(_plain_yes_word, _TOKEN.findall(first))):
+            yes = "yes"  # "Sure, do it.", "Great, thanks.", "Yes, refund it."
         else:
             break
         following, *rest = _SENTENCE_END.split(rest[0], maxsplit=1)
@@ -222,6 +222,14 @@ def _yes_sentence_read(text: str) -> str:
             break
         first = f"{yes}, {following}"
     return first
+
+
+def _plain_yes_word(word: str) -> bool:
+    """Whether *word* is one of a plain yes's, or of one ordering the change ("refund it")."""
+    return word in _REPLY_WORDS or word in _PRONOUNS or _ABOUT_A_CHANGE.match(word) is not None
+
+
+_PRONOUNS = frozenset({"it", "them", "that", "this", "those", "these", "now"})
 
 
 # A last question that refers back to those before it ("Is that right?", "Shall I go ahead
