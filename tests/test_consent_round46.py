@@ -241,6 +241,7 @@ def test_a_sentence_after_a_plain_yes_is_read_with_it(answer: str) -> None:
         "Yes. One sec.",
         "Yes, give me a sec",
         "Yes, just a moment.",
+        "Yes, one moment please",
     ],
 )
 def test_a_later_sentence_or_tail_withdrawing_or_doubting_confirms_nothing(answer: str) -> None:
@@ -275,6 +276,7 @@ def test_a_later_sentence_naming_another_way_or_amount_confirms_nothing(answer: 
         "Yes, the second one",
         "Maybe. Yes, go ahead.",
         "Yes, of course, possibly the best idea",
+        "Yes, go ahead, it only takes a second.",
         "Yes. Please go ahead with it.",
     ],
 )
