@@ -55,6 +55,10 @@ def _evidence(answer: str, question: str = SHIRT) -> dict[str, object]:
         "Yes, thanks John",
         "Yes please, John here",
         "yes, priya, the shirt",
+        "Yes, Agent.",
+        "Yes, Honey.",
+        "yes, team",
+        "Yes, Happy.",
     ],
 )
 def test_a_person_addressed_in_any_case_confirms(answer: str) -> None:

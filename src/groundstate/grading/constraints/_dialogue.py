@@ -3090,6 +3090,7 @@ _NO_THING_BARE = frozenset(
     re.findall(
         r"\S+",
         "thanks thank cheers ta sir ma'am madam mate buddy dude man friend pal dear love boss"
+        " honey hun hon sweetie sweetheart team agent bot assistant support officer happy glad"
         " folks guys asap true deal indeed course pleasure sense agree alright fair enough"
         " awesome brilliant cool excellent fantastic wonderful lovely super nice amazing"
         " splendid terrific marvellous marvelous superb fab neat gladly happily anything"
