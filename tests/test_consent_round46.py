@@ -202,6 +202,7 @@ def test_tails_read_or_deferring_keep_confirming(answer: str) -> None:
 
 def test_the_unread_articles_are_no_word_read() -> None:
     read = {"the", "a", "an", "my", "in", "on", "de", "en", "et", "it", "min", "din", "ten", "me"}
+    read |= {"disse", "dette", "tuo", "onze", "mina", "saya", "eu", "como"}  # Portuguese, Italian
     read |= _dialogue._REPLY_WORDS | _dialogue._NO_THING_BARE
     assert _dialogue._UNREAD_THE.isdisjoint(read)
     assert not _dialogue._unread("ja, als het kan")

@@ -1037,8 +1037,8 @@ def _unread(text: str) -> bool:
 _UNREAD_THE = frozenset(
     re.findall(
         r"\S+",
-        "het mijn uw jouw onze hun det dette denne disse mitt mina tę tą tego moją mój"
-        " moje můj moji bu şu benim senin tämä tuo minun yang saya kamu ang ng yung aking"
+        "het mijn uw jouw det denne mitt tę tą tego moją mój"
+        " moje můj moji bu şu benim senin tämä minun yang kamu ang ng yung aking"
         " acest această acel egy ezt azt hii yangu",
     )
 )
@@ -2905,6 +2905,8 @@ def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], boo
         return None
     if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):
         return None
+    if _ABOUT_CANCELLING.match(head) or _CANCELLING.fullmatch(head):
+        return None  # "Annulez.", "Cancélalo.": a change ordered
     return [head], unsure
 
 
@@ -3091,6 +3093,7 @@ _NO_THING_BARE = frozenset(
         r"\S+",
         "thanks thank cheers ta sir ma'am madam mate buddy dude man friend pal dear love boss"
         " honey hun hon sweetie sweetheart team agent bot assistant support officer happy glad"
+        " nope nah nay"
         " folks guys asap true deal indeed course pleasure sense agree alright fair enough"
         " awesome brilliant cool excellent fantastic wonderful lovely super nice amazing"
         " splendid terrific marvellous marvelous superb fab neat gladly happily anything"
@@ -3905,6 +3908,7 @@ _CANCEL_THAT = re.compile(
     r"|everything|all of it|de todos modos|anyway))*(?=\W*$|[.!?,;])"
 )
 _ABOUT_CANCELLING = re.compile(r"\b(cancel|anul|annul|stornier)")
+_CANCELLING = re.compile(_CANCEL_VERB)
 
 
 def _cancels_that(event: AgentEvent, asked: MessageEvent) -> bool:
