@@ -136,10 +136,8 @@ def test_a_yes_naming_another_order_by_its_number_alone_confirms_nothing(
     """Asked to refund the socks of O-1001, "Yes, refund 1003" (O-1003 without its prefix)
     confirmed it: another record was read only by its whole id."""
     events = _answered(oracles["refund-socks"], answer)
-    if answer.startswith("OK. "):  # the other order in a second sentence: "OK." confirms
-        assert failing(retail, "refund-socks", events) == []
-    else:
-        assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"], answer
+    # the other order in a sentence after a plain "OK." too (read with it since round 46)
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"], answer
 
 
 @pytest.mark.parametrize(

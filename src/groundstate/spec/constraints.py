@@ -503,6 +503,12 @@ NO_PATTERN = (
     r"espera|espere|esperá|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp|pare)\b"
     r"|いいえ|\U0001f44e"
     rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES}){_HEDGED}\s*\?"
+    # a yes left in doubt at its end ("Yes, probably", "Yes. Maybe.", "Sure... perhaps") or
+    # asking for a moment as a clause of its own ("Yes, give me a sec", "Yes. One moment.";
+    # not "Yes, it only takes a second")
+    r"|\b(maybe|perhaps|probably|possibly)[\W_]*$"
+    r"|(^|[.!?,;] )[\W_]*((just|give me|wait|hang on|hold on)\W+)?(one|a|just a) (sec|second"
+    r"|moment|minute|min|mo)s?\b(?=( please)?[\W_]*($|[.!?,;]))"
     r"|(?<!why )\bnot\W*$"
     # a yes asked about ("Can I say yes later?"); a yes said in mockery ("Sure, when pigs fly")
     r"|^[\W_]*((can|could|should|shall|may|must|do|would) (i|we)|what if (i|we)|is it ok(ay)?"

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 76
+VALIDATOR_REVISION = 77
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -250,7 +250,13 @@ replace your jacket"), a city or a name the customer wrote bearing a quality's e
 ("to florence"), a person or an office of another's as a new receiver ("his wife", "her
 office"), and an anaphor after a place or a request said back as naming it ("You asked that
 it ship to Evanston, and it now ships there", "..., and it will"), and the customer's words
-quoted as theirs ('Your note says "ship it to my office"')."""
+quoted as theirs ('Your note says "ship it to my office"'); 77:
+``confirmed`` reads a given name in any case as a person addressed ("yes, john"), a word
+capitalised alone that no list holds ("Yes, Hoodie.", "Yes, Nike."), a word before "one" only
+ending like a describing one ("the sandal one") and an unread tail's article ("Ja, het
+shirt") as unread, a list without an article ("Yes, hat and scarf") as naming other things,
+the sentences after a plain yes with it ("Yes. Hoodie."), and the default ``no`` a yes ending
+in doubt or asking for a moment ("Yes, probably", "Yes. One sec.")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

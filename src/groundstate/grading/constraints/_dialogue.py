@@ -194,6 +194,44 @@ class _Naming:
 # "a.b@x.com" go on). Split, not searched for: a search for sentences ending in "?" would
 # scan a long run without one again from each of its characters.
 _SENTENCE_END = re.compile(r"(?<=[.!?]) ")
+
+
+def _yes_sentence(text: str) -> str:
+    """The first sentence of a reply read as *text*, with the sentences after it while it
+    says nothing but a yes: "Yes. Hoodie." reads "yes, hoodie.", "Sure! In size M." "sure, in
+    size m.", as written with a comma; a plain yes in other words, or ordering the change
+    ("Sure, do it. The hoodie.", "Yes, refund it. Hoodie."), reads as "yes". A question
+    after the yes ("Yes please. Where is my hoodie?") is one of its own, not read with it."""
+    if type(text) is not str or len(text) > READ_ONCE_CHARS:
+        return _yes_sentence_read.__wrapped__(text)
+    return _yes_sentence_read(text)
+
+
+@lru_cache(maxsize=4096)
+def _yes_sentence_read(text: str) -> str:
+    first, *rest = _SENTENCE_END.split(text, maxsplit=1)
+    while rest:
+        if _YES_ALONE.match(first):
+            yes = first.rstrip(".!?, ")
+        elif all(map(_plain_yes_word, _TOKEN.findall(first))):
+            yes = "yes"  # "Sure, do it.", "Great, thanks.", "Yes, refund it."
+        else:
+            break
+        following, *rest = _SENTENCE_END.split(rest[0], maxsplit=1)
+        if following.endswith("?"):
+            break
+        first = f"{yes}, {following}"
+    return first
+
+
+def _plain_yes_word(word: str) -> bool:
+    """Whether *word* is one of a plain yes's, or of one ordering the change ("refund it")."""
+    return word in _REPLY_WORDS or word in _PRONOUNS or _ABOUT_A_CHANGE.match(word) is not None
+
+
+_PRONOUNS = frozenset({"it", "them", "that", "this", "those", "these", "now"})
+
+
 # A last question that refers back to those before it ("Is that right?", "Shall I go ahead
 # with it?"), unless it asks about something more ("Would you like a receipt too?").
 _REFERS_BACK = re.compile(
@@ -898,6 +936,12 @@ def _check_change(
         counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
             covering[-1], values, earlier
         )
+    if counter_offer == "unread":
+        why = (
+            "named something the grader cannot tell from another thing (a word capitalised "
+            "alone, a name, a brand, or a word that may describe the thing or name another)"
+        )
+        return _unconfirmed_by(constraint, change, covering[-1], why, "unread")
     if counter_offer is not None:
         why = f"named another {counter_offer} than the question's"
         if counter_offer == "term":
@@ -978,7 +1022,29 @@ def _unread_script(answer: MessageEvent) -> bool:
 def _unread(text: str) -> bool:
     if _UNREAD_LETTER.search(_OPENING_HAI.sub("", text, count=1)) is not None:
         return True
-    return not _UNREAD_WORDS.isdisjoint(_TOKEN.findall(text))
+    words = set(_TOKEN.findall(text))
+    if not _UNREAD_WORDS.isdisjoint(words):
+        return True
+    if _OPENING_JA.match(text) and not _THE_AFTER_JA.isdisjoint(words):
+        return True  # "Ja, de trui": no German "de"
+    return not _UNREAD_THE.isdisjoint(_TOKEN.findall(_DEFERRING_TAIL.sub("", text)))
+
+
+# Articles, possessives and demonstratives (the words a thing named comes with) in the same
+# languages, that a phrase the reader reads as a yes may hold ("Ja, als het kan"): "Ja, het
+# shirt", "Ja, mijn trui", "Ok, bu gömlek", "Ok, yang biru". After "ja", which opens German
+# as well as Dutch and the Scandinavian languages, "de", "en" and "et" are no German.
+_UNREAD_THE = frozenset(
+    re.findall(
+        r"\S+",
+        "het mijn uw jouw det denne mitt tę tą tego moją mój"
+        " moje můj moji bu şu benim senin tämä minun yang kamu ang ng yung aking"
+        " acest această acel egy ezt azt hii yangu",
+    )
+)
+_OPENING_JA = re.compile(r"^[\W_]*ja\b")
+_THE_AFTER_JA = frozenset({"de", "en", "et"})
+_DEFERRING_TAIL = re.compile(rf"\b(als|zoals|if|as|si|se|wenn|falls) {POLITE_DEFERRING}")
 
 
 def _agreed_otherwise(
@@ -1603,7 +1669,7 @@ def _own_terms(yes: _Confirmation, recorded: Container[str] = frozenset()) -> bo
     "Sí, pero en talla 10", "In size M, yes."). A yes restating the question's terms ("Yes,
     in grey", "Yes, for order O-1001") or with a courtesy ("Yes, with pleasure", "Yes, by
     all means") is a yes."""
-    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    answer = _yes_sentence(message_text(yes.answer))
     found = _OWN_TERMS.match(answer)
     if found is None:
         return _but_term(answer, yes.answered, recorded)
@@ -1964,8 +2030,9 @@ def _other_record(
     no value and the question say ("Refund the socks from O-1001?" "Yes, O-1003", "Yes, the
     hoodie please"). A record turned down ("yes, not the hoodie") is no other choice, nor one
     asked about after the yes ("Yes please. Where is my hoodie?") or besides the question's
-    ("Yes, and the socks too")."""
-    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    ("Yes, and the socks too"). "unread" for a yes naming what may be another thing or not
+    (see :func:`_names_another_thing`)."""
+    answer = _yes_sentence(message_text(yes.answer))
     if _ASKS_MORE.search(answer):  # "Yes, the socks too": more, not another
         return None
     # Only words the question does not say can name another record: a plain "Yes, please go
@@ -1978,9 +2045,7 @@ def _other_record(
     for other in _records_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
-    if _names_another_thing(answer, yes.answered, known, earlier, yes.answer.text or ""):
-        return "thing"
-    return None
+    return _names_another_thing(answer, yes.answered, known, earlier, yes.answer.text or "")
 
 
 def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
@@ -1988,7 +2053,7 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
     and none of the change's ("Refund the headlamp ($35) and the bottle ($29)?" "Yes, refund
     the headlamp."): it confirms the one it names, not this one. A yes to all of them ("Yes,
     both", "Yes, refund the headlamp and the bottle") or to none by name stands."""
-    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    answer = _yes_sentence(message_text(yes.answer))
     if _TO_ALL.search(answer) or _ASKS_MORE.search(answer) or _EXCLUDING.search(answer):
         return False  # all, more, or leaving one out (see _narrowed_away)
     if _KEPT.search(answer):
@@ -2045,7 +2110,7 @@ def _choice_unmade(yes: _Confirmation) -> bool:
     offering = _offers_choice(yes.answered)
     if not offering:
         return False
-    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    answer = _yes_sentence(message_text(yes.answer))
     if set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING:
         return False
     return _GO_AHEAD.search(answer) is None or any(map(_offers_other_ways, offering))
@@ -2231,7 +2296,7 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
     naming words of several alternatives ("The Visa, not the gift card") picks by none. Taking
     all the alternatives ("Both.", "Yes, both") of ways of paying or amounts picks no single
     one: it confirms no change naming one of them."""
-    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    answer = _yes_sentence(message_text(yes.answer))
     for sentence in _offers_choice(yes.answered):
         options = _alternatives(_OR.split(sentence))
         holding = [i for i, option in enumerate(options) if _holds(option, values)]
@@ -2391,7 +2456,7 @@ def _answers_another(yes: _Confirmation, values: list[str], earlier: Sequence[Ag
     $22.00, to your Visa ending 4417. Separately, should I cancel order O-1003?" "Yes." agrees
     to cancelling O-1003, not to the refund stated before. "Yes to both" answers both, and a
     yes saying another word ("Yes to the refund") is read by the other checks."""
-    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    answer = _yes_sentence(message_text(yes.answer))
     asked = [s for s in _SENTENCE_END.split(yes.answered) if s.endswith("?")]
     if not asked or _TO_ALL.search(answer):
         return False
@@ -2434,7 +2499,7 @@ def _description(
     one", "one of them") leaves the choice unsaid, and chooses none of them. A yes to all
     ("Yes, both") or naming the change's record is no choice by description, nor is a
     description when the question lists one record."""
-    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    answer = _yes_sentence(message_text(yes.answer))
     described = list(_DESCRIBED.finditer(answer))
     if not described or _TO_ALL.search(answer) or _ASKS_MORE.search(answer):
         return None
@@ -2744,7 +2809,7 @@ def _names_another_thing(
     known: set[str],
     earlier: Sequence[AgentEvent],
     written: str = "",
-) -> bool:
+) -> str | None:
     """Whether the first sentence *answer* of a yes names only a thing, or a list of things,
     and none its *question*, the change's *known* values (one of them a thing) and the tools'
     outputs say: "Shall I refund the socks?" "Yes, the shirt." (whether or not a tool showed
@@ -2758,10 +2823,16 @@ def _names_another_thing(
     time names none, and a phrase with a pronoun, a second article or a verb is a clause
     ("the pair I bought", "the one you said", "the sooner the better", "my husband says").
     Without an article, a word of a plain yes, a courtesy or an adverb names none either
-    ("Yes, absolutely", "Yes, thanks", "Yes, sir"), nor a name the reply as *written*
-    capitalises ("Yes, John.", "Yes please, Sarah": a person addressed)."""
+    ("Yes, absolutely", "Yes, thanks", "Yes, sir"), nor a person addressed (a given name of
+    :data:`_GIVEN_NAMES` in any case, or a name after a title: "Yes, John.", "yes, john",
+    "Yes, Mr Smith").
+
+    "thing" when it names another thing; "unread" when what it names may be another thing or
+    not, and nothing else there is: a word written capitalised alone after the yes that no
+    list holds ("Yes, Hoodie.", "Yes, Nike.": a thing, a brand or a person), a word before
+    "one" ending like a word describing ("the sandal one", "the tunic one"); else None."""
     if not any(_thing(value) for value in known):
-        return False
+        return None
     answer = _unaddressed(answer, written)  # "Yes, John, the hoodie.": "yes, the hoodie."
     listed = _things_listed(answer)
     found = None if listed else _THING_NAMED.match(answer)
@@ -2769,20 +2840,21 @@ def _names_another_thing(
         bare = found.group("bare") is not None
         listed = [((found.group("thing") or found.group("bare") or found.group("first")), bare)]
     if not listed:
-        return False
+        return None
     said: set[str] | None = None
-    another = False
+    found_one: str | None = None
     for phrase, bare in listed:
         words = phrase.split()
         if bare and _addressed(words, written):
-            continue  # "Yes, John."
-        thing = _thing_of(words, bare, answer)
-        if thing is None:
+            continue  # "Yes, John.", "yes, john"
+        read = _thing_of(words, bare, answer)
+        if read is None:
             continue
+        thing, unsure = read
         if thing[0][0].isdigit():
             if not _figure_unsaid(thing[0], question, known, earlier):
-                return False
-            another = True
+                return None
+            found_one = "thing"
             continue
         if said is None:
             said = _words_said(question, known, earlier)
@@ -2790,25 +2862,33 @@ def _names_another_thing(
         # the tools showed, "the blue." of socks shown blue) leaves it to the reading of
         # records shown; a word before it ("the blue shirt" of socks shown blue) does not
         if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing):
-            return False
-        another = True
-    return another
+            return None
+        # a word written capitalised alone ("Yes, Hoodie.", "Yes, Nike."), not a name of
+        # the list, may be a person addressed, a brand or a thing: the reply is not read
+        unsure = unsure or (bare and thing == words and _capitalised(words, written))
+        if not unsure or found_one is None:
+            found_one = "unread" if unsure else "thing"
+    return found_one
 
 
-def _thing_of(words: list[str], bare: bool, answer: str) -> list[str] | None:
+def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], bool] | None:
     """The words naming the thing of a phrase *words* after a yes (*bare*: without an
     article) in the sentence *answer*: its last ("the blue shirt": shirt), a street's name
-    before its kind ("Elm Road": elm), a figure opening it ("14 Elm Road": 14); None when it
-    names none (see :func:`_names_another_thing`)."""
+    before its kind ("Elm Road": elm), a figure opening it ("14 Elm Road": 14), with whether
+    they may describe the one rather than name it ("the sandal one"); None when it names
+    none (see :func:`_names_another_thing`)."""
     if words[0][0].isdigit():
-        return words[:1]
+        return words[:1], False
+    unsure = False
     if len(words) > 1 and words[-1] in _ONE:  # "the shirt one": the shirt
-        if _describing(words[-2]):  # "the pricier one", "the original one"
+        describing = _describing(words[-2])
+        if describing:  # "the pricier one", "the original one"
             return None
+        unsure = describing is None
         words = words[:-1]
     if len(words) > 1 and words[-1] in _STREET_KINDS:  # "Elm Road": elm
         street = [w for w in words[:-1] if w not in _NO_THING]
-        return street if len(street) == len(words) - 1 else None
+        return (street, False) if len(street) == len(words) - 1 else None
     head = words[-1]
     clauses = words if bare else words[1:]
     if any(word in _CLAUSE_WORDS or word.endswith(("ed", "ing")) for word in clauses):
@@ -2825,7 +2905,9 @@ def _thing_of(words: list[str], bare: bool, answer: str) -> list[str] | None:
         return None
     if _PAYMENT.search(head) or _ABOUT_A_CHANGE.match(head) or _TIME_WORDS.match(head):
         return None
-    return [head]
+    if _ABOUT_CANCELLING.match(head) or _CANCELLING.fullmatch(head):
+        return None  # "Annulez.", "Cancélalo.": a change ordered
+    return [head], unsure
 
 
 # A yes naming a list of things ("Yes, the shirt and the hat", "Yes, both sweater and hat",
@@ -2846,7 +2928,8 @@ _PEOPLE = frozenset(re.findall(r"\S+", "i me we us you he him she her they them 
 def _things_listed(answer: str) -> list[tuple[str, bool]]:
     """The phrases of a yes naming two things or more, each with whether it comes without
     an article; none when *answer* is no such yes: one whose first phrase has no article
-    and no "both" before it ("Yes, loud and clear"), or one naming a person ("Yes, my wife
+    and no "both" before it, unless each is a word no list holds ("Yes, hat and scarf"; not
+    "Yes, loud and clear", "Yes, safe and sound"), or one naming a person ("Yes, my wife
     and I")."""
     if len(answer) > _LIST_LONGEST or not _LIST_JOINED.search(answer):
         return []
@@ -2857,17 +2940,30 @@ def _things_listed(answer: str) -> list[tuple[str, bool]]:
     matched = [m for m in map(_LIST_ITEM.fullmatch, items) if m is not None]
     if not 2 <= len(items) <= 5 or len(matched) < len(items):
         return []
-    if not found.group("both") and matched[0].group(1) is None:
+    bare = not found.group("both") and matched[0].group(1) is None
+    if bare and not all(map(_bare_noun, matched)):
         return []  # "Yes, loud and clear", "Yes, safe and sound": no article, no "both"
     if any(not _PEOPLE.isdisjoint(m.group("thing").split()) for m in matched):
         return []  # "Yes, my wife and I agree": people, not things
     return [(m.group("thing"), m.group(1) is None) for m in matched]
 
 
+def _bare_noun(item: re.Match[str]) -> bool:
+    """Whether a listed *item* is one word without an article that no list of words naming
+    no thing, describing or saying how holds ("hat", not "loud", "safe", "quickly")."""
+    word = item.group("thing")
+    return (
+        item.group(1) is None
+        and " " not in word
+        and not word.endswith("ly")
+        and not any(word in kind for kind in _NOT_NOUNS)
+    )
+
+
 def _unaddressed(answer: str, written: str) -> str:
     """*answer* without the names (see :func:`_addressed`) it says between commas or
     closing it: "yes, john, the hoodie." as "yes, the hoodie."."""
-    if written.islower() or not _ADDRESS.search(answer):
+    if not _ADDRESS.search(answer):
         return answer
     return _ADDRESS.sub(
         lambda found: found.group() if not _addressed(found["name"].split(), written) else "",
@@ -2879,11 +2975,20 @@ _ADDRESS = re.compile(r",(?: (?P<name>[^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*)?))(?=,
 
 
 def _addressed(words: list[str], written: str) -> bool:
-    """Whether each of *words* (normalised) is a name as the reply *written* writes it:
-    capitalised ("John", not "JOHN"), and not opening a sentence; a street's name and kind
-    ("Elm Road") is a place, no name."""
-    if words[-1] in _STREET_KINDS:
+    """Whether *words* (normalised) name a person addressed: a given name of
+    :data:`_GIVEN_NAMES` in any case ("John", "john"), or a title ("Mr", "Dr") or a given
+    name before names the reply *written* capitalises ("Mr Smith", "Sarah Jones"); a street's
+    name and kind ("Elm Road") is a place, no name. Another word written capitalised ("Yes,
+    Hoodie.", "Yes, Nike.") may be a thing, a brand or a person (see :func:`_capitalised`)."""
+    if words[-1] in _STREET_KINDS or not (words[0] in _GIVEN_NAMES or words[0] in _TITLES):
         return False
+    rest = words[1:]
+    return len(words) == 1 or all(w in _GIVEN_NAMES for w in rest) or _capitalised(rest, written)
+
+
+def _capitalised(words: list[str], written: str) -> bool:
+    """Whether the reply as *written* writes each of *words* (normalised) capitalised
+    ("Hoodie", not "HOODIE"), not opening a sentence."""
     names = _names_written(written) if len(written) <= READ_ONCE_CHARS else frozenset()
     return all(word in names for word in words)
 
@@ -2901,12 +3006,13 @@ _NAME_WRITTEN = re.compile(r"(?<![\w'-])[A-Z][^\W\d_]*(?![\w'-])")
 _OPENS_SENTENCE = re.compile(r"(^|[.!?:]|\n)[\W_]*$")
 
 
-def _describing(word: str) -> bool:
-    """Whether *word*, before "one", describes the thing rather than names it: a comparative
-    or superlative of an adjective ("cheaper", "pricier", "bigger", "nicest", "other"; not
-    "sweater", "vest") or a word ending like one describing, with a vowel before the ending
-    ("original", "broken", "damaged", "used"; not "ring", "table", "bed")."""
-    if word in _COMPARING:
+def _describing(word: str) -> bool | None:
+    """Whether *word*, before "one", describes the thing rather than names it: an adjective
+    of the lists or its comparative or superlative ("cheaper", "pricier", "bigger", "nicest",
+    "other", "original", "matching"; not "sweater", "vest"), or a past participle ("damaged",
+    "used"). None, for unsure, when it only ends like a word describing, with a vowel before
+    the ending ("sandal", "tunic", "earring"; not "ring", "table", "bed")."""
+    if word in _COMPARING or word in _ADJECTIVES or word in _DESCRIBING_WORDS:
         return True
     for ending in ("est", "er"):
         stem = word.removesuffix(ending)
@@ -2915,10 +3021,10 @@ def _describing(word: str) -> bool:
             if len(stem) > 2 and stem[-1] == stem[-2]:
                 forms.add(stem[:-1])  # "bigger": big
             return bool(forms & _ADJECTIVES)
-    return any(
-        word.endswith(ending) and re.search(r"[aeiouy]", word[: -len(ending)]) is not None
-        for ending in _DESCRIBING
-    )
+    for ending in _DESCRIBING:
+        if word.endswith(ending) and re.search(r"[aeiouy]", word[: -len(ending)]) is not None:
+            return True if ending == "ed" else None
+    return False
 
 
 # Adjectives whose comparatives describe a thing ("the cheaper one"), and comparatives made
@@ -2962,6 +3068,22 @@ _BEFORE_A_THING = frozenset(
 # The endings of a word describing a thing, not naming it, before "one" ("the less
 # expensive one", "the pricier one", "the other one", "the original one", "the broken one").
 _DESCRIBING = tuple(re.findall(r"\S+", "ive ous ful less able ible al ic en ed ing"))
+# Words with those endings that describe ("the original one", "the matching one").
+_DESCRIBING_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "original broken wooden golden woollen silken open hidden frozen woven stolen chosen"
+        " given forgotten expensive inexpensive defective active attractive protective"
+        " exclusive reusable washable portable adjustable comfortable affordable reversible"
+        " flexible classic basic electric metallic plastic elastic athletic casual formal"
+        " normal digital manual natural special seasonal official additional optional"
+        " personal identical practical typical medical useful colourful colorful beautiful"
+        " wonderful stainless wireless cordless sleeveless strapless backless famous"
+        " gorgeous fabulous various previous luxurious matching missing working remaining"
+        " existing following outstanding pending amazing running hiking walking sparkling"
+        " stunning boring interesting waterproof",
+    )
+)
 _YES_ALONE = re.compile(rf"({_YES_WORDS}\b[\W_]*)+$")
 # Words that name no thing after a yes without an article ("Yes, absolutely", "Yes, thanks",
 # "Yes, sir", "Sí, vale"): courtesies, words of praise or assent, forms of address, and the
@@ -2970,6 +3092,8 @@ _NO_THING_BARE = frozenset(
     re.findall(
         r"\S+",
         "thanks thank cheers ta sir ma'am madam mate buddy dude man friend pal dear love boss"
+        " honey hun hon sweetie sweetheart team agent bot assistant support officer happy glad"
+        " nope nah nay"
         " folks guys asap true deal indeed course pleasure sense agree alright fair enough"
         " awesome brilliant cool excellent fantastic wonderful lovely super nice amazing"
         " splendid terrific marvellous marvelous superb fab neat gladly happily anything"
@@ -2987,6 +3111,50 @@ _NO_THING_BARE = frozenset(
         " selbstverständlich perfeito exato ótimo correto isso esatto certamente volentieri"
         " giusto goed zeker klopt akkoord oké schön wunderbar señor señora señorita monsieur"
         " madame mademoiselle herr frau senhor senhora signore signora",
+    )
+)
+
+
+# The lists of words no noun of a list of things without an article is ("Yes, loud and
+# clear", "Yes, safe and sound", "Yes, nice and quick").
+_NOT_NOUNS = (_NO_THING, _NO_THING_BARE, _ADJECTIVES, _BEFORE_A_THING, _COMPARING, _CLAUSE_WORDS)
+_TITLES = frozenset(re.findall(r"\S+", "mr mrs ms miss mx dr prof sir madam don doña"))
+# Given names that are no common word nor a thing's, colour's or brand's name (not "Jack",
+# "Rose", "Ruby", "Jordan", "Mercedes"): a person addressed in any case ("yes, john").
+_GIVEN_NAMES = frozenset(
+    re.findall(
+        r"\S+",
+        "john james michael david richard joseph thomas charles christopher daniel matthew"
+        " anthony donald steven paul andrew joshua kenneth kevin brian george timothy ronald"
+        " edward jason jeffrey ryan jacob gary nicholas eric jonathan stephen larry justin"
+        " scott brandon benjamin samuel gregory alexander patrick raymond dennis tyler aaron"
+        " jose adam nathan henry douglas zachary peter kyle ethan walter noah jeremy"
+        " christian keith roger terry austin sean gerald carl harold dylan arthur lawrence"
+        " jesse bryan joe bruce gabriel logan albert willie alan juan wayne elijah randy"
+        " roy vincent ralph eugene russell bobby mason philip louis liam oliver lucas"
+        " mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa"
+        " nancy betty margaret sandra ashley kimberly emily donna michelle carol amanda"
+        " dorothy melissa deborah stephanie rebecca sharon laura cynthia kathleen amy"
+        " angela shirley anna brenda pamela emma nicole helen samantha katherine christine"
+        " debra rachel carolyn janet catherine maria diane julie joyce"
+        " christina lauren joan evelyn olivia judith megan cheryl martha andrea"
+        " hannah jacqueline ann gloria kathryn alice teresa sara janice doris madison"
+        " julia judy abigail marie denise beverly danielle theresa sophia marilyn"
+        " diana natalie brittany charlotte kayla alexis lori ava isabella mia harper"
+        " carlos luis jorge miguel javier alejandro fernando ricardo pedro diego pablo"
+        " sergio manuel francisco antonio rafael andres eduardo roberto alberto raul"
+        " carmen lucia elena isabel sofia valentina camila gabriela mariana paula"
+        " ana laura marta pilar pierre jacques michel philippe francois nicolas"
+        " julien mathieu antoine camille claire sophie isabelle nathalie celine amelie"
+        " hans jurgen klaus stefan wolfgang matthias andreas markus thomas lukas jonas felix"
+        " sabine petra ursula monika katrin anja lena leonie giulia francesca chiara"
+        " giuseppe giovanni marco luca matteo alessandro andrea lorenzo davide federico"
+        " joao tiago rodrigo gustavo bruno thiago rafaela beatriz fernanda juliana"
+        " priya rahul amit anil sunil ravi raj vijay sanjay deepak arjun rohan neha pooja"
+        " anjali divya kavya ananya aisha fatima mohammed muhammad ahmed ali omar hassan"
+        " yusuf ibrahim layla zainab wei li ming jun hiroshi takashi yuki kenji akira"
+        " sakura mei ji-woo min-jun seo-yeon olga ivan dmitri sergei natasha svetlana"
+        " anastasia tatiana kwame kofi amara chidi ngozi tunde",
     )
 )
 
@@ -3740,6 +3908,7 @@ _CANCEL_THAT = re.compile(
     r"|everything|all of it|de todos modos|anyway))*(?=\W*$|[.!?,;])"
 )
 _ABOUT_CANCELLING = re.compile(r"\b(cancel|anul|annul|stornier)")
+_CANCELLING = re.compile(_CANCEL_VERB)
 
 
 def _cancels_that(event: AgentEvent, asked: MessageEvent) -> bool:
