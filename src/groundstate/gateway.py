@@ -15,7 +15,9 @@ invalid attempt): integers outside SQLite's int64 and strings that are not encod
 (a lone surrogate such as ``"\\ud800"``), and whatever the environment's kind says it cannot
 store (its optional ``unrepresentable(args)``: a NUL character on PostgreSQL), and arguments
 longer than :data:`MAX_ARGUMENT_CHARS` (a tool given more could run out of memory: a crash
-the agent chose). A call that
+the agent chose), and arguments nested deeper than :data:`MAX_ARGUMENT_DEPTH` (a trace holding
+them could not be stored: the attempt's record lost, an invalid attempt of the agent's
+making). A call that
 runs past the attempt's time limit is interrupted by the environment and raises
 :class:`TimeLimitReached` (the agent's doing).
 """
@@ -49,6 +51,14 @@ arguments before the tool runs. Within it, a tool that runs out of memory or sta
 session leaves it ``episode.HEADROOM`` frames) is broken, as on any other exception: the
 suite's ``environment_failure/tool_crash``. Past it the agent asked for more than any tool is
 given: its own mistake, not an invalid attempt of its choosing."""
+
+MAX_ARGUMENT_DEPTH = 64
+"""The most levels of arrays and objects within each other a call's arguments may have
+(``{"a": [1]}`` has two); deeper ones are refused as invalid arguments before the tool runs,
+and the trace keeps them :func:`cut`. JSON and Python read far deeper (hundreds of levels),
+but pydantic serialises a record only to about 250 levels, counted from the record's root:
+a trace holding the agent's value as it came could not be stored, its evidence read, or
+its attempt judged. Honest arguments are a few levels deep."""
 
 SHOWN_CHARS = 1000
 """The most characters of arguments that are not JSON a trace keeps (their ``repr``), and
@@ -152,6 +162,25 @@ def cut(
     return list(kept.values()) + ([] if more is None else [more])
 
 
+def _too_deep(args: Any) -> str | None:
+    """Why JSON *args* are nested too deeply (:data:`MAX_ARGUMENT_DEPTH`), or None; read
+    level by level, without recursion, so any depth JSON holds is measured."""
+    level, depth = [args], 0
+    while containers := [item for item in level if isinstance(item, dict | list | tuple)]:
+        depth += 1
+        if depth > MAX_ARGUMENT_DEPTH:
+            return (
+                f"arguments: nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels of "
+                "arrays and objects within each other, the most a tool is given)"
+            )
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return None
+
+
 def _bounded(text: str) -> str:
     """*text* in about :data:`SHOWN_CHARS`, its start and end kept: a schema's message quotes
     the value it refuses (the megabytes the agent sent) and ends with why."""
@@ -186,12 +215,14 @@ class ToolGateway:
         if not isinstance(args, NotJson):  # what a session passes is checked already
             text = _json_text(args)  # once: the JSON check and the size check's text
             args = NotJson.of(args) if text is None else args
-        not_json = args.problem if isinstance(args, NotJson) else None
+        refused = f"arguments are not JSON: {args.problem}" if isinstance(args, NotJson) else None
         shown = args.shown if isinstance(args, NotJson) else args  # bounded: storable
+        if refused is None and (refused := _too_deep(args)) is not None:
+            shown = cut(args)  # to CUT_DEPTH levels: storable
         tool = self._tools.get(name)
-        oversized = None if not_json is not None else Oversized.of(args, tool, text)
+        oversized = None if refused is not None else Oversized.of(args, tool, text)
         try:
-            result = self._lookup_and_validate(name, args, not_json, oversized) or self._execute(
+            result = self._lookup_and_validate(name, args, refused, oversized) or self._execute(
                 name, args, effects
             )
             if oversized is not None:  # refused (by the schema, if not by size): cut, said
@@ -225,13 +256,15 @@ class ToolGateway:
         return result
 
     def _lookup_and_validate(
-        self, name: str, args: Any, not_json: str | None, oversized: Oversized | None
+        self, name: str, args: Any, refused: str | None, oversized: Oversized | None
     ) -> ToolResult | None:
+        """The refusal of the call, or None when the tool may run; *refused*: why its
+        arguments are refused before any check reads them (not JSON, nested too deeply)."""
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(ok=False, error=f"unknown tool {name!r}", error_class="unknown_tool")
-        if not_json is not None:
-            return _invalid(f"arguments are not JSON: {not_json}")
+        if refused is not None:
+            return _invalid(refused)
         try:
             return self._validate(tool, args, oversized)
         except RecursionError:  # JSON, yet deeper than the checks (Python) can walk

@@ -22,7 +22,8 @@ The rules, applied in order (the first that holds decides):
 Whose is a failure that depends on what the agent sent (an exhausted memory or stack, a
 check too slow to finish)? An environment failure is one "independently of the agent's
 decisions", so the harness bounds what an agent can send and serves everything within the
-bounds: a call's arguments (``gateway.MAX_ARGUMENT_CHARS`` of JSON, plain JSON values), the
+bounds: a call's arguments (``gateway.MAX_ARGUMENT_CHARS`` of JSON, plain JSON values nested at
+most ``gateway.MAX_ARGUMENT_DEPTH`` levels), the
 stack a tool or the user runs on (``episode.HEADROOM`` frames), the text the scripted user
 and every check read (``constraints.MAX_READ_CHARS``). Within them, a ``MemoryError`` or
 ``RecursionError`` raised by a suite tool is the tool's crash (rule 1, ``tool_crash``:
