@@ -32,7 +32,7 @@ from groundstate.account import (
 )
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, Held, Mark, Seal, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Held, Mark, Seal, audit_hooks_refused
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -100,6 +100,7 @@ from groundstate.trace import (
     trace_lines,
 )
 from groundstate.turns import Turn
+from groundstate.untrusted import shares_interpreter
 from groundstate.users import User, make_user
 from groundstate.workdirs import temp_root
 
@@ -1085,8 +1086,12 @@ async def run_attempt(
     turns is queueing, left out of the recorded latency."""
     started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
-    seal = HARNESS.seal()  # the watch itself, for the look after the record (see _rebound)
-    restores = wake_restores_now()  # the standard library put back from here (see _rebound)
+    # The one place that decides whether the watches against in-process code run (see
+    # groundstate.untrusted): not for the suite's own replay, nor an agent in another process.
+    watched = shares_interpreter(agent, user)
+    # The watch itself, for the look after the record, and where the standard library's
+    # wake path put back is read from (see _rebound).
+    seal, restores = (HARNESS.seal(), wake_restores_now()) if watched else (None, None)
     account = Account()  # held here too: the session's may be rebound (see _untrue)
     counts = account.counts  # and what it takes in, counted apart (see _untrue)
     session: EpisodeSession | None = None
@@ -1110,14 +1115,20 @@ async def run_attempt(
                     account,
                     seal,
                     restores,
+                    watched,
                 )
         latency = CLOCK() - t0 - turn.waited
         latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
+        if not watched and audit_hooks_refused():  # untrusted code came in meanwhile
+            seal, restores = HARNESS.seal(), wake_restores_now()  # the last look only
         if session is not None and (
-            _rebound(
-                session, progress, seal, restores
-            )  # by a thread of the agent's (reads all code)
+            # By a thread of the agent's (reads all code).
+            (
+                seal is not None
+                and restores is not None
+                and _rebound(session, progress, seal, restores)
+            )
             | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
@@ -1150,7 +1161,12 @@ async def _episode(
     account: Account | None = None,
     seal: Seal | None = None,
     restores: list[int] | None = None,
+    watched: bool = True,
 ) -> EpisodeSession | None:
+    """The attempt from its reset to its grading. *watched*: whether untrusted Python code
+    shares the interpreter (:func:`~groundstate.untrusted.shares_interpreter`); without, the
+    watches against in-process code (the harness's code rebound, the system's and the task's
+    fields changed in memory) are not run: only such code could set them off."""
     progress.evidence["environment"] = env.name
     progress.evidence["health_before"] = env.health()
     try:
@@ -1163,13 +1179,22 @@ async def _episode(
     kept, entered = session._account, _calls_entered(env)  # before the agent runs
     reports_writes = getattr(env, "reports_writes", False) is True  # (its class: rebindable)
     cwd = os.getcwd()
-    HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
-    refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
-    held = _held(session, env)
-    shape = _shape(system)
-    restores = wake_restores_now() if restores is None else restores
-    mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
-    seal = HARNESS.seal() if seal is None else seal  # the watch itself (see _rebound)
+    held: tuple[Held, ...] = ()
+    shape: str | None = None
+    mark: Mark | None = None
+    if watched:  # (audit hooks were refused as that was decided: see groundstate.untrusted)
+        HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
+        held = _held(session, env)
+        shape = _shape(system)
+        restores = wake_restores_now() if restores is None else restores
+        mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
+        seal = HARNESS.seal() if seal is None else seal  # the watch itself (see _rebound)
+
+    def rebound(mark: Mark | None) -> bool:  # code set through C: by the last look
+        if seal is None or restores is None:  # not watched
+            return False
+        return _rebound(session, progress, seal, restores, mark, held, read_code=False)
+
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
     try:
@@ -1177,9 +1202,10 @@ async def _episode(
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         # First: the session's own may be the ones. Code set through C: by the last look.
-        _rebound(session, progress, seal, restores, mark, held, read_code=False)
+        rebound(mark)
         _closed(env, session)
-        _resystemed(system, shape, session)
+        if watched:
+            _resystemed(system, shape, session)
         _signalled(session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
@@ -1208,16 +1234,16 @@ async def _episode(
         read = _AccountRead(kept)
         if (
             # By a thread of the agent's, meanwhile (code set through C: by the last look).
-            _rebound(session, progress, seal, restores, None, held, read_code=False)
+            rebound(None)
             or _closed(env, session)
-            or _resystemed(system, shape, session)
+            or (watched and _resystemed(system, shape, session))
             or _signalled(session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
             or (reports_writes and _untraced_change(session, read, progress))
             or _unlatched(session, read)
             or _behind_gateway(env, session, "locked_outside_calls", "locked")
-            or _regraded(task, suite, session)
+            or (watched and _regraded(task, suite, session))
             or _starved(session, progress)
         ):
             _take_stop(session, progress)
