@@ -1199,7 +1199,7 @@ async def _episode(
     RESERVE.keep()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
-            await _drive(agent, session, progress)
+            await _drive(agent, session, progress, watched)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         # First: the session's own may be the ones. Code set through C: by the last look.
         rebound(mark)
@@ -1715,7 +1715,9 @@ def _back_to(cwd: str, progress: _Progress) -> None:
     progress.evidence["cwd_restored"] = cwd
 
 
-async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> None:
+async def _drive(
+    agent: Agent, session: EpisodeSession, progress: _Progress, watched: bool = True
+) -> None:
     """Run the agent to its end or its time limit (an agent program's adapter may end at the
     limit itself: a ``TimeLimitReached`` from the agent is the limit too). What the agent
     returned or raised arrives as plain data (see :mod:`groundstate.returned`)."""
@@ -1724,7 +1726,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     # an hour, and held the session in a thread of its own, held the episode that long.
     until = CLOCK() + session.time_limit + END_WAIT
     try:
-        final = await run_agent(agent, session)
+        final = await run_agent(agent, session, watched=watched)
     except TimeLimitReached as exc:  # the episode's own, at the limit
         await _unheld(session, _latch_time_limit, session, exc)
     except AgentRaised as raised:
@@ -1833,7 +1835,7 @@ def _take_final(final: Final, session: EpisodeSession, progress: _Progress) -> N
         session.latch(_mismatch(f"run() returned {final.odd_kind}, not a str or None"), "final")
 
 
-async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
+async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = True) -> Final:
     """Run ``agent.run(session)`` in a thread of its own, under the session's time limit.
 
     The episode waits on the thread, not on the agent's coroutine, so an agent that blocks
@@ -1845,7 +1847,9 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     :class:`~groundstate.returned.Final`; raises :class:`TimeLimitReached` at the limit and
     :class:`~groundstate.returned.AgentRaised` with what the agent raised (a
     ``HarnessCompatibilityError`` when ``run`` is not a coroutine function). The agent is
-    handed an :class:`AgentSession`.
+    handed an :class:`AgentSession`. Not *watched* (no untrusted code shares the
+    interpreter: see :mod:`groundstate.untrusted`), the process-wide state is not read and
+    put back around its run.
     """
     facade = AgentSession(session)
     limit, started = session.time_limit, CLOCK()
@@ -1853,7 +1857,7 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     ALARMS.set(limit, rang)  # before the agent runs; never cancelled (see groundstate.alarms)
     work = lambda: _run_to_end(agent, facade)  # noqa: E731
     kept: list[Any] = []  # the process-wide state as the agent finds it: this frame's own
-    finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept)
+    finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept, watched=watched)
     (shared,) = kept
     try:
         in_time = await _settled_in_time(finished, rang)

@@ -50,13 +50,21 @@ USER_CLASSES = frozenset(
 def _is_one_of(value: Any, classes: frozenset[tuple[str, str]]) -> bool:
     """Whether *value*'s exact class is one of *classes*, by identity with the class its
     module holds (a class of the agent's own that names itself so is not: a subclass, or
-    one that sets ``__module__`` and ``__qualname__``, overrides ``run``)."""
+    one that sets ``__module__`` and ``__qualname__``, overrides ``run``), and holding no
+    code of its own (see :func:`_own_methods`)."""
     kind = type(value)
     for module_name, name in classes:
         module = sys.modules.get(module_name)
         if module is not None and kind is getattr(module, name, None):
-            return True
+            return _own_methods(value)
     return False
+
+
+def _own_methods(value: Any) -> bool:
+    """Whether *value* holds no code of its own in its attributes: no function, method or
+    other callable set on the object (a ``run`` or ``reply`` there is called in place of
+    its class's)."""
+    return not any(callable(held) for held in vars(value).values())
 
 
 def trusted_entry(module_name: str, name: str, code_file: object) -> bool:
