@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 74
+VALIDATOR_REVISION = 75
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -240,7 +240,11 @@ request of the customer's said back ("You asked that it should ship to Evanston"
 yes as naming no thing ("Yes, John."), a noun ending like a comparative as a thing ("the
 sweater one"), a yes listing only other things ("Yes, the sweater and the hat") and a street
 without a number ("Yes, Elm Road.") as naming another, and confirms nothing by a yes with
-words of a Latin-script language it does not read ("Ja, maar alleen het shirt")."""
+words of a Latin-script language it does not read ("Ja, maar alleen het shirt"); 75: the
+suite's own replays (oracle, alternatives, known-bad, mutants) run without the watches against
+in-process code when no untrusted code has run in the process (``groundstate.untrusted``): a
+tool or check of the suite's that rebinds the harness's code is no longer a prohibited
+action of the replay."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
