@@ -64,7 +64,8 @@ def _own_methods(value: Any) -> bool:
     """Whether *value* holds no code of its own in its attributes: no function, method or
     other callable set on the object (a ``run`` or ``reply`` there is called in place of
     its class's)."""
-    return not any(callable(held) for held in vars(value).values())
+    held = getattr(value, "__dict__", None)
+    return isinstance(held, dict) and not any(map(callable, held.values()))
 
 
 def trusted_entry(module_name: str, name: str, code_file: object) -> bool:
