@@ -1157,6 +1157,15 @@ def refuse_audit_hooks() -> None:
         hook.__defaults__ = (True, hook, _NOTED)
 
 
+def audit_hooks_refused() -> bool:
+    """Whether :func:`refuse_audit_hooks` has run in this process: read from the harness's
+    hook's own defaults, which it refuses to change once set (so no code can set it back).
+    Also the mark that untrusted Python code may have run in this process (see
+    :mod:`groundstate.untrusted`)."""
+    (hook,) = _AUDIT_HOOK
+    return bool((hook.__defaults__ or (True,))[0])
+
+
 def _make_audit_hook() -> Callable[..., None]:
     """The harness's audit hook, which refuses hooks added once :func:`refuse_audit_hooks`
     has run, and calls validation's watch of the files a suite's checks read. Its state is

@@ -32,7 +32,7 @@ from groundstate.account import (
 )
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, Held, Mark, Seal, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Held, Mark, Seal, audit_hooks_refused
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -100,6 +100,7 @@ from groundstate.trace import (
     trace_lines,
 )
 from groundstate.turns import Turn
+from groundstate.untrusted import shares_interpreter
 from groundstate.users import User, make_user
 from groundstate.workdirs import temp_root
 
@@ -1085,8 +1086,12 @@ async def run_attempt(
     turns is queueing, left out of the recorded latency."""
     started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
-    seal = HARNESS.seal()  # the watch itself, for the look after the record (see _rebound)
-    restores = wake_restores_now()  # the standard library put back from here (see _rebound)
+    # The one place that decides whether the watches against in-process code run (see
+    # groundstate.untrusted): not for the suite's own replay, nor an agent in another process.
+    watched = shares_interpreter(agent, user)
+    # The watch itself, for the look after the record, and where the standard library's
+    # wake path put back is read from (see _rebound).
+    seal, restores = (HARNESS.seal(), wake_restores_now()) if watched else (None, None)
     account = Account()  # held here too: the session's may be rebound (see _untrue)
     counts = account.counts  # and what it takes in, counted apart (see _untrue)
     session: EpisodeSession | None = None
@@ -1110,14 +1115,20 @@ async def run_attempt(
                     account,
                     seal,
                     restores,
+                    watched,
                 )
         latency = CLOCK() - t0 - turn.waited
         latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
+        if not watched and audit_hooks_refused():  # untrusted code came in meanwhile
+            seal, restores = HARNESS.seal(), wake_restores_now()  # the last look only
         if session is not None and (
-            _rebound(
-                session, progress, seal, restores
-            )  # by a thread of the agent's (reads all code)
+            # By a thread of the agent's (reads all code).
+            (
+                seal is not None
+                and restores is not None
+                and _rebound(session, progress, seal, restores)
+            )
             | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
@@ -1150,7 +1161,12 @@ async def _episode(
     account: Account | None = None,
     seal: Seal | None = None,
     restores: list[int] | None = None,
+    watched: bool = True,
 ) -> EpisodeSession | None:
+    """The attempt from its reset to its grading. *watched*: whether untrusted Python code
+    shares the interpreter (:func:`~groundstate.untrusted.shares_interpreter`); without, the
+    watches against in-process code (the harness's code rebound, the system's and the task's
+    fields changed in memory) are not run: only such code could set them off."""
     progress.evidence["environment"] = env.name
     progress.evidence["health_before"] = env.health()
     try:
@@ -1163,23 +1179,33 @@ async def _episode(
     kept, entered = session._account, _calls_entered(env)  # before the agent runs
     reports_writes = getattr(env, "reports_writes", False) is True  # (its class: rebindable)
     cwd = os.getcwd()
-    HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
-    refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
-    held = _held(session, env)
-    shape = _shape(system)
-    restores = wake_restores_now() if restores is None else restores
-    mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
-    seal = HARNESS.seal() if seal is None else seal  # the watch itself (see _rebound)
+    held: tuple[Held, ...] = ()
+    shape: str | None = None
+    mark: Mark | None = None
+    if watched:  # (audit hooks were refused as that was decided: see groundstate.untrusted)
+        HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
+        held = _held(session, env)
+        shape = _shape(system)
+        restores = wake_restores_now() if restores is None else restores
+        mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
+        seal = HARNESS.seal() if seal is None else seal  # the watch itself (see _rebound)
+
+    def rebound(mark: Mark | None) -> bool:  # code set through C: by the last look
+        if seal is None or restores is None:  # not watched
+            return False
+        return _rebound(session, progress, seal, restores, mark, held, read_code=False)
+
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
-            await _drive(agent, session, progress)
+            await _drive(agent, session, progress, watched)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         # First: the session's own may be the ones. Code set through C: by the last look.
-        _rebound(session, progress, seal, restores, mark, held, read_code=False)
+        rebound(mark)
         _closed(env, session)
-        _resystemed(system, shape, session)
+        if watched:
+            _resystemed(system, shape, session)
         _signalled(session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
@@ -1208,16 +1234,16 @@ async def _episode(
         read = _AccountRead(kept)
         if (
             # By a thread of the agent's, meanwhile (code set through C: by the last look).
-            _rebound(session, progress, seal, restores, None, held, read_code=False)
+            rebound(None)
             or _closed(env, session)
-            or _resystemed(system, shape, session)
+            or (watched and _resystemed(system, shape, session))
             or _signalled(session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
             or (reports_writes and _untraced_change(session, read, progress))
             or _unlatched(session, read)
             or _behind_gateway(env, session, "locked_outside_calls", "locked")
-            or _regraded(task, suite, session)
+            or (watched and _regraded(task, suite, session))
             or _starved(session, progress)
         ):
             _take_stop(session, progress)
@@ -1689,7 +1715,9 @@ def _back_to(cwd: str, progress: _Progress) -> None:
     progress.evidence["cwd_restored"] = cwd
 
 
-async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> None:
+async def _drive(
+    agent: Agent, session: EpisodeSession, progress: _Progress, watched: bool = True
+) -> None:
     """Run the agent to its end or its time limit (an agent program's adapter may end at the
     limit itself: a ``TimeLimitReached`` from the agent is the limit too). What the agent
     returned or raised arrives as plain data (see :mod:`groundstate.returned`)."""
@@ -1698,7 +1726,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     # an hour, and held the session in a thread of its own, held the episode that long.
     until = CLOCK() + session.time_limit + END_WAIT
     try:
-        final = await run_agent(agent, session)
+        final = await run_agent(agent, session, watched=watched)
     except TimeLimitReached as exc:  # the episode's own, at the limit
         await _unheld(session, _latch_time_limit, session, exc)
     except AgentRaised as raised:
@@ -1807,7 +1835,7 @@ def _take_final(final: Final, session: EpisodeSession, progress: _Progress) -> N
         session.latch(_mismatch(f"run() returned {final.odd_kind}, not a str or None"), "final")
 
 
-async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
+async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = True) -> Final:
     """Run ``agent.run(session)`` in a thread of its own, under the session's time limit.
 
     The episode waits on the thread, not on the agent's coroutine, so an agent that blocks
@@ -1819,7 +1847,9 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     :class:`~groundstate.returned.Final`; raises :class:`TimeLimitReached` at the limit and
     :class:`~groundstate.returned.AgentRaised` with what the agent raised (a
     ``HarnessCompatibilityError`` when ``run`` is not a coroutine function). The agent is
-    handed an :class:`AgentSession`.
+    handed an :class:`AgentSession`. Not *watched* (no untrusted code shares the
+    interpreter: see :mod:`groundstate.untrusted`), the process-wide state is not read and
+    put back around its run.
     """
     facade = AgentSession(session)
     limit, started = session.time_limit, CLOCK()
@@ -1827,7 +1857,7 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     ALARMS.set(limit, rang)  # before the agent runs; never cancelled (see groundstate.alarms)
     work = lambda: _run_to_end(agent, facade)  # noqa: E731
     kept: list[Any] = []  # the process-wide state as the agent finds it: this frame's own
-    finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept)
+    finished = in_loop_thread(work, f"agent-{id(session):x}", kept=kept, watched=watched)
     (shared,) = kept
     try:
         in_time = await _settled_in_time(finished, rang)

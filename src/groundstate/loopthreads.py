@@ -96,9 +96,10 @@ Outcome = tuple[BaseException | None, Any]
 Done = Callable[[Outcome], None]
 """Receives the outcome in the worker thread; must not raise."""
 
-_Job = tuple[Work[Any], str, Context, Done, threading.Event, "_SharedHooks", int]
+_Job = tuple[Work[Any], str, Context, Done, threading.Event, "_SharedHooks | None", int]
 """The work, its thread's name, the context it runs in, where its outcome goes, whether its
-caller gave up on it (see :func:`abandon`), and the process-wide state as the work found it."""
+caller gave up on it (see :func:`abandon`), and the process-wide state as the work found it
+(None: not watched, see :func:`submit`)."""
 
 
 def put_back_hooks(trace: Any, profile: Any) -> None:
@@ -191,7 +192,8 @@ class _LoopThread:
                 outcome = context.run(self._run, work)
             finally:
                 try:  # first: the rest calls builtins (``str``) the work replaced
-                    _put_back_shared(shared, streams=not given_up.is_set())
+                    if shared is not None:
+                        _put_back_shared(shared, streams=not given_up.is_set())
                 except BaseException as exc:  # delivered: a thread gone held its submitter
                     outcome = (exc, None)
                 self.thread.name = IDLE_NAME
@@ -961,13 +963,20 @@ def _take() -> _LoopThread:
 
 
 def submit(
-    work: Work[T], name: str, done: Done, given_up: threading.Event | None = None
-) -> tuple[_LoopThread, _SharedHooks]:
+    work: Work[T],
+    name: str,
+    done: Done,
+    given_up: threading.Event | None = None,
+    *,
+    watched: bool = True,
+) -> tuple[_LoopThread, _SharedHooks | None]:
     """Run *work* on an idle thread (a new one if none is idle); *done* gets its outcome
     there. The work runs in a copy of the caller's context, taken now. *given_up* is set
     when the caller stops waiting for the work (see :func:`abandon`). Returns the thread and
-    the process-wide state as the work finds it (taken now, in the caller's thread)."""
-    worker, shared = _take(), _shared_hooks()
+    the process-wide state as the work finds it (taken now, in the caller's thread), put
+    back as the work ends; not *watched* (no untrusted code shares the interpreter: see
+    :mod:`groundstate.untrusted`), None, and nothing put back."""
+    worker, shared = _take(), _shared_hooks() if watched else None
     job = (work, name, copy_context(), done, given_up or threading.Event(), shared, handed())
     worker.give(job)
     return worker, shared
@@ -996,7 +1005,7 @@ _GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], _GivenUp]
 _GIVEN_UP = weakref.WeakKeyDictionary()
 
 
-def abandon(finished: asyncio.Future[Any], shared: _SharedHooks) -> None:
+def abandon(finished: asyncio.Future[Any], shared: _SharedHooks | None) -> None:
     """The caller stops waiting for the work of :func:`in_loop_thread` behind *finished* (an
     agent past its time limit), and ignores its outcome. The process-wide state the work
     changed so far is put back now, here, as it would be at the work's end (the harness has
@@ -1013,7 +1022,8 @@ def abandon(finished: asyncio.Future[Any], shared: _SharedHooks) -> None:
     work's event, which the work can edit: an agent that set it to None, or to its own
     ``sqlite3`` adapters, kept them past its limit)."""
     finished.add_done_callback(_ignore_outcome)
-    _put_back_shared(shared, streams=True)
+    if shared is not None:  # (None: not watched)
+        _put_back_shared(shared, streams=True)
     event = _GIVEN_UP.get(finished)
     if event is not None:
         # The class's ``set``: the work may have shadowed its own, or broken what it uses
@@ -1025,13 +1035,14 @@ def abandon(finished: asyncio.Future[Any], shared: _SharedHooks) -> None:
             worker.not_joined_at_exit()
 
 
-def put_back_after(shared: _SharedHooks) -> None:
+def put_back_after(shared: _SharedHooks | None) -> None:
     """The work of :func:`in_loop_thread` has ended while its caller waited: put back what it
     changed of the process-wide state once more, from the caller's own copy *shared*. Its
     thread did so as the work ended unless the work's event said it was given up, which
     the work can make it say (``set()`` on it, its ``is_set`` shadowed). (Only what differs
-    is set: as the work's thread left it, this changes nothing.)"""
-    _put_back_shared(shared, streams=True)
+    is set: as the work's thread left it, this changes nothing.) None: not watched."""
+    if shared is not None:
+        _put_back_shared(shared, streams=True)
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
@@ -1040,7 +1051,12 @@ def _ignore_outcome(future: asyncio.Future[Any]) -> None:
 
 
 def in_loop_thread(
-    work: Work[T], name: str, *, crashes: bool = True, kept: list[_SharedHooks] | None = None
+    work: Work[T],
+    name: str,
+    *,
+    crashes: bool = True,
+    kept: list[_SharedHooks | None] | None = None,
+    watched: bool = True,
 ) -> asyncio.Future[T]:
     """:func:`submit` *work*; its result or exception arrives on the returned future of the
     running loop. The thread is a daemon, so work the caller stopped waiting for (an agent
@@ -1048,7 +1064,7 @@ def in_loop_thread(
     ``KeyboardInterrupt`` and the like arrive as crashes (``RuntimeError``), as suits an
     agent; without, they arrive as raised. *kept*, a list of the caller's own, is given the
     process-wide state as the work finds it, for :func:`abandon` and
-    :func:`put_back_after`."""
+    :func:`put_back_after` (None when not *watched*: see :func:`submit`)."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[T] = loop.create_future()
     given_up = _GIVEN_UP[finished] = _GivenUp(loop)
@@ -1059,7 +1075,7 @@ def in_loop_thread(
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             wake(loop, _deliver, finished, outcome)
 
-    given_up.worker, shared = submit(work, name, done, given_up)
+    given_up.worker, shared = submit(work, name, done, given_up, watched=watched)
     if kept is not None:
         kept.append(shared)
     return finished

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from groundstate import untrusted
 from groundstate.agents.base import Agent, Session
-from groundstate.bindings import refuse_audit_hooks
 from groundstate.errors import SpecError, exception_text, one_line
 from groundstate.interrupts import Interrupted, from_ctrl_c
 from groundstate.paths import os_reason
@@ -107,11 +107,13 @@ def _builder(system: SystemSpec) -> Callable[[], Agent]:
     """How to build *system*'s agent: the entry resolved and checked; raises what is wrong.
     Audit hooks are refused from here on (see :func:`~groundstate.bindings.refuse_audit_hooks`):
     an agent's file imported while they were let in added one that saw every connection the
-    harness opened, the checks' own, in every attempt."""
-    refuse_audit_hooks()
+    harness opened, the checks' own, in every attempt. Not for the harness's own agents
+    (``mcp-command``, the scripted replay): their import runs none of the system's code, and
+    the process is then watched as holding none (see :mod:`groundstate.untrusted`)."""
     loop = system.harness.orchestration_loop
     field = "harness.orchestration_loop.entry"
     code_file, module_name, name = resolve_entry(loop.entry, system.base_dir)
+    untrusted.noted(untrusted.trusted_entry(module_name, name, code_file))
     if code_file is None:
         module: Any = _import(module_name, system)
         _refuse_changed_module(module, system)

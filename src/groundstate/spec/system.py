@@ -507,7 +507,11 @@ def _code_hash(code_file: Path | None, entry: str) -> str:
     entry, the module's file)."""
     entry = BUILTIN_AGENTS.get(entry, (entry, ""))[0]
     if code_file is None:
-        found = importlib.util.find_spec(entry.partition(":")[0])
+        from groundstate import untrusted  # (imports the watch: not at this module's import)
+
+        module_name, _, name = entry.partition(":")
+        untrusted.noted(untrusted.trusted_entry(module_name, name, None))  # imports its package
+        found = importlib.util.find_spec(module_name)
         if found is None or found.origin is None or not Path(found.origin).is_file():
             return "unknown"
         return hash_file(Path(found.origin))

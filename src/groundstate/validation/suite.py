@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 77
+VALIDATOR_REVISION = 78
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -256,7 +256,11 @@ capitalised alone that no list holds ("Yes, Hoodie.", "Yes, Nike."), a word befo
 ending like a describing one ("the sandal one") and an unread tail's article ("Ja, het
 shirt") as unread, a list without an article ("Yes, hat and scarf") as naming other things,
 the sentences after a plain yes with it ("Yes. Hoodie."), and the default ``no`` a yes ending
-in doubt or asking for a moment ("Yes, probably", "Yes. One sec.")."""
+in doubt or asking for a moment ("Yes, probably", "Yes. One sec."); 78: the
+suite's own replays (oracle, alternatives, known-bad, mutants) run without the watches against
+in-process code when no untrusted code has run in the process (``groundstate.untrusted``): a
+tool or check of the suite's that rebinds the harness's code is no longer a prohibited
+action of the replay."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
