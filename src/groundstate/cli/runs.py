@@ -17,7 +17,7 @@ from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
-from groundstate.errors import SpecError, one_line
+from groundstate.errors import SpecError, one_line, shortened
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -258,7 +258,7 @@ def run(
             started = runner.batch_id if runner is not None else None
             if started is None or isinstance(exc, BatchLeased):
                 raise
-            click.echo(f"error: {one_line(str(exc))}; batch {started} stopped", err=True)
+            click.echo(f"error: {shortened(one_line(str(exc)))}; batch {started} stopped", err=True)
             echo_resume(started, store, again)
             sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
