@@ -113,13 +113,13 @@ class _Group(click.Group):
                 raise
             where = os.fsdecode(exc.filename)
             why = os_reason(Path(where), exc)
-            click.echo(f"error: {_said(where)}: {_said(why)}", err=True)
+            click.echo(f"error: {said(where)}: {said(why)}", err=True)
             sys.exit(2)
         except RuntimeError as exc:  # Python 3.11's Path.resolve() on a link loop (an OSError
             loop = _LINK_LOOP.fullmatch(str(exc))  # from 3.13, caught above)
             if loop is None:
                 raise
-            click.echo(f"error: {_said(loop[1])}: a loop of symbolic links", err=True)
+            click.echo(f"error: {said(loop[1])}: a loop of symbolic links", err=True)
             sys.exit(2)
 
 
@@ -131,12 +131,13 @@ def _refusal(exc: GroundstateError) -> None:
     lines = str(exc).split("\n") if exc.listed or exc.several else [str(exc)]
     for number, line in enumerate(lines):
         item = exc.listed and number > 0
-        click.echo(f"  {_said(line.strip())}" if item else f"error: {_said(line)}", err=True)
+        click.echo(f"  {said(line.strip())}" if item else f"error: {said(line)}", err=True)
 
 
-def _said(text: str) -> str:
-    """*text* as a refusal's line shows it: one line, nothing hidden (:func:`one_line`), a
-    long value shortened (:func:`shortened`: a 5,000-digit ``--seed`` named, not echoed)."""
+def said(text: str) -> str:
+    """*text* as a refusal's (or a warning's) line shows it: one line, nothing hidden
+    (:func:`one_line`), a long value shortened (:func:`shortened`: a 5,000-digit ``--seed``
+    named, not echoed)."""
     return shortened(one_line(text))
 
 
@@ -154,7 +155,7 @@ def _one_style() -> Iterator[None]:
         message = exc.format_message()
         if isinstance(exc, click.MissingParameter):  # "Choose from:\n\tjsonl,\n\tcsv": one line
             message = message.replace(":\n\t", ": ").replace(",\n\t", ", ")
-        click.echo(f"error: {_said(message)}", err=True)
+        click.echo(f"error: {said(message)}", err=True)
         context = getattr(exc, "ctx", None)
         if context is not None and context.command.get_help_option(context) is not None:
             click.echo(f"Try '{context.command_path} --help' for help.", err=True)
@@ -238,6 +239,7 @@ __all__ = [
     "main",
     "play",
     "runs",
+    "said",
     "seed_option",
     "systems",
     "tasks",

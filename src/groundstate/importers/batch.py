@@ -29,7 +29,7 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from groundstate.analysis import OutcomeColumns
-from groundstate.errors import SpecError, StoreError
+from groundstate.errors import SpecError, StoreError, named_value
 from groundstate.importers.rows import ImportedRow, IntegerKey, ResultSource, Tokens
 from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
@@ -663,7 +663,7 @@ def _report(
             "and pass@k and pass^k stop at the fewest valid attempts a task has"
         )
     if plan.ignored:
-        names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
+        names = ", ".join(named_value(n) + did_you_mean(n, COLUMNS) for n in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")
     for what, count in sorted(plan.unmapped.items()):
         warnings.append(f"{source.path}: {counted(count, 'attempt')}: {what}")
