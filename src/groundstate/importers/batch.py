@@ -577,6 +577,12 @@ def _count(value: int | None) -> str:
 
 
 @functools.cache
+def _column(name: str) -> str:
+    """A column's name as a warning names it: quoted when it has spaces (3,000 characters of
+    words are then shortened), but for a header cell left empty, named by its place."""
+    return name if name.startswith("(unnamed column ") else named_value(name)
+
+
 def _judge_errors(count: int) -> str:
     """``outcome_assertion_results`` of an imported run whose file counts *count* judge
     errors (an export of a batch run here): that many judged results whose judge could not
@@ -663,7 +669,7 @@ def _report(
             "and pass@k and pass^k stop at the fewest valid attempts a task has"
         )
     if plan.ignored:
-        names = ", ".join(named_value(n) + did_you_mean(n, COLUMNS) for n in sorted(plan.ignored))
+        names = ", ".join(_column(n) + did_you_mean(n, COLUMNS) for n in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")
     for what, count in sorted(plan.unmapped.items()):
         warnings.append(f"{source.path}: {counted(count, 'attempt')}: {what}")
