@@ -816,14 +816,18 @@ def compare_batches(
         if (note := _incomplete_note(side, batch, table.final())) is not None
     ]
     for side, batch, table in (("a", a, a_table), ("b", b, b_table)):
-        final = _final_counts(batch, table)[0]
         spent = tries(batch, table)
         if flagged := flagged_text(spent):
             notes.append(f"{side} ({batch.batch_id}) FLAGGED: {flagged}: not a verdict")
-        if counts := _compared_denominators(batch, table, _compared_tasks(comparison, side)):
-            notes.append(f"{side} ({batch.batch_id}): {counts}")
-        if judged := judge_error_text(judge_errors(final)):
-            notes.append(f"{side} ({batch.batch_id}): {judged}")
+        kept, some = _compared_tries(batch, table, _compared_tasks(comparison, side))
+        final = kept.final()
+        valid = final.valid()
+        counts = denominators_text(
+            int(valid.sum()), int((~valid).sum()), tries(batch, kept), tasks=some
+        )
+        for text in (counts, judge_error_text(judge_errors(final), tasks=some)):
+            if text:
+                notes.append(f"{side} ({batch.batch_id}): {text}")
         block = provenance(batch)
         notes += [
             f"{side} ({batch.batch_id}) {what}: {text}"
@@ -849,16 +853,17 @@ def _compared_tasks(comparison: Comparison, side: str) -> set[str]:
     return shared | set(comparison.only_in_a if side == "a" else comparison.only_in_b)
 
 
-def _compared_denominators(batch: BatchInfo, table: OutcomeTable, compared: set[str]) -> str:
-    """A side's counted attempts and tries (:func:`denominators_text`) over the *compared*
-    tasks, not the whole batch: a batch of 10 tasks compared on the 5 it shares with the
-    other side states the attempts of those 5, and says so ("" when none of them is invalid)."""
+def _compared_tries(
+    batch: BatchInfo, table: OutcomeTable, compared: set[str]
+) -> tuple[OutcomeTable, tuple[int, int] | None]:
+    """A side's counted tries over the *compared* tasks, not the whole batch, and (when that
+    leaves some out) how many of its tasks they are: a batch of 10 tasks compared on the 5 it
+    shares with the other side states the attempts, tries and judge errors of those 5
+    (:func:`denominators_text`, :func:`judge_error_text`), and says so."""
     ours = headline_tries(batch, table)[0]
     present = {ours.task_ids[i] for i in np.unique(ours.task)}
-    kept = ours.split(present - compared)[0]
-    valid = kept.final().valid()
     some = None if compared >= present else (len(present & compared), len(present))
-    return denominators_text(int(valid.sum()), int((~valid).sum()), tries(batch, kept), tasks=some)
+    return ours.split(present - compared)[0], some
 
 
 def _incomplete_note(side: str, batch: BatchInfo, final: OutcomeTable) -> str | None:

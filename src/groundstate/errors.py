@@ -50,14 +50,29 @@ hash); a longer run (a 5,000-digit ``--seed``) is shortened by :func:`shortened`
 
 _RUN = re.compile(rf"\S{{{LONG_RUN + 1},}}")
 
+_QUOTED = re.compile(
+    rf"""(?<!\w)(?:'((?:[^'\\]|\\.){{{LONG_RUN + 1},}})'"""
+    rf"""|"((?:[^"\\]|\\.){{{LONG_RUN + 1},}})")(?!\w)"""
+)
+"""A quoted value (as ``repr`` quotes it: ``'...'``, or ``"..."`` when it holds a ``'``) of
+more than :data:`LONG_RUN` characters, spaces or none: its opening quote not the apostrophe
+of a word (``suite's``)."""
+
 
 def shortened(text: str) -> str:
-    """*text* with each run of more than :data:`LONG_RUN` characters without a space shown by
-    its first 80 and last 30 characters and its length between them (the quotes and
-    punctuation around it kept apart): ``'9999...9999…(5,000 characters)…9999'``. A refusal
-    quoting a value a user gave names it and says why; echoed whole, a value of megabytes
-    buried the reason. The command line's refusals print through it (``groundstate.cli``)."""
-    return _RUN.sub(_shorten, text)
+    """*text* with each quoted value, and each run without a space, of more than
+    :data:`LONG_RUN` characters shown by its first 80 and last 30 characters and its length
+    between them (the quotes and punctuation around it kept apart):
+    ``'9999...9999…(5,000 characters)…9999'``. A refusal quoting a value a user gave names it
+    and says why; echoed whole, a value of megabytes (or a task id of 3,000 words) buried
+    the reason. The command line's refusals print through it (``groundstate.cli``)."""
+    return _RUN.sub(_shorten, _QUOTED.sub(_shorten_quoted, text))
+
+
+def _shorten_quoted(quoted: re.Match[str]) -> str:
+    value = quoted[1] if quoted[1] is not None else quoted[2]
+    mark = quoted[0][0]
+    return f"{mark}{value[:80]}…({len(value):,} characters)…{value[-30:]}{mark}"
 
 
 def _shorten(run: re.Match[str]) -> str:
@@ -83,6 +98,15 @@ def printable(text: str) -> str:
 _DIGITS = re.compile(r"Exceeds the limit \((\d+) digits\).*value has (\d+) digits", re.DOTALL)
 
 
+def named_value(value: str) -> str:
+    """*value* (an id or name a user gave) as a message names it: as it is when it is one
+    printable word (``no batch nope``), else quoted as ``repr`` quotes it, so that where it
+    ends shows and a long one is shortened (:func:`shortened`): ``no batch 'word word ...'``
+    echoed 3,000 words whole."""
+    plain = value.isprintable() and not any(c.isspace() or c in "'\"" for c in value)
+    return value if value and plain else repr(value)
+
+
 def value_problem(exc: ValueError | OverflowError) -> str:
     """What is wrong with a value Python refused to make, in the file's terms: its advice for
     an integer past 4,300 digits (``sys.set_int_max_str_digits()``) is a call an author
@@ -99,6 +123,12 @@ class GroundstateError(Exception):
     listed = False
     """Its message is a line and a list under it, one item a line (the command line prints
     each on its own line, indented; any other message is printed as one line)."""
+
+    several = False
+    """Its message is several errors, one a line (the command line prints each as an
+    ``error: ...`` line of its own; a suite's problems before ``run``). Whoever builds a
+    listed or several message makes each of its lines with :func:`one_line`: a line break in a
+    value quoted (a check's detail) must not start a line of its own."""
 
 
 class SpecError(GroundstateError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, named_value
 from groundstate.spec.suite import Suite
 
 _WILDCARDS = frozenset("*?[")
@@ -80,5 +80,5 @@ def _check_known(suite: Suite, task_ids: Sequence[str], slices: Sequence[str]) -
 
 
 def _described(task_ids: Sequence[str], slices: Sequence[str], patterns: Sequence[str]) -> str:
-    parts = [f"--task {t}" for t in task_ids] + [f"--slice {s}" for s in slices]
-    return " ".join(parts + [f"-k {p}" for p in patterns])
+    given = [("--task", task_ids), ("--slice", slices), ("-k", patterns)]
+    return " ".join(f"{option} {named_value(v)}" for option, values in given for v in values)

@@ -37,7 +37,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from groundstate.errors import GroundstateError, StoreError
+from groundstate.errors import GroundstateError, StoreError, named_value
 from groundstate.paths import (
     DEFAULT_STORE,
     LINK_LOOP,
@@ -1577,7 +1577,7 @@ class RunStore:
         if len(rows) == 1:
             return str(rows[0][0])
         if not rows:
-            raise StoreError(f"no batch {given} in the run store {self.path}")
+            raise StoreError(f"no batch {named_value(given)} in the run store {self.path}")
         listed = "; ".join(_candidate(given, *row) for row in rows[:_LISTED])
         more = f"; and {len(rows) - _LISTED} more" if len(rows) > _LISTED else ""
         raise StoreError(
@@ -1859,7 +1859,7 @@ class RunStore:
         rows = self._query(
             "SELECT record FROM runs WHERE run_id BETWEEN ? AND ?", _prefixed(run_id)
         )
-        return _one(rows, AgentRun, f"run {run_id}", self.path)
+        return _one(rows, AgentRun, f"run {named_value(run_id)}", self.path)
 
     def run_batch_id(self, run_id: str) -> str | None:
         """The batch of the run with this id (prefix), read from its row, not its record."""
@@ -2064,7 +2064,7 @@ class RunStore:
             "SELECT record, record_hash FROM batches WHERE batch_id = ?", (batch_id,)
         )
         if not rows:
-            raise StoreError(f"no batch {batch_id} in the run store {self.path}")
+            raise StoreError(f"no batch {named_value(batch_id)} in the run store {self.path}")
         batch_text, batch_hash = rows[0]
         found: list[Problem] = []
         if batch_hash is not None and _content_hash(batch_text) != batch_hash:

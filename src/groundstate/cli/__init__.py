@@ -106,29 +106,38 @@ class _Group(click.Group):
                 from groundstate.spec.files import with_line
 
                 exc = with_line(exc)
-            head, *items = str(exc).split("\n") if exc.listed else [str(exc)]
-            click.echo(f"error: {_said(head)}", err=True)  # it may quote a file
-            for item in items:  # `run`'s invalid tasks printed "...:\n  a: ..." on one line
-                click.echo(f"  {_said(item.strip())}", err=True)
+            _refusal(exc)
             sys.exit(2)
         except OSError as exc:  # a path given that cannot be made or read: a parent is a
             if exc.filename is None:  # file, a link loops, the disk is full or read-only
                 raise
             where = os.fsdecode(exc.filename)
             why = os_reason(Path(where), exc)
-            click.echo(f"error: {_said(where)}: {_said(why)}", err=True)
+            click.echo(f"error: {said(where)}: {said(why)}", err=True)
             sys.exit(2)
         except RuntimeError as exc:  # Python 3.11's Path.resolve() on a link loop (an OSError
             loop = _LINK_LOOP.fullmatch(str(exc))  # from 3.13, caught above)
             if loop is None:
                 raise
-            click.echo(f"error: {_said(loop[1])}: a loop of symbolic links", err=True)
+            click.echo(f"error: {said(loop[1])}: a loop of symbolic links", err=True)
             sys.exit(2)
 
 
-def _said(text: str) -> str:
-    """*text* as a refusal's line shows it: one line, nothing hidden (:func:`one_line`), a
-    long value shortened (:func:`shortened`: a 5,000-digit ``--seed`` named, not echoed)."""
+def _refusal(exc: GroundstateError) -> None:
+    """*exc* on stderr: one ``error: ...`` line; a listed error's items each on a line of its
+    own under it (``run``'s invalid tasks printed "...:\\n  a: ..." on one line), and each of
+    several errors on an ``error:`` line of its own (``run`` on a suite with ten problems
+    printed them on one line joined by a literal ``\\n``)."""
+    lines = str(exc).split("\n") if exc.listed or exc.several else [str(exc)]
+    for number, line in enumerate(lines):
+        item = exc.listed and number > 0
+        click.echo(f"  {said(line.strip())}" if item else f"error: {said(line)}", err=True)
+
+
+def said(text: str) -> str:
+    """*text* as a refusal's (or a warning's) line shows it: one line, nothing hidden
+    (:func:`one_line`), a long value shortened (:func:`shortened`: a 5,000-digit ``--seed``
+    named, not echoed)."""
     return shortened(one_line(text))
 
 
@@ -143,7 +152,10 @@ def _one_style() -> Iterator[None]:
     except click.exceptions.NoArgsIsHelpError:
         raise
     except click.ClickException as exc:
-        click.echo(f"error: {_said(exc.format_message())}", err=True)
+        message = exc.format_message()
+        if isinstance(exc, click.MissingParameter):  # "Choose from:\n\tjsonl,\n\tcsv": one line
+            message = message.replace(":\n\t", ": ").replace(",\n\t", ", ")
+        click.echo(f"error: {said(message)}", err=True)
         context = getattr(exc, "ctx", None)
         if context is not None and context.command.get_help_option(context) is not None:
             click.echo(f"Try '{context.command_path} --help' for help.", err=True)
@@ -227,6 +239,7 @@ __all__ = [
     "main",
     "play",
     "runs",
+    "said",
     "seed_option",
     "systems",
     "tasks",

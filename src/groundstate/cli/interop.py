@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundstate.cli import STORE_OPTION, main
+from groundstate.cli import STORE_OPTION, main, said
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.errors import one_line
 from groundstate.rounding import counted
@@ -86,7 +86,7 @@ def import_results_command(
     options = ImportOptions.model_validate({"format": fmt, "errors": errors, "scorer": scorer})
     report = import_file(file, name, store, options)  # the store made once the file is read
     for line in report.warnings:
-        click.echo(f"warning: {one_line(line)}", err=True)  # it quotes the file
+        click.echo(f"warning: {said(line)}", err=True)  # it quotes the file
     if as_json:
         click.echo(json.dumps(_import_json(report), indent=2))
         return
@@ -159,7 +159,7 @@ def export_command(
             sys.exit(EXIT_ALTERED)
         report = export_batch(run_store, batch.batch_id, fmt, out)
     for line in report.warnings:
-        click.echo(f"warning: {one_line(line)}", err=True)
+        click.echo(f"warning: {said(line)}", err=True)
     if report.incomplete:
         click.echo(
             f"warning: batch {report.batch_id} is incomplete ({report.incomplete}): the file "

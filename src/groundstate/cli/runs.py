@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
-from groundstate.cli import DEFAULT_STORE, STORE_OPTION, console, main, seed_option
+from groundstate.cli import DEFAULT_STORE, STORE_OPTION, console, main, said, seed_option
 from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
-from groundstate.errors import SpecError, one_line
+from groundstate.errors import SpecError
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -258,7 +258,7 @@ def run(
             started = runner.batch_id if runner is not None else None
             if started is None or isinstance(exc, BatchLeased):
                 raise
-            click.echo(f"error: {one_line(str(exc))}; batch {started} stopped", err=True)
+            click.echo(f"error: {said(str(exc))}; batch {started} stopped", err=True)
             echo_resume(started, store, again)
             sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
@@ -489,7 +489,7 @@ def _executor_args(executor: str, ray_address: str | None) -> list[str]:
 
 
 def _warn_problem(problem: Problem) -> None:
-    click.echo(f"warning: {one_line(problem.line())}", err=True)
+    click.echo(f"warning: {said(problem.line())}", err=True)
 
 
 def _altered_mark(batch_id: str) -> str:
@@ -780,7 +780,7 @@ def compare_command(
     )
     for mismatch in comparison.mismatches:
         click.secho(
-            f"WARNING: not the same evaluation: {one_line(mismatch)}", err=True, fg="red", bold=True
+            f"WARNING: not the same evaluation: {said(mismatch)}", err=True, fg="red", bold=True
         )
     data = comparison_report(a, b, comparison)
     # each side's reason it has no estimate, or null (as report --json's no_estimate)

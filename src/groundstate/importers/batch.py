@@ -30,7 +30,7 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from groundstate.analysis import OutcomeColumns
-from groundstate.errors import SpecError, StoreError
+from groundstate.errors import SpecError, StoreError, named_value
 from groundstate.importers.rows import ImportedRow, IntegerKey, ResultSource, Tokens
 from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
@@ -639,6 +639,12 @@ def _count(value: int | None) -> str:
 
 
 @functools.cache
+def _column(name: str) -> str:
+    """A column's name as a warning names it: quoted when it has spaces (3,000 characters of
+    words are then shortened), but for a header cell left empty, named by its place."""
+    return name if name.startswith("(unnamed column ") else named_value(name)
+
+
 def _judge_errors(count: int) -> str:
     """``outcome_assertion_results`` of an imported run whose file counts *count* judge
     errors (an export of a batch run here): that many judged results whose judge could not
@@ -727,7 +733,7 @@ def _report(
     if (lookalikes := _lookalikes(source, plan)) is not None:
         warnings.append(lookalikes)
     if plan.ignored:
-        names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
+        names = ", ".join(_column(n) + did_you_mean(n, COLUMNS) for n in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")
     for what, count in sorted(plan.unmapped.items()):
         warnings.append(f"{source.path}: {counted(count, 'attempt')}: {what}")

@@ -243,12 +243,17 @@ def denominators_text(
     if not tries["invalid_tries"]:
         return ""
     rate = share(tries["invalid_tries"] / tries["tries"])
-    some = f"on {tasks[0]} of its {counted(tasks[1], 'task')} (those compared): " if tasks else ""
     return (
-        f"{some}{valid} valid and {counted(invalid, 'invalid attempt')} counted; "
+        (_compared(tasks) if tasks else "")
+        + f"{valid} valid and {counted(invalid, 'invalid attempt')} counted; "
         f"{counted(tries['tries'], 'try', 'tries')} in all, {tries['invalid_tries']} invalid "
         f"({rate})"
     )
+
+
+def _compared(tasks: tuple[int, int]) -> str:
+    """``on 5 of its 7 tasks (those compared): ``"""
+    return f"on {tasks[0]} of its {counted(tasks[1], 'task')} (those compared): "
 
 
 def outside_plan_text(outside: int) -> str:
@@ -283,14 +288,16 @@ def named(counts: dict[str, int]) -> str:
     return shown + (f" and {len(counts) - NAMED} more" if len(counts) > NAMED else "")
 
 
-def judge_error_text(block: dict[str, Any]) -> str:
+def judge_error_text(block: dict[str, Any], *, tasks: tuple[int, int] | None = None) -> str:
     """What :func:`groundstate.analysis.judge_errors` found, as one phrase ("" when none):
-    every report words it alike."""
+    every report words it alike. With *tasks*, over some of the batch's tasks only, as
+    :func:`denominators_text` says it."""
     if not block["attempts"]:
         return ""
     attempts, of = block["attempts"], block["counted_attempts"]
     return (
-        f"{attempts} of {counted(of, 'counted attempt')} had a judge that could not judge "
+        (_compared(tasks) if tasks else "")
+        + f"{attempts} of {counted(of, 'counted attempt')} had a judge that could not judge "
         f"({block['errors']} judge error{'s' * (block['errors'] != 1)}): their judged "
         "verdicts are unknown, their success rests on state and constraints alone, and their "
         "partial scores are left out where the rubric counts the judge; attempts by task: "

@@ -145,8 +145,9 @@ class SuiteCheckFailed(GroundstateError):
 
     def __init__(self, check: SuiteCheck) -> None:
         self.check = check
-        # One problem a line; the CLI puts "error: " before the first, and here before the rest.
-        super().__init__("\nerror: ".join(map(str, check.errors)))
+        super().__init__("\n".join(map(str, check.errors)))  # each problem is one line
+
+    several = True  # the command line prints each problem as an error of its own
 
 
 def require_checked(path: Path) -> SuiteCheck:

@@ -26,7 +26,7 @@ import groundstate
 from groundstate.environments.registry import environment_kind
 from groundstate.environments.sqlite_state import STATE_HASH_REVISION
 from groundstate.episode import EnvironmentFactory, default_environment
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, one_line
 from groundstate.rounding import counted
 from groundstate.spec.canonical import hash_path, hash_value
 from groundstate.spec.suite import _BUILTIN_TOOLS, BUILTIN, Suite, grader_code_files
@@ -498,7 +498,7 @@ def require_valid(
     invalid = [v for v in ensure_valid(suite, store, tasks=tasks).values() if not v.valid]
     if invalid and not allow_invalid:
         lines = [
-            f"  {v.task_id}: " + "; ".join(f"{c.name}: {c.detail}" for c in v.failures)
+            one_line(f"  {v.task_id}: " + "; ".join(f"{c.name}: {c.detail}" for c in v.failures))
             for v in invalid
         ]
         raise InvalidTasks(
