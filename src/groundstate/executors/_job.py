@@ -47,7 +47,7 @@ from groundstate.episode import (
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
 from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask, working
-from groundstate.ourthreads import Threads, _enumerate, foreign, names, start
+from groundstate.ourthreads import Threads, foreign, names, present, start
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
@@ -317,7 +317,7 @@ def _unlisted_beyond(baseline: frozenset[int]) -> bool:
     count: a thread of *baseline* that ended (one an earlier batch left) no longer hid a
     new one."""
     for _ in range(3):
-        listed = {t.native_id for t in _enumerate()}
+        listed = {t.native_id for t in present().values()}
         if not native_threads() - baseline - listed:
             return False
         time.sleep(0.005)
