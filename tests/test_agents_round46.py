@@ -11,6 +11,8 @@ this batch's agents' threads, however started, still count.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +23,7 @@ from groundstate.agents.base import Session
 from groundstate.spec.suite import load_suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK
+from .conftest import BANK, BANK_SYSTEM
 from .test_agents_round43 import _do_the_task
 from .test_agents_round45 import _batch, _laid_at_the_agent, _short_limit
 
@@ -120,3 +122,115 @@ def test_this_batchs_agents_threads_still_count_beside_a_leftover(
     finally:
         for timer in timers:
             timer.cancel()
+
+
+# --- the harness's output streams stay the harness's ---------------------------------------------
+
+
+class _Sink:
+    """An agent's stand-in for a stream: keeps what it is given (it could block or rewrite)."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.written.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _reaches(sink: _Sink) -> bool:
+    """Whether the harness's own writes (in no attempt's context) reach *sink* now."""
+    before = len(sink.written)
+    sys.stdout.write("the harness's report line\n")
+    sys.stderr.write("the harness's progress line\n")
+    return len(sink.written) > before
+
+
+def test_streams_an_agent_swaps_in_as_another_attempt_starts_are_not_kept(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Before: attempt 2, starting while attempt 1's agent had set ``sys.stdout`` and
+    ``sys.stderr`` to objects of its own, put its routers in front of them, and routers were
+    kept: every later line of the harness's report went through the agent's objects (one
+    that blocked hung ``groundstate run`` for ever after the records were stored)."""
+    from groundstate.runner import BatchConfig, run_batch
+    from groundstate.spec.system import load_system
+    from groundstate.store import RunStore
+
+    sink, swapped, second = _Sink(), threading.Event(), threading.Event()
+    order: list[int] = []
+    lock = threading.Lock()
+
+    async def agent(session: Session) -> str:
+        reply = await _do_the_task(session)
+        if session.seed == 0:  # the smoke run
+            return reply
+        with lock:
+            order.append(1)
+            first = len(order) == 1
+        if first:
+            sys.stdout = sys.stderr = sink  # type: ignore[assignment]
+            swapped.set()
+            assert second.wait(30), "the attempts did not run side by side"
+        else:
+            assert swapped.wait(30)
+            second.set()  # this attempt's output was routed as it started
+        return reply
+
+    config = BatchConfig(attempts=2, concurrency=2)
+    with RunStore(tmp_path / "runs.db") as store:
+        result = run_batch(
+            load_suite(BANK),
+            load_system(BANK_SYSTEM),
+            config,
+            store,
+            agent_factory=lambda: FunctionAgent(agent),
+        )
+        assert len(store.runs(store.batch().batch_id)) == 2
+    assert sorted(r.terminal_reason for r in result.runs) == ["success", "success"]
+    assert not _reaches(sink)
+
+
+def _forge_router(sink: _Sink) -> None:
+    sys.stdout = type(sys.stdout)(sink, "stdout")  # type: ignore[call-arg]
+
+
+def _swap_behind(sink: _Sink) -> None:
+    sys.stdout._stream = sink  # type: ignore[union-attr]
+
+
+def _change_class(sink: _Sink) -> None:
+    class Leaking(type(sys.stdout)):  # type: ignore[misc]
+        def write(self, text: str) -> int:
+            return sink.write(text)
+
+    sys.stdout.__class__ = Leaking
+
+
+@pytest.mark.parametrize(
+    "tamper", [_forge_router, _swap_behind, _change_class], ids=["forged", "behind", "class"]
+)
+def test_the_harnesss_router_cannot_be_forged_or_edited_by_an_agent(
+    tamper: Callable[[_Sink], None],
+) -> None:
+    """A router of the agent's own making was kept as the harness's (any object of the
+    router's class was); one whose stream behind was set, or whose class was changed, sent
+    the harness's later output through the agent's object."""
+    from groundstate.capture import captured
+
+    with captured():  # the routers in place, as after any attempt
+        pass
+    sink = _Sink()
+
+    async def agent(session: Session) -> str:
+        reply = await _do_the_task(session)
+        with contextlib.suppress(AttributeError):
+            tamper(sink)
+        return reply
+
+    run = attempt(load_suite(BANK), "transfer", FunctionAgent(agent)).run
+    assert run.terminal_reason == "success"
+    assert not _reaches(sink)
