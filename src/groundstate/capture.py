@@ -76,7 +76,7 @@ class _Router:
         self._name = name
 
     @property
-    def _stream(self) -> Any:
+    def _stream(self) -> TextIO:
         """The stream behind: for a router the harness put in (:func:`_install`), held outside
         it, set only by the harness (an agent's ``sys.stdout._stream = its_own`` is
         refused)."""
@@ -138,7 +138,7 @@ class _Router:
             _SPARES[id(mended)] = mended, copy, copy, file
 
 
-_MADE: dict[int, tuple[_Router, Any]] = {}
+_MADE: dict[int, tuple[_Router, TextIO]] = {}
 """The routers the harness made (by ``id``, each checked to be that very object), each with
 the stream behind it. A router an agent makes (``type(sys.stdout)(its_own, "stdout")``) is
 not one: it is taken out like any stream of its own."""
