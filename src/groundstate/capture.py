@@ -190,27 +190,20 @@ def descriptors_moved() -> None:
 
 def _install() -> None:
     """Put routers in front of the current streams (again, if something swapped them since).
-    A stream swapped in while an attempt's code runs is that code's, not the host's: the
-    router before it is put back, never put in front of it (the next attempt to start put
-    a router in front of an agent's object, kept for good: every later line of the
-    harness's report went through the agent's code, which could block it or rewrite it)."""
+    One put in while attempts run is in front of what may be an attempt's code's object: it
+    is not the harness's to keep (:func:`put_back_streams` takes it out with that object as
+    the code's run ends). Before, every router was kept: the next attempt to start put one
+    in front of an agent's object, and every later line of the harness's report went
+    through the agent's code (which could block it or rewrite it)."""
     for name in ARTIFACTS:
         stream = getattr(sys, name)
         if _ours(stream):
             continue
-        last = _LAST.get(name)
-        if last is not None and _IN_FLIGHT[0]:
-            setattr(sys, name, last)
-            continue
         router = _Router(stream, name)
-        _MADE[id(router)] = router, stream
+        if not _IN_FLIGHT[0]:
+            _MADE[id(router)] = router, stream
         setattr(sys, name, router)
-        _LAST[name] = router
         _keep_spare(stream)
-
-
-_LAST: dict[str, _Router] = {}
-"""The router last put in front of each stream."""
 
 
 def _keep_spare(stream: Any) -> None:
