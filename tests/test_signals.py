@@ -9,6 +9,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -150,26 +151,34 @@ def test_ctrl_c_during_the_canary_is_not_ignored(
     test, that called ``ExitWatch.started`` outside a task): the canary's oracle is no
     batch's agent, so its Ctrl-C is the user's (it was refused as an agent's, exit 2)."""
 
+    slept: list[str] = []
+    release = threading.Event()
+
     class Interrupting:
         async def run(self, session: Any) -> str:
             os.kill(os.getpid(), signal.SIGINT)  # from the agent's thread, as a user would
-            await asyncio.sleep(60)
+            for _ in range(int(BLOCK / 0.05)):  # BLOCK seconds, or until the test ends
+                if release.is_set():
+                    return "released"
+                await asyncio.sleep(0.05)
+            slept.append("slept")  # the canary would have finished on its own
             return "done"
 
     monkeypatch.setattr(
         "groundstate.agents.scripted.ScriptedAgent.from_solution", lambda solution: Interrupting()
     )
     marked = WATCHED.set(host_marked)
-    started = time.monotonic()
     try:
         result = _invoke_run(tmp_path / "runs.db")
+        # The interrupt ended the batch before the canary's oracle ended on its own: its sleep
+        # of BLOCK seconds had not completed (no wall-clock bound: a crowded machine must not
+        # fail this).
+        assert slept == [], "the interrupt waited for the canary to finish"
     finally:
+        release.set()
         WATCHED.reset(marked)
     assert result.exit_code == 130, result.output
-    # Far below the agent's 60 s: the interrupt did not wait for the canary to finish (a
-    # loose bound, so a crowded machine does not fail it).
-    assert time.monotonic() - started < 20
-    assert "nothing was stored" in result.stderr
+    assert "interrupted by SIGINT before the batch started: nothing was stored" in result.stderr
     with RunStore(tmp_path / "runs.db") as runs:
         assert runs.batches() == []
 

@@ -72,8 +72,16 @@ class _Router:
     """Stands in for ``sys.stdout``/``sys.stderr``: routes each write by the writer's context."""
 
     def __init__(self, stream: TextIO, name: str) -> None:
-        self._stream = stream
+        self._given = stream
         self._name = name
+
+    @property
+    def _stream(self) -> TextIO:
+        """The stream behind: for a router the harness put in (:func:`_install`), held outside
+        it, set only by the harness (an agent's ``sys.stdout._stream = its_own`` is
+        refused)."""
+        made = _MADE.get(id(self))
+        return made[1] if made is not None and made[0] is self else self._given
 
     def write(self, text: str) -> int:
         output = _CURRENT.get()
@@ -122,11 +130,35 @@ class _Router:
                 os.dup2(copy, fd)
         stream = self._stream
         with suppress(OSError, ValueError):
-            self._stream = open(  # noqa: SIM115  (the stream lives as long as the process)
+            mended = open(  # noqa: SIM115  (the stream lives as long as the process)
                 copy, "w", buffering=1 if stream.line_buffering else -1,
                 encoding=stream.encoding, errors=stream.errors, closefd=False,
             )  # fmt: skip
-            _SPARES[id(self._stream)] = self._stream, copy, copy, file
+            _MADE[id(self)] = self, mended
+            _SPARES[id(mended)] = mended, copy, copy, file
+
+
+_MADE: dict[int, tuple[_Router, TextIO]] = {}
+"""The routers the harness made (by ``id``, each checked to be that very object), each with
+the stream behind it. A router an agent makes (``type(sys.stdout)(its_own, "stdout")``) is
+not one: it is taken out like any stream of its own."""
+
+
+def _ours(stream: Any) -> bool:
+    """Whether *stream* is a router the harness made, still of its class (an agent's
+    ``sys.stdout.__class__ = ...`` is undone)."""
+    made = _MADE.get(id(stream))
+    if made is None or made[0] is not stream:
+        return False
+    if type(stream) is not _Router:
+        with suppress(TypeError):
+            object.__setattr__(stream, "__class__", _Router)
+    return type(stream) is _Router
+
+
+_IN_FLIGHT = [0]
+"""How many :func:`captured` blocks are open (attempts whose code may run now)."""
+_flight_lock = threading.Lock()
 
 
 _SPARES: dict[int, tuple[Any, int, int, tuple[int, int]]] = {}
@@ -157,12 +189,21 @@ def descriptors_moved() -> None:
 
 
 def _install() -> None:
-    """Put routers in front of the current streams (again, if something swapped them since)."""
+    """Put routers in front of the current streams (again, if something swapped them since).
+    One put in while attempts run is in front of what may be an attempt's code's object: it
+    is not the harness's to keep (:func:`put_back_streams` takes it out with that object as
+    the code's run ends). Before, every router was kept: the next attempt to start put one
+    in front of an agent's object, and every later line of the harness's report went
+    through the agent's code (which could block it or rewrite it)."""
     for name in ARTIFACTS:
         stream = getattr(sys, name)
-        if not isinstance(stream, _Router):
-            setattr(sys, name, _Router(stream, name))
-            _keep_spare(stream)
+        if _ours(stream):
+            continue
+        router = _Router(stream, name)
+        if not _IN_FLIGHT[0]:
+            _MADE[id(router)] = router, stream
+        setattr(sys, name, router)
+        _keep_spare(stream)
 
 
 def _keep_spare(stream: Any) -> None:
@@ -185,22 +226,26 @@ def put_back_streams(saved: tuple[Any, ...]) -> None:
     Routers installed meanwhile (an attempt starting) stay."""
     for name, stream in zip(ARTIFACTS, saved, strict=True):
         current = getattr(sys, name)
-        if current is not stream and type(current) is not _Router:
+        if current is not stream and not _ours(current):
             setattr(sys, name, stream)
-        if type(getattr(sys, name)) is _Router:
+        if _ours(getattr(sys, name)):
             getattr(sys, name).mend()
 
 
 @contextmanager
 def captured() -> Iterator[Output]:
     """Route what the code of this context prints to a new :class:`Output`."""
-    _install()
+    with _flight_lock:
+        _install()
+        _IN_FLIGHT[0] += 1
     output = Output()
     token = _CURRENT.set(output)
     try:
         yield output
     finally:
         _CURRENT.reset(token)
+        with _flight_lock:
+            _IN_FLIGHT[0] -= 1
 
 
 @contextmanager

@@ -69,12 +69,13 @@ from contextlib import suppress
 from contextvars import Context, copy_context
 from itertools import repeat
 from operator import is_, is_not
+from types import MethodType
 from typing import Any, NamedTuple, TypeVar
 
 from groundstate import steadyloop
 from groundstate.bindings import _dict_of, _read, _version_words
 from groundstate.capture import put_back_streams, streams
-from groundstate.ourthreads import start
+from groundstate.ourthreads import in_pool_loop, start
 from groundstate.parked import Parked
 from groundstate.returned import text_of, type_name
 
@@ -162,6 +163,74 @@ def working(since: int = 0) -> dict[int, tuple[str, Context]]:
     from then on."""
     now = _WORKING.copy().items()
     return {key: (name, context) for key, (name, context, number) in now if number >= since}
+
+
+_ORIGINS: dict[int, tuple[weakref.ref[threading.Thread], int]] = {}
+"""Each thread ``threading`` started from a piece of work (by ``id`` of its ``Thread``, checked
+to be that very object), with that work's number (:func:`handed`); one a thread so noted
+started inherits its starter's."""
+
+_current_thread = threading.current_thread
+_START_NAME = next(
+    n for n in ("_start_joinable_thread", "_start_new_thread") if hasattr(threading, n)
+)
+
+
+def _origin(thread: threading.Thread) -> int | None:
+    entry = _ORIGINS.get(id(thread))
+    return entry[1] if entry is not None and entry[0]() is thread else None
+
+
+def _origin_here() -> int | None:
+    """The number of the work that runs here: this loop thread's, or the work this thread
+    was started from, directly or not. None in a pool's thread (a loop's default executor
+    runs any later work on it too) or one started from no work."""
+    me = _current_thread()
+    work = _WORKING.get(id(me))
+    if work is not None:
+        return work[2]
+    origin = _origin(me)
+    return None if origin is None or in_pool_loop(sys._getframe()) else origin
+
+
+def _noting_start(start_thread: Callable[..., Any]) -> Callable[..., Any]:
+    """``threading``'s own start of a thread, noting which work the new thread descends from
+    (:func:`started_before`). Put in ``threading`` as groundstate is imported, before any
+    agent runs; put back with the rest of ``threading`` (:func:`put_back_wake_path`). A thread
+    started past it (``_thread``, a start rebound) is noted from no work: it counts."""
+
+    def start_noted(function: Any, *args: Any, **kwargs: Any) -> Any:
+        thread = function.__self__ if type(function) is MethodType else None
+        origin = _origin_here() if isinstance(thread, threading.Thread) else None
+        if origin is not None:
+            key = id(thread)
+
+            def forget(ref: weakref.ref[threading.Thread]) -> None:
+                if _ORIGINS.get(key, (None,))[0] is ref:
+                    _ORIGINS.pop(key, None)
+
+            _ORIGINS[key] = (weakref.ref(thread, forget), origin)  # type: ignore[arg-type]
+        return start_thread(function, *args, **kwargs)
+
+    start_noted.noting = True  # type: ignore[attr-defined]
+    return start_noted
+
+
+if not getattr(getattr(threading, _START_NAME), "noting", False):  # once (a module reloaded)
+    setattr(threading, _START_NAME, _noting_start(getattr(threading, _START_NAME)))
+
+
+def started_before(since: int) -> Callable[[threading.Thread], bool]:
+    """Whether a thread was started from work handed before *since* (:func:`handed`), or
+    from a thread that was (not a pool's): code an earlier batch's agent left running
+    (blocked past its time limit) that started it during a later batch is none of that
+    batch's agents' code."""
+
+    def before(thread: threading.Thread) -> bool:
+        origin = _origin(thread)
+        return origin is not None and origin < since
+
+    return before
 
 
 class _LoopThread:

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import thread as _executor_threads
 from types import CodeType, FrameType
 from typing import Any
@@ -67,20 +67,25 @@ def present() -> Threads:
     return {id(t): t for t in _enumerate()}
 
 
-def foreign(known: Threads | None = None) -> list[threading.Thread]:
-    """The threads alive now that are neither the harness's nor in *known*: the main thread,
-    one :func:`start` started, or a library pool's thread waiting for work are the
-    harness's. Read again when every thread found is a pool's at work: one that has just
-    handed back its work is back waiting a moment later."""
+def foreign(
+    known: Threads | None = None, left: Callable[[threading.Thread], bool] | None = None
+) -> list[threading.Thread]:
+    """The threads alive now that are neither the harness's nor in *known* nor, unless a
+    pool's (which runs anyone's work), ones *left* accepts: the main thread, one
+    :func:`start` started, or a library pool's thread waiting for work are the harness's.
+    Read again when every thread found is a pool's at work: one that has just handed back
+    its work is back waiting a moment later."""
     for _ in range(3):
-        found, settling = _foreign_now(known)
+        found, settling = _foreign_now(known, left)
         if len(settling) < len(found) or not found:
             break
         time.sleep(0.005)
     return found
 
 
-def _foreign_now(known: Threads | None) -> tuple[list[threading.Thread], list[threading.Thread]]:
+def _foreign_now(
+    known: Threads | None, left: Callable[[threading.Thread], bool] | None
+) -> tuple[list[threading.Thread], list[threading.Thread]]:
     """The threads :func:`foreign` finds now, and those of them that run a pool's loop."""
     main = _main_thread()
     frames: dict[int, FrameType] | None = None
@@ -91,7 +96,7 @@ def _foreign_now(known: Threads | None) -> tuple[list[threading.Thread], list[th
         if frames is None:
             frames = _current_frames()
         waiting, in_pool = _pool_thread_now(thread, frames.get(thread.ident or -1))
-        if not waiting:
+        if not waiting and (in_pool or left is None or not left(thread)):
             found.append(thread)
             if in_pool:
                 settling.append(thread)
@@ -124,6 +129,11 @@ def _pool_thread_now(thread: threading.Thread, frame: FrameType | None) -> tuple
 _SEEN: dict[int, tuple[FrameType, int, tuple[bool, bool]] | None] = {}
 """Per thread (by ``id``), its innermost frame found waiting, that frame's instruction then
 and the answer."""
+
+
+def in_pool_loop(frame: FrameType | None) -> bool:
+    """Whether the stack ending in *frame* runs in a library pool's loop (see below)."""
+    return _pool_thread(frame)[1]
 
 
 def _pool_thread(frame: FrameType | None) -> tuple[bool, bool]:

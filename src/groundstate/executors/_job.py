@@ -46,8 +46,16 @@ from groundstate.episode import (
 )
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
-from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask, working
-from groundstate.ourthreads import Threads, _enumerate, foreign, names, start
+from groundstate.loopthreads import (
+    Done,
+    Outcome,
+    proc_status,
+    started_before,
+    submit,
+    umask,
+    working,
+)
+from groundstate.ourthreads import Threads, foreign, names, present, start
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
@@ -279,7 +287,8 @@ def _agents_alive(
     name its thread bears now, which the agent's code can change), a thread not the
     harness's (told by who started it and what it runs: :mod:`groundstate.ourthreads`; not
     by its name, which is anyone's to give) nor one of the *known* threads (those alive
-    before the batch: a host's, or left by an earlier batch) or, in a Ray worker, named in
+    before the batch: a host's, or left by an earlier batch) nor one such left code started
+    since (:func:`~groundstate.loopthreads.started_before`) or, in a Ray worker, named in
     *known_names* (Ray's own, which come and go), a thread ``threading`` does not list that
     is not one of *unlisted* (the native threads before the batch, :func:`native_threads`;
     None: not looked at, in a Ray worker whose own native threads come and go), a child
@@ -292,7 +301,8 @@ def _agents_alive(
     for name, context in working(since).values():
         if name.startswith("agent-") and (whose is None or whose(context)):
             return True
-    if any(t.name not in known_names for t in foreign(known)):
+    left = started_before(since) if since else None  # by an earlier batch's agent
+    if any(t.name not in known_names for t in foreign(known, left)):
         return True
     if unlisted is not None and _unlisted_beyond(unlisted):
         return True
@@ -317,7 +327,7 @@ def _unlisted_beyond(baseline: frozenset[int]) -> bool:
     count: a thread of *baseline* that ended (one an earlier batch left) no longer hid a
     new one."""
     for _ in range(3):
-        listed = {t.native_id for t in _enumerate()}
+        listed = {t.native_id for t in present().values()}
         if not native_threads() - baseline - listed:
             return False
         time.sleep(0.005)
