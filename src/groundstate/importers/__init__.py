@@ -43,6 +43,7 @@ from groundstate.importers.rows import (
     ImportedRow,
     ResultSource,
     not_utf8,
+    nul_reason,
     read_json,
 )
 from groundstate.importers.stream import RECORD_LIMIT, JsonStream, TooLarge, json_stream
@@ -224,6 +225,9 @@ def _head(path: Path, *, line: bool = True) -> bytes:
         head = handle.read(1 << 16)
         if head.startswith(UTF16_MARKS):
             raise SpecError(path, None, not_utf8(path))
+        nul = None if head.startswith(b"PK") else nul_reason(head[:64].decode("latin-1"))
+        if nul is not None:  # a zip archive (an Inspect .eval) holds NULs; text does not
+            raise SpecError(path, None, nul)
         head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
         if line and head.startswith(b"{") and not _BREAK.search(head):  # a line past the head
             head += _first_line(handle)

@@ -18,7 +18,6 @@ import re
 import secrets
 import tempfile
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from groundstate.analysis import OutcomeColumns
 from groundstate.errors import SpecError, StoreError, named_value
 from groundstate.importers.rows import ImportedRow, IntegerKey, ResultSource, Tokens
 from groundstate.importers.table import COLUMNS
+from groundstate.lookalike import skeleton
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
 from groundstate.rounding import counted
 from groundstate.seal import import_seal
@@ -136,11 +136,12 @@ class _Plan:
     graded: bool = False
     """Some reward is partial (strictly between 0 and 1): every reward is a partial score."""
     shown: dict[str, str] = field(default_factory=dict)
-    """How an id that does not show as written shows (:func:`_shown`) -> the first such id
-    (an id that shows as written is its own key, in :attr:`tasks`: most ids are, and a map of
-    them all would double what a file of many tasks holds)."""
+    """An id's :func:`~groundstate.lookalike.skeleton`, when it is not the id itself -> the
+    first id with it (an id that is its own skeleton, in :attr:`tasks`, is its own key: most
+    ids, small letters, digits and hyphens, are, and a map of them all would double what a
+    file of many tasks holds)."""
     lookalikes: list[tuple[str, str]] = field(default_factory=list)
-    """Pairs of ids (the earlier, the later) that show alike and are two tasks."""
+    """Pairs of ids (the earlier, the later) that read alike and are two tasks."""
 
     def add(self, source: ResultSource, row: ImportedRow) -> None:
         self.rows += 1
@@ -181,7 +182,7 @@ class _Plan:
 
     def _compare_shown(self, task_id: str) -> None:
         """Note *task_id*, a new task's, if an earlier task's id shows as it does."""
-        key = _shown(task_id)
+        key = skeleton(task_id)
         if key == task_id:  # shows as written: only an id that does not can look like it
             earlier = self.shown.get(key)
         else:
@@ -192,32 +193,12 @@ class _Plan:
             self.lookalikes.append((earlier, task_id))
 
 
-def _shown(task_id: str) -> str:
-    """*task_id* as a reader sees it: one Unicode form (NFC: "é" written as one character or
-    as "e" and an accent), white space as spaces, without characters that do not show (a
-    zero-width space, a direction mark, a control character) and without spaces at either
-    end."""
-    if task_id.isascii() and task_id.isprintable():
-        return task_id.strip(" ")
-    text = unicodedata.normalize("NFC", task_id)
-    if not text.isprintable():  # Python's printable: no format, control or space but " "
-        text = "".join(_shown_character(c) for c in text)
-    return text.strip()
-
-
-def _shown_character(c: str) -> str:
-    """White space (a tab, a no-break space) shows as a space; a format or control character
-    (a zero-width space, a direction mark, a NUL) as nothing."""
-    if c.isspace():
-        return " "
-    return "" if unicodedata.category(c) in ("Cf", "Cc") else c
-
-
 def _lookalikes(source: ResultSource, plan: _Plan) -> str | None:
     """The warning for task ids that show alike and are stored as two tasks (the store, and
-    the file's harness, compare ids as written): a file merged from two machines, or ids
-    edited by hand, would split one task's attempts, and every rate with them, without
-    a sign in the report, where both show as one name."""
+    the file's harness, compare ids as written): a file merged from two machines, ids edited
+    by hand or pasted from another script's keyboard would split one task's attempts, and
+    every rate with them, without a sign in the report, where both read as one name. Ids are
+    compared by :func:`~groundstate.lookalike.skeleton`."""
     if not plan.lookalikes:
         return None
     pairs = "; ".join(  # escaped: "é" and "e" with an accent show as one in a repr
@@ -226,8 +207,9 @@ def _lookalikes(source: ResultSource, plan: _Plan) -> str | None:
     )
     more = len(plan.lookalikes) - 5
     return (
-        f"{source.path}: task ids that show alike differ in their Unicode form, in "
-        f"characters that do not show or in spaces at either end ({pairs}"
+        f"{source.path}: task ids that show alike differ only in letter case, in letters of "
+        "another script drawn like Latin ones (a Cyrillic or Greek o), in their Unicode form, "
+        f"in characters that do not show or in spaces at either end ({pairs}"
         f"{f'; {more} more pairs' if more > 0 else ''}): kept as different tasks, as "
         "written, each with its own attempts and rates; if they are one task, write its id "
         "one way"

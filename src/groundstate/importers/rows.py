@@ -567,7 +567,7 @@ def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
         return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         place = f"{where}:{exc.lineno}" if at_line else where
-        raise SpecError(place, None, f"not valid JSON: {exc.msg}") from None
+        raise SpecError(place, None, f"not valid JSON: {exc.msg}{_nul(exc)}") from None
     except UnicodeDecodeError:
         raise SpecError(where, None, "not UTF-8 text") from None
     except RecursionError:
@@ -579,6 +579,38 @@ def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
     except DoubledKey:
         field = doubled_field(json.loads(text, object_pairs_hook=_Doubled.mark))
         raise SpecError(where, field, "the key appears twice in one object") from None
+
+
+NUL_RUN = 4
+"""NULs in a row that make text no text: a value may hold a NUL or two (an id kept as
+written), never such a run."""
+
+
+def nul_reason(text: str) -> str | None:
+    """Why *text* (a line, the start of a file, what follows where a parse stopped) is not
+    UTF-8 text, when its NULs say so, else ``None``: a run of NULs (the zeros a crash leaves
+    where the end of a file was being written, or a file that is no text), or a NUL between
+    every two characters (UTF-16 without a byte-order mark). Read on, either gave a message
+    about something else: a blank cell, "Expecting value", or no format at all."""
+    if "\x00" * NUL_RUN in text:
+        return (
+            "a run of NUL bytes: the end of a file a crash cut short (zeros where it was "
+            "being written), or no text; nothing is imported from a damaged file"
+        )
+    head = text[:NUL_RUN]
+    if len(head) == NUL_RUN and ("\x00" == head[0] == head[2] or "\x00" == head[1] == head[3]):
+        return (
+            "a NUL between every two characters: UTF-16 text without a byte-order mark, "
+            "not UTF-8: save it as UTF-8"
+        )
+    return None
+
+
+def _nul(exc: json.JSONDecodeError) -> str:
+    """:func:`nul_reason` for where a parse stopped, as a note to its error."""
+    after = exc.doc[exc.pos : exc.pos + 64] if isinstance(exc.doc, str) else ""
+    reason = nul_reason(after) if after.startswith("\x00") else None
+    return "" if reason is None else f" ({reason})"
 
 
 class DoubledKey(Exception):

@@ -24,7 +24,14 @@ from typing import Any
 
 from groundstate.errors import SpecError, value_problem
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
-from groundstate.importers.rows import MARKING, UNIQUE, DoubledKey, doubled_field, not_utf8
+from groundstate.importers.rows import (
+    MARKING,
+    UNIQUE,
+    DoubledKey,
+    doubled_field,
+    not_utf8,
+    nul_reason,
+)
 
 RECORD_LIMIT = 1 << 28
 """The most one value (a record: a τ² simulation, a τ-bench result) is read in, in characters:
@@ -282,7 +289,9 @@ class JsonStream:
         """A syntax error at *at* (the window's position by default), naming its line."""
         at = self._pos if at is None else at
         line = self._lines + self._text.count("\n", 0, at) + 1
-        return SpecError(f"{self._path}:{line}", None, f"not valid JSON: {message}")
+        nul = nul_reason(self._text[at : at + 64]) if self._text[at : at + 1] == "\x00" else None
+        note = "" if nul is None else f" ({nul})"
+        return SpecError(f"{self._path}:{line}", None, f"not valid JSON: {message}{note}")
 
 
 def _number(value: Any) -> bool:

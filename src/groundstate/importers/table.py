@@ -34,6 +34,7 @@ from groundstate.importers.rows import (
     checked,
     lax,
     not_utf8,
+    nul_reason,
     parse_json,
 )
 from groundstate.spec.strict import did_you_mean
@@ -62,8 +63,12 @@ LINE_LIMIT = 1 << 26
 refused when rows are read (one of gigabytes, a few MiB of gzip, was read whole); when a
 file's format is told, a first line longer is a document on one line (read whole, if under
 its limit, by its reader)."""
-_TRUE = frozenset({"true", "1", "1.0", "yes"})
-_FALSE = frozenset({"false", "0", "0.0", "no"})
+_TRUE = frozenset({"true", "1", "1.0"})
+_FALSE = frozenset({"false", "0", "0.0"})
+"""How a yes/no column (``success``, ``invalid_task``) may be written as text, in any letter
+case (``True`` as Python and pandas write it, ``TRUE`` as spreadsheets do): nothing else, as
+no writer of CSV we know writes ``yes``, ``y``, ``t`` or ``pass`` for a boolean, and a file
+that does was made by hand (see :func:`_boolean`)."""
 
 
 @dataclass(frozen=True)
@@ -119,17 +124,19 @@ def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
     # "a, b": a space after the separator is not part of the cell (nor of a column's name).
     # Strict: a quoted cell left open at the end (a truncated file) or text after a closing
     # quote is an error, not a cell read as far as it goes ("agent_failure/incor" is a reason)
-    rows = itertools.chain([first], lines)
-    reader = csv.reader(rows, delimiter=delimiter, skipinitialspace=delimiter != "\t", strict=True)
+    bounded = _Bounded(path, itertools.chain([first], lines), skipped)
+    spaced = delimiter != "\t"
+    reader = csv.reader(bounded, delimiter=delimiter, skipinitialspace=spaced, strict=True)
+    records = bounded.records(reader)
     try:
-        header = [name.strip() for name in next(reader, [])]
+        header = [name.strip() for name in next(records, [])]
         twice = sorted({name for name in header if name and header.count(name) > 1})
         if twice:  # which of the two cells would count? neither silently
             line = skipped + 1
             raise SpecError(f"{path}:{line}", twice[0], "the column appears twice in the header")
         columns = [(name or f"(unnamed column {i})", _FIELDS.get(name))
                    for i, name in enumerate(header, start=1)]  # fmt: skip
-        for cells in reader:
+        for cells in records:
             line = skipped + reader.line_num
             if not "".join(cells).strip():
                 continue  # a blank line, or a spreadsheet's trailing row of empty cells
@@ -140,6 +147,50 @@ def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
         line = skipped + reader.line_num
         cut = " (a quoted cell is never closed: truncated?)" if "end of data" in str(exc) else ""
         raise SpecError(f"{path}:{line}", None, f"not valid CSV: {exc}{cut}") from None
+
+
+class _Bounded:
+    """A CSV file's lines, for :func:`csv.reader`, that bound what one record (a row, its
+    quoted cells running over lines) holds to :data:`LINE_LIMIT` characters, as a JSON Lines
+    row is bounded: a quote never closed read the rest of a file of any size into one cell.
+
+    The ``csv`` module caps a cell at 128 Ki characters, a limit global to the process: a
+    row holding a long cell (a model's answer, a log) was refused as "field larger than field
+    limit (131072)" while the same row in JSON Lines was read. :meth:`records` raises that cap
+    to :data:`LINE_LIMIT` while each record is read and puts back what it was, so no other
+    reader of CSV in the process sees another limit between two records."""
+
+    def __init__(self, path: Path, lines: Iterator[str], skipped: int) -> None:
+        self.path = path
+        self.lines = lines
+        self.line = skipped  # lines read, blank ones before the header included
+        self.start = skipped + 1  # where the record being read began
+        self.held = 0  # characters of the record being read
+
+    def __iter__(self) -> Iterator[str]:
+        for text in self.lines:
+            self.line += 1
+            self.held += len(text)
+            if self.held > LINE_LIMIT:
+                raise SpecError(
+                    f"{self.path}:{self.start}", None, f"a row of over {LINE_LIMIT >> 20} Mi "
+                    f"characters (to line {self.line}), where a row is kilobytes: a quoted cell "
+                    "never closed, or not a file of rows",
+                )  # fmt: skip
+            yield text
+
+    def records(self, reader: Any) -> Iterator[list[str]]:
+        """*reader*'s records (read from this), each read with the cell limit raised."""
+        while True:
+            self.start, self.held = self.line + 1, 0
+            limit = csv.field_size_limit(LINE_LIMIT)
+            try:
+                cells = next(reader, None)
+            finally:
+                csv.field_size_limit(limit)
+            if cells is None:
+                return
+            yield cells
 
 
 def _lines(path: Path, handle: TextIO) -> Iterator[str]:
@@ -153,8 +204,20 @@ def _lines(path: Path, handle: TextIO) -> Iterator[str]:
                 f"{path}:{number}", None, f"a line of over {LINE_LIMIT >> 20} Mi characters, "
                 "where a row is kilobytes: not a file of rows, or one damaged",
             )  # fmt: skip
+        if "\x00" in text:
+            _nul_bytes(path, number, text)
         yield text
         number += 1
+
+
+def _nul_bytes(path: Path, number: int, text: str) -> None:
+    """Refuse line *number* when its NULs say the file is no UTF-8 text of rows (see
+    :func:`~groundstate.importers.rows.nul_reason`): read as rows, UTF-16 gave rows of blank
+    cells and a crash's zeros a last row cut short; a NUL or two in a cell (an id kept as
+    written) is read."""
+    reason = nul_reason(text.rstrip("\r\n"))
+    if reason is not None:
+        raise SpecError(f"{path}:{number}", None, reason)
 
 
 def _header_line(handle: Iterator[str]) -> tuple[int, str]:
@@ -243,13 +306,20 @@ def _tokens(fields: dict[str, Any]) -> Tokens | None:
 
 
 def _boolean(value: Any) -> bool:
+    """A yes/no cell: a JSON ``true``/``false``, a number 0 or 1, or their text
+    (:data:`_TRUE`, :data:`_FALSE`). ``"yes"``, ``"no"``, ``"y"``, ``"pass"`` are refused: before
+    the forty-seventh round ``"yes"`` was read as a success, and a column of free words ("yes",
+    "yes, partly", "no idea") stores verdicts nobody gave."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float) and value in (0, 1):  # 1.0: an integer kept as a float
         return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    raise ValueError(f"Input should be a valid boolean (true/false, 1/0), got {value!r}")
+    if isinstance(value, str) and (text := value.strip().lower()) in _TRUE | _FALSE:
+        return text in _TRUE
+    raise ValueError(
+        f"Input should be a valid boolean (true or false in any letter case, 1 or 0), got "
+        f"{value!r}: no other spelling is read as a verdict"
+    )
 
 
 def _unit(value: Any) -> float:

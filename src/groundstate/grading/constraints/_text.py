@@ -9,6 +9,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from groundstate.lookalike import FOLDED as _FOLDED
 from groundstate.trace import MessageEvent, ModelCallEvent, ToolCallEvent
 
 _SPACES = re.compile(r"\s+")
@@ -25,29 +26,6 @@ _DIGIT_SEPARATORS = re.compile(rf"(?<=\d)[{re.escape(DIGIT_SEPARATORS)}]+(?=\d)"
 DIGIT_GROUPS = re.compile(r"\d{1,4}([.,])\d{3,4}(?:\1\d{3,4})+(?!\d)")
 """A run of digit groups whose dots or commas normalised text removes (see above)."""
 _NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
-_CONFUSABLE = (
-    # Cyrillic and Greek letters drawn like Latin ones, each before its Latin letter: a
-    # Cyrillic o in "No" still reads as "no".
-    "\u0410A\u0412B\u0415E\u041aK\u041cM\u041dH\u041eO\u0420P"
-    "\u0421C\u0422T\u0425X\u0423Y\u0405S\u0406I\u0408J\u0430a"
-    "\u0435e\u043eo\u0440p\u0441c\u0443y\u0445x\u0455s\u0456i"
-    "\u0458j\u04bbh\u0501d\u04cfl\u051bq\u051dw"
-    "\u0391A\u0392B\u0395E\u0396Z\u0397H\u0399I\u039aK\u039cM"
-    "\u039dN\u039fO\u03a1P\u03a4T\u03a5Y\u03a7X\u03bfo\u03b9i"
-    "\u03bdv\u03c1p"
-    "\u0131i\u0130I"  # a dotless i, a dotted capital I
-)
-_FOLDED = str.maketrans(
-    {
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u02bc": "'",
-        # every hyphen is the ASCII one: "I-1019" with a non-breaking hyphen (as models often
-        # write it) is "I-1019"; so is a minus sign. Dashes (en, em) are punctuation and stay.
-        **dict.fromkeys("\u2010\u2011\u2012\u2212", "-"),
-        **{_CONFUSABLE[i]: _CONFUSABLE[i + 1] for i in range(0, len(_CONFUSABLE), 2)},
-    }
-)
 
 
 MAX_READ_CHARS = 100_000
