@@ -24,16 +24,21 @@ an error and the writes are the tool's report, compared as the tool made them.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import Any
 
 from groundstate.gateway import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH
 from groundstate.grading.constraints._text import Unreadable
 
-_OPENS = frozenset('{["')
-"""The first characters (after JSON whitespace) of JSON text that may hold an object or a
-list: the object, the list, or JSON text encoded as a string again."""
-_JSON_SPACE = " \t\n\r"
+_OPENS = re.compile(r'\s*[{\["]')
+"""How JSON text that may hold an object or a list starts (after whitespace, Python's, which
+a tool stripping the text removes): the object, the list, or JSON text encoded as a string
+again."""
+_DIGITS = 4300
+"""The most digits Python reads as an int by default (``sys.get_int_max_str_digits``): a
+longer integer in the text is read as a float, so that it cannot make the whole text
+unreadable and hide the values beside it."""
 
 
 class Repeated(list[Any]):
@@ -48,7 +53,7 @@ class TooLarge(Exception):
 def embedded(value: Any) -> Any:
     """*value*, or where it is a string holding JSON text of an object or a list, what the
     text holds (an object's repeated keys as :class:`Repeated`). Raises :class:`TooLarge`."""
-    if type(value) is not str or value.lstrip(_JSON_SPACE)[:1] not in _OPENS:
+    if type(value) is not str or _OPENS.match(value) is None:
         return value
     found = _read(value)
     if isinstance(found, str):
@@ -65,19 +70,23 @@ def _read(text: str) -> dict[str, Any] | list[Any] | str | None:
     if len(text) > MAX_ARGUMENT_CHARS:
         return f"{len(text):,} characters of JSON text, over {MAX_ARGUMENT_CHARS:,}"
     try:
-        value = json.loads(text, object_pairs_hook=_object)
+        value = json.loads(text.strip(), object_pairs_hook=_object, parse_int=_integer)
     except RecursionError:  # deeper than Python reads: deeper than the bound, surely
         return _TOO_DEEP
     except ValueError:  # no JSON: an honest string that merely looks like it
         return None
     if isinstance(value, str):
-        return _read(value) if value.lstrip(_JSON_SPACE)[:1] in _OPENS else None
+        return _read(value) if _OPENS.match(value) is not None else None
     if not isinstance(value, dict | list):
         return None
     return _TOO_DEEP if _depth(value) > MAX_ARGUMENT_DEPTH else value
 
 
 _TOO_DEEP = f"JSON text nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+
+
+def _integer(digits: str) -> int | float:
+    return int(digits) if len(digits) <= _DIGITS else float(digits)
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
