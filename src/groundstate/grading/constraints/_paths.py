@@ -3,6 +3,7 @@
 A path starts at a field of the step (``args``, ``output``, ``error``, ``tool``, ``ok`` of a tool
 call; ``text``, ``role`` of a message) and walks dictionary keys; a number indexes a list and
 ``*`` maps over one. Resolving gives the values reached, or None when the path is missing.
+Below a string in the arguments, a path reads the JSON text it holds (``_embedded``).
 """
 
 from __future__ import annotations
