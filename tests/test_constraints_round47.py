@@ -61,6 +61,8 @@ HIDDEN = {
     + "7" * 5000
     + "}",
     "beside NaN": '{"order_id": "#W1", "amount": 500, "x": NaN}',
+    "long": json.dumps({"note": "x" * 200_000, **ORDER}),
+    "long, encoded twice": json.dumps(json.dumps({"note": "x" * 50_000, **ORDER})),
 }
 
 

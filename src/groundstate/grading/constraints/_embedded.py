@@ -55,18 +55,27 @@ def embedded(value: Any) -> Any:
     text holds (an object's repeated keys as :class:`Repeated`). Raises :class:`TooLarge`."""
     if type(value) is not str or _OPENS.match(value) is None:
         return value
-    found = _read(value)
+    found = _parsed(value)
     if isinstance(found, str):
         raise TooLarge(found)
     return value if found is None else found
 
 
-@lru_cache(maxsize=256)
+SHORT = 4096
+"""JSON texts up to this long are remembered 256 at a time, longer ones 4 at a time: a
+parsed text takes some 25 times its length in memory, and an agent may send many."""
+
+
+def _parsed(text: str) -> dict[str, Any] | list[Any] | str | None:
+    """:func:`_read`, remembered (a refusal too): every condition below the same argument
+    asks again."""
+    return _read_short(text) if len(text) <= SHORT else _read_long(text)
+
+
 def _read(text: str) -> dict[str, Any] | list[Any] | str | None:
     """The object or list *text* holds as JSON (through JSON strings holding JSON text), why
-    it cannot be read (a string), or None (no such text). Each string read is shorter than the one
-    holding it, so the unwrapping ends. Remembered, a refusal too: every condition below the
-    same argument asks again."""
+    it cannot be read (a string), or None (no such text). Each string read is shorter than
+    the one holding it, so the unwrapping ends."""
     if len(text) > MAX_ARGUMENT_CHARS:
         return f"{len(text):,} characters of JSON text, over {MAX_ARGUMENT_CHARS:,}"
     try:
@@ -76,13 +85,15 @@ def _read(text: str) -> dict[str, Any] | list[Any] | str | None:
     except ValueError:  # no JSON: an honest string that merely looks like it
         return None
     if isinstance(value, str):
-        return _read(value) if _OPENS.match(value) is not None else None
+        return _parsed(value) if _OPENS.match(value) is not None else None
     if not isinstance(value, dict | list):
         return None
     return _TOO_DEEP if _depth(value) > MAX_ARGUMENT_DEPTH else value
 
 
 _TOO_DEEP = f"JSON text nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+_read_short = lru_cache(maxsize=256)(_read)
+_read_long = lru_cache(maxsize=4)(_read)
 
 
 def _integer(digits: str) -> int | float:
