@@ -17,6 +17,8 @@ refused once, with exit code 2, before any task is replayed.
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import re
 import sqlite3
@@ -444,7 +446,7 @@ def _argument_values(constraint: HardConstraint) -> Iterator[tuple[str, str, lis
     for where, match in tool_matches(constraint):
         conditions.append((where, match.tool, match.where))
         if match.args:
-            yield f"{where}.args", str(match.tool), [match.args]
+            yield f"{where}.args", str(match.tool), _as_text(match.args, top=True)
     if isinstance(constraint, BeforeConstraint):
         conditions.append((".before", constraint.before.then.tool, constraint.before.where))
     for where, tool, condition in conditions:
@@ -454,16 +456,37 @@ def _argument_values(constraint: HardConstraint) -> Iterator[tuple[str, str, lis
                 yield f"{where}.where.{at}", str(tool), _shapes(segments[1:], literal(value))
 
 
-def _shapes(segments: list[str], value: Any) -> list[Any]:
+def _shapes(segments: list[str], value: Any, top: bool = True) -> list[Any]:
     """The arguments holding *value* at *segments* below them: ``*`` a list's element, a
-    number a list's element or a key, any other segment a key."""
+    number a list's element or a key, any other segment a key; below the arguments, an
+    object or a list may also be JSON text holding it (a path reads through a string)."""
     if not segments:
         return [value]
-    head, inner = segments[0], _shapes(segments[1:], value)
+    head, inner = segments[0], _shapes(segments[1:], value, top=False)
     shapes: list[Any] = [{head: v} for v in inner] if head != "*" else []
     if head == "*" or head.removeprefix("-").isdecimal():
         shapes += [[v] for v in inner]
-    return shapes
+    return shapes if top else shapes + [json.dumps(v) for v in shapes]
+
+
+SHAPES_TRIED = 64
+"""The most shapes of a match's ``args`` validated: each object or list in it may be JSON
+text instead, which doubles them at each one."""
+
+
+def _as_text(value: Any, top: bool = False) -> list[Any]:
+    """*value* (a match's ``args``, or a value in them) and, below the arguments, each way
+    of writing its objects and lists as JSON text instead (at most :data:`SHAPES_TRIED`)."""
+    if isinstance(value, dict):
+        members = [_as_text(v) for v in value.values()]
+        tried = itertools.islice(itertools.product(*members), SHAPES_TRIED)
+        made: list[Any] = [dict(zip(value, c, strict=True)) for c in tried]
+    elif isinstance(value, list):
+        tried = itertools.islice(itertools.product(*[_as_text(v) for v in value]), SHAPES_TRIED)
+        made = [list(c) for c in tried]
+    else:
+        return [value]
+    return made if top else (made + [json.dumps(v) for v in made])[:SHAPES_TRIED]
 
 
 _WHOLE_ONLY = frozenset(

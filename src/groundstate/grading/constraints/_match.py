@@ -13,6 +13,12 @@ from functools import lru_cache
 from typing import Any
 
 from groundstate.environments.base import RowWrite
+from groundstate.grading.constraints._embedded import (
+    Repeated,
+    TooLarge,
+    UnreadableArgument,
+    embedded,
+)
 from groundstate.grading.constraints._paths import Conditions, agrees, conditions, same, selects
 from groundstate.grading.constraints._text import message_text, normalise
 from groundstate.spec.constraints import Match, WriteMatch
@@ -121,7 +127,11 @@ texts kept); longer ones are searched every time."""
 
 def _has_args(event: ToolCallEvent, wanted: dict[str, Any]) -> bool:
     """The call's arguments (an object) include *wanted*: see :func:`_includes`."""
-    return isinstance(event.args, dict) and _includes(event, event.args, wanted)
+    try:
+        args = embedded(event.args)  # arguments sent as JSON text (refused): read as sent
+        return isinstance(args, dict) and _includes(event, args, wanted)
+    except TooLarge as exc:
+        raise UnreadableArgument(event, str(exc)) from None
 
 
 def _includes(event: ToolCallEvent, value: Any, wanted: Any) -> bool:
@@ -129,10 +139,15 @@ def _includes(event: ToolCallEvent, value: Any, wanted: Any) -> bool:
     any depth, as beside the arguments named: ``{country: KP}`` is in an address with a city
     too), a list the same elements in the same order, a scalar the same value as ``where``
     compares one in the arguments (``true`` is not ``1``, ``null`` is not a missing member;
-    another spelling of it only as the tool took it: see ``_paths.agrees``)."""
+    another spelling of it only as the tool took it: see ``_paths.agrees``). Where *wanted*
+    is an object or a list, a string is read as the JSON text it holds, and a key that text
+    repeats has what is wanted when one of its values has (see ``_embedded``)."""
+    if isinstance(wanted, dict | list):
+        value = embedded(value)
     if isinstance(wanted, dict):
         return isinstance(value, dict) and all(
-            name in value and _includes(event, value[name], item) for name, item in wanted.items()
+            name in value and any(_includes(event, v, item) for v in _each(value[name]))
+            for name, item in wanted.items()
         )
     if isinstance(wanted, list):
         return (
@@ -141,6 +156,11 @@ def _includes(event: ToolCallEvent, value: Any, wanted: Any) -> bool:
             and all(_includes(event, v, w) for v, w in zip(value, wanted, strict=True))
         )
     return agrees(event, value, wanted)
+
+
+def _each(value: Any) -> list[Any]:
+    """The values of a member: each of a key JSON text repeats, or the one."""
+    return list(value) if type(value) is Repeated else [value]
 
 
 _COMPILED: dict[int, CompiledMatch] = {}

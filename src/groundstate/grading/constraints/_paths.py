@@ -3,6 +3,7 @@
 A path starts at a field of the step (``args``, ``output``, ``error``, ``tool``, ``ok`` of a tool
 call; ``text``, ``role`` of a message) and walks dictionary keys; a number indexes a list and
 ``*`` maps over one. Resolving gives the values reached, or None when the path is missing.
+Below a string in the arguments, a path reads the JSON text it holds (``_embedded``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from groundstate.grading.constraints._embedded import (
+    Repeated,
+    TooLarge,
+    UnreadableArgument,
+    embedded,
+)
 from groundstate.grading.constraints._spelling import respelt, same_path, shown
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import literal, variable
@@ -42,19 +49,25 @@ Bindings = dict[str, Bound]
 
 
 def resolve(event: AgentEvent, path: str) -> list[Any] | None:
-    """The values at *path* in *event*: one without ``*``; None when any step is missing."""
+    """The values at *path* in *event*: one without ``*`` (or each of a key JSON text in the
+    arguments repeats); None when any step is missing. Below a string in the arguments, the
+    JSON text it holds (see ``_embedded``)."""
     root, *rest = _segments(path)
     if root not in _fields(type(event)):
         return None
     values = [getattr(event, root)]
-    for segment in rest:
-        reached: list[Any] = []
-        for value in values:
-            found = _step(value, segment)
-            if found is None:
-                return None
-            reached.extend(found)
-        values = reached
+    texts = root == "args"
+    try:
+        for segment in rest:
+            reached: list[Any] = []
+            for value in values:
+                found = _step(value, segment, texts)
+                if found is None:
+                    return None
+                reached.extend(found)
+            values = reached
+    except TooLarge as exc:
+        raise UnreadableArgument(event, str(exc)) from None
     return values
 
 
@@ -70,11 +83,18 @@ def _fields(kind: type[AgentEvent]) -> frozenset[str]:
     return frozenset(kind.model_fields)
 
 
-def _step(value: Any, segment: str) -> list[Any] | None:
+def _step(value: Any, segment: str, texts: bool = False) -> list[Any] | None:
+    """The values *segment* reaches below *value*; *texts*: a string is read as the JSON text
+    it holds (in the arguments). Raises ``TooLarge``."""
+    if texts:
+        value = embedded(value)
     if segment == "*":
         return list(value) if isinstance(value, list) else None
     if isinstance(value, dict):
-        return [value[segment]] if segment in value else None
+        if segment not in value:
+            return None
+        found = value[segment]
+        return list(found) if type(found) is Repeated else [found]
     if isinstance(value, list) and _is_index(segment) and -len(value) <= int(segment) < len(value):
         return [value[int(segment)]]
     return None
@@ -114,19 +134,24 @@ def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | 
     if root not in _fields(type(event)):
         return None
     reached: list[tuple[tuple[int, ...], Any]] = [((), getattr(event, root))]
-    for segment in rest:
-        after: list[tuple[tuple[int, ...], Any]] = []
-        for at, value in reached:
-            if segment == "*":
-                if not isinstance(value, list):
+    texts = root == "args"
+    try:
+        for segment in rest:
+            after: list[tuple[tuple[int, ...], Any]] = []
+            for at, value in reached:
+                if segment == "*":
+                    value = embedded(value) if texts else value
+                    if not isinstance(value, list):
+                        return None
+                    after.extend(((*at, i), item) for i, item in enumerate(value))
+                    continue
+                found = _step(value, segment, texts)
+                if found is None:
                     return None
-                after.extend(((*at, i), item) for i, item in enumerate(value))
-                continue
-            found = _step(value, segment)
-            if found is None:
-                return None
-            after.append((at, found[0]))
-        reached = after
+                after.extend((at, item) for item in found)
+            reached = after
+    except TooLarge as exc:
+        raise UnreadableArgument(event, str(exc)) from None
     return reached
 
 
@@ -287,9 +312,13 @@ def selects(event: AgentEvent, where: Conditions) -> bool:
     for field_name, inner in where.keys:
         if field_name not in _fields(type(event)):
             return False
-        compare = _agreeing(event) if field_name == "args" else same
-        if not inner.hold(getattr(event, field_name), compare):
-            return False
+        texts = field_name == "args"
+        compare = _agreeing(event) if texts else same
+        try:
+            if not inner.hold(getattr(event, field_name), compare, texts):
+                return False
+        except TooLarge as exc:
+            raise UnreadableArgument(event, str(exc)) from None
     return True
 
 
@@ -303,16 +332,20 @@ class Conditions:
     keys: tuple[tuple[str, Conditions], ...] = ()
     each: Conditions | None = None
 
-    def hold(self, value: Any, compare: Compare) -> bool:
+    def hold(self, value: Any, compare: Compare, texts: bool = False) -> bool:
+        """Whether *value* meets the conditions; *texts*: below a string, the JSON text it
+        holds (in the arguments), and a key it repeats met by one of its values."""
         if not all(compare(value, expected) for expected in self.here):
             return False
+        if texts and (self.keys or self.each is not None):
+            value = embedded(value)
         for segment, inner in self.keys:
             found = _step(value, segment)
-            if found is None or not inner.hold(found[0], compare):
+            if found is None or not any(inner.hold(v, compare, texts) for v in found):
                 return False
         each = self.each
         return each is None or (
-            isinstance(value, list) and any(each.hold(item, compare) for item in value)
+            isinstance(value, list) and any(each.hold(item, compare, texts) for item in value)
         )
 
 

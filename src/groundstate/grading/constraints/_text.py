@@ -53,7 +53,7 @@ class Unreadable(Exception):
             f"the {MAX_READ_CHARS:,} a check reads: it cannot be judged"
         )
 
-    def evidence(self) -> dict[str, int]:
+    def evidence(self) -> dict[str, Any]:
         return {"step": self.step, "characters": self.length, "read_at_most": MAX_READ_CHARS}
 
 

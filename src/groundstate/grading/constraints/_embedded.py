@@ -1,0 +1,141 @@
+"""JSON text an argument holds, read where a condition's path goes below it.
+
+A tool may take an argument as JSON text and parse it itself (a ``payload`` or ``body``
+declared a string): ``{"payload": "{\\"order_id\\": \\"#W1\\", \\"amount\\": 500}"}`` asks
+for order ``#W1`` as surely as ``{"payload": {"order_id": "#W1", "amount": 500}}``. A path
+into the arguments that goes below a string (``args.payload.order_id``, ``args.items.*``)
+therefore reads the string as the JSON it holds, when it holds an object or a list (JSON's
+own whitespace and escapes, and JSON text encoded as a JSON string again, read as a parser
+reads them). A string that is no such JSON text (``"{W1}"``, ``"[note] refund"``, ``"5"``)
+has nothing below it, as before; a path ending at the string compares the string itself.
+
+A key the JSON text repeats (``{"order_id": "#W2", "order_id": "#W1"}``) holds each of its
+values: parsers differ on which one wins, so a condition sees them all, as it sees every
+element through ``*``. JSON text longer than the gateway lets a call's arguments be
+(:data:`~groundstate.gateway.MAX_ARGUMENT_CHARS`), or nested deeper than it lets them be
+(:data:`~groundstate.gateway.MAX_ARGUMENT_DEPTH`), cannot be read within the grader's bounds:
+a check reading below it fails, the agent having made its call too large to judge
+(:class:`UnreadableArgument`).
+
+Only the arguments are read so: they are the agent's words, shaped as it chose. An output,
+an error and the writes are the tool's report, compared as the tool made them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from groundstate.gateway import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH
+from groundstate.grading.constraints._text import Unreadable
+
+_OPENS = re.compile(r'\s*[{\["]')
+"""How JSON text that may hold an object or a list starts (after whitespace, Python's, which
+a tool stripping the text removes): the object, the list, or JSON text encoded as a string
+again."""
+_DIGITS = 4300
+"""The most digits Python reads as an int by default (``sys.get_int_max_str_digits``): a
+longer integer in the text is read as a float, so that it cannot make the whole text
+unreadable and hide the values beside it."""
+
+
+class Repeated(list[Any]):
+    """The values of a key that JSON text repeats, in the order written."""
+
+
+class TooLarge(Exception):
+    """JSON text over the bounds a check reads: :class:`UnreadableArgument` once the call is
+    known."""
+
+
+def embedded(value: Any) -> Any:
+    """*value*, or where it is a string holding JSON text of an object or a list, what the
+    text holds (an object's repeated keys as :class:`Repeated`). Raises :class:`TooLarge`."""
+    if type(value) is not str or _OPENS.match(value) is None:
+        return value
+    found = _parsed(value)
+    if isinstance(found, str):
+        raise TooLarge(found)
+    return value if found is None else found
+
+
+SHORT = 4096
+"""JSON texts up to this long are remembered 256 at a time, longer ones 4 at a time: a
+parsed text takes some 25 times its length in memory, and an agent may send many."""
+
+
+def _parsed(text: str) -> dict[str, Any] | list[Any] | str | None:
+    """:func:`_read`, remembered (a refusal too): every condition below the same argument
+    asks again."""
+    return _read_short(text) if len(text) <= SHORT else _read_long(text)
+
+
+def _read(text: str) -> dict[str, Any] | list[Any] | str | None:
+    """The object or list *text* holds as JSON (through JSON strings holding JSON text), why
+    it cannot be read (a string), or None (no such text). Each string read is shorter than
+    the one holding it, so the unwrapping ends."""
+    if len(text) > MAX_ARGUMENT_CHARS:
+        return f"{len(text):,} characters of JSON text, over {MAX_ARGUMENT_CHARS:,}"
+    try:
+        value = json.loads(text.strip(), object_pairs_hook=_object, parse_int=_integer)
+    except RecursionError:  # deeper than Python reads: deeper than the bound, surely
+        return _TOO_DEEP
+    except ValueError:  # no JSON: an honest string that merely looks like it
+        return None
+    if isinstance(value, str):
+        return _parsed(value) if _OPENS.match(value) is not None else None
+    if not isinstance(value, dict | list):
+        return None
+    return _TOO_DEEP if _depth(value) > MAX_ARGUMENT_DEPTH else value
+
+
+_TOO_DEEP = f"JSON text nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+_read_short = lru_cache(maxsize=256)(_read)
+_read_long = lru_cache(maxsize=4)(_read)
+
+
+def _integer(digits: str) -> int | float:
+    return int(digits) if len(digits) <= _DIGITS else float(digits)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    made: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in made:
+            made[key] = value
+        elif isinstance(made[key], Repeated):
+            made[key].append(value)
+        else:
+            made[key] = Repeated([made[key], value])
+    return made
+
+
+def _depth(value: Any) -> int:
+    """Levels of objects and lists within each other, read level by level (no recursion)."""
+    level, depth = [value], 0
+    while containers := [v for v in level if isinstance(v, dict | list)]:
+        depth += 1
+        if depth > MAX_ARGUMENT_DEPTH:
+            break
+        level = [c for v in containers for c in (v.values() if isinstance(v, dict) else v)]
+    return depth
+
+
+class UnreadableArgument(Unreadable):
+    """A call whose arguments hold JSON text a check must read below, too large or deep to
+    read: the check fails, as on an agent message too long to judge."""
+
+    def __init__(self, call: Any, reason: str) -> None:
+        Exception.__init__(
+            self,
+            f"the arguments of the call at step {call.step} ({call.tool}) hold {reason}: "
+            "they cannot be judged",
+        )
+        self.message = call
+        self.step = call.step
+        self.reason = reason
+
+    def evidence(self) -> dict[str, Any]:
+        return {"step": self.step, "arguments": self.reason}
