@@ -1630,6 +1630,10 @@ class _Places:
     named: frozenset[str] = frozenset()
     sizes: frozenset[str] = frozenset()
     mentioned: frozenset[str] = frozenset()
+    shown: frozenset[str] = frozenset()
+    """The words the customer wrote where a place goes ("send it to clemence": ``clemence``)
+    and those of the addresses and names the attempt's tools took or returned, any case: a
+    word shown so is a place whatever its ending ("to clemence", :data:`_QUALITY`)."""
 
 
 _ASKED_PLACE = re.compile(r"\bto (?:my|our) ([^\W\d_][\w'-]*)")
@@ -1708,16 +1712,29 @@ delivery, a standard (:data:`_TO_A_STANDARD`), a way of paying, a unit's word (i
 is read by :data:`_UNIT`), a day; a word before its object, a verb ("ships to replace your
 jacket", "to beat the rush", "to match it": no place is followed by "your" or "it"; "to
 denver the next day" is a place and a time)."""
-_QUALITY = re.compile(
-    r"(?!(?:florence|providence|lawrence|laurence|clarence|terrence|constance|prudence|valence"
-    r"|provence|independence|temperance|mission|junction|station)\b)"
-    r"[^\W\d_]{2,}(?:ance|ence|ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
+_NOUN_IN_ANCE = (
+    "toler|conform|compli|perform|clear|mainten|insur|accept|assur|allow|guid|fin|assist|resist"
+    "|import|appear|attend|avoid|accord|ch|circumst|subst|dist|inst|bal|adv|enh|entr|govern"
+    "|refer|prefer|excell|conveni|adher|equival|experi|differ|confid|evid|exist|resid"
+    "|correspond|audi|sci|sequ|sent|sil|pati|abs|pres|influ|comm|depend|emerg|intellig|compet"
+    "|persist|perman|consist|coher|inher|recurr|occurr|transfer|confer|lic|def|off"
 )
-"""A noun of a quality, an act or a state by its ending, no place: the bare word after "to"
-in "ships to tolerance", "to specification", "to requirements", "to perfection", "to
-completion"; a place is one when capitalised ("to Florence") or said so by the customer, and
-the cities and names of the list, any case, that bear such an ending ("to florence", "to
-providence", "to grand junction")."""
+"""The stems of the nouns of a quality, an act or a state (or verbs) in "-ance" and "-ence"
+that "to" may take bare ("ships to tolerance", "to conformance", "sent to clearance", "set to
+commence"). Names of places and people bear these endings too ("Florence", "Torrance",
+"Clemence", "France"), an open class: a word of these endings is a quality only when the
+stem is one of these, so any other ("to clemence") is a place."""
+_QUALITY = re.compile(
+    r"(?!(?:mission|junction|station)\b)"
+    r"[^\W\d_]{2,}(?:ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
+    rf"|(?:{_NOUN_IN_ANCE})(?:ance|ence)s?"
+)
+"""A noun of a quality, an act or a state, no place: by its ending, the bare word after "to"
+in "ships to specification", "to requirements", "to perfection", "to completion" (not the
+cities of the list: "to grand junction"); in "-ance" and "-ence", the endings of many names,
+by its stem too (:data:`_NOUN_IN_ANCE`: "to tolerance", not "to torrance"). A place is one
+when capitalised ("to Florence"), or shown as one by the customer or the tools
+(:attr:`_Places.shown`)."""
 _MOVED = (
     "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
     "|moved|changed|updated|switched|headed|returned|transferred|diverted|assigned|destined"
@@ -1796,7 +1813,53 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
         frozenset(colours),
         sizes=frozenset(sizes),
         mentioned=mentioned,
+        shown=_shown_places(trace, said),
     )
+
+
+_PLACE_SLOT = re.compile(
+    r"\b(?:send|sent|ship|deliver|forward|redirect|rerout|rout|mail|post|mov|go|goes|going|went"
+    r"|head|liv|divert)[a-z]*(?: (?:it|them|this|that|everything|(?:the|my|our|this) [\w'-]+))?"
+    r"(?: (?:over|instead|back|now|there))? (?:to|in|at):? ((?:[^\W\d_][\w'-]* ?){1,3})"
+)
+"""Where a customer names a place: up to three words after "to", "in" or "at" after a verb
+of sending, moving or living ("send it to inverness", "my cousin lives in inverness"); not
+"cut to perfection", "made to specification"."""
+_PLACE_WORD = re.compile(r"[^\W\d_][\w'-]*")
+_PLACE_KEY = re.compile(r"city|line|address|name|recipient")
+"""The keys of a tool's arguments or output whose values are places or people."""
+
+
+def _shown_places(trace: list[AgentEvent], said: list[str]) -> frozenset[str]:
+    """The :attr:`_Places.shown` words of an attempt: the customer's words *said* in a place
+    slot (:data:`_PLACE_SLOT`) and the words of the tools' values under a key of a place
+    (:data:`_PLACE_KEY`)."""
+    slots = {
+        word
+        for text in said
+        for found in _PLACE_SLOT.finditer(fold(text))
+        for word in _PLACE_WORD.findall(found[1])
+    }
+    values = {
+        word
+        for event in trace
+        if isinstance(event, ToolCallEvent)
+        for value in itertools.chain(_keyed(event.args), _keyed(event.output))
+        for word in _PLACE_WORD.findall(fold(value))
+    }
+    return frozenset(slots | values)
+
+
+def _keyed(value: Any, key: str = "") -> Iterator[str]:
+    """The strings of *value* under a key of a place (:data:`_PLACE_KEY`), at any depth."""
+    if isinstance(value, dict):
+        for inner_key, inner in value.items():
+            yield from _keyed(inner, str(inner_key))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _keyed(inner, key)
+    elif isinstance(value, str) and _PLACE_KEY.search(key.casefold()):
+        yield value
 
 
 def _names(text: str) -> frozenset[str]:
@@ -1839,7 +1902,7 @@ def _new_place(place: str, places: _Places) -> bool:
         spans = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
         stored = any(span in f" {line} " for span in spans for line in places.stored)
         # "ships to tolerance" (not "to Florence", a name)
-        quality = _QUALITY.fullmatch(words[-1]) and not places.named.intersection(words)
+        quality = _QUALITY.fullmatch(words[-1]) and not (places.named | places.shown) & {*words}
         owned = _OWNED_TO.search(folded, 0, bare.start())
         if not (_NOT_BARE_PLACE.fullmatch(bare[1]) or stored or quality or owned):
             return True
