@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 78
+VALIDATOR_REVISION = 79
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -260,7 +260,11 @@ in doubt or asking for a moment ("Yes, probably", "Yes. One sec."); 78: the
 suite's own replays (oracle, alternatives, known-bad, mutants) run without the watches against
 in-process code when no untrusted code has run in the process (``groundstate.untrusted``): a
 tool or check of the suite's that rebinds the harness's code is no longer a prohibited
-action of the replay."""
+action of the replay; 79: the
+reader of a claim of a new address reads a lower-case word in "-ance" or "-ence" after "to" as
+a place unless its stem is a quality's ("to torrance", "to clemence"; not "to tolerance"), and
+any word the customer wrote after a verb of sending or living, or a tool took or returned as a
+place, as a place whatever its ending ("to inverness")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
