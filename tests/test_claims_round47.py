@@ -184,7 +184,9 @@ def test_a_place_the_customer_wrote_in_lower_case_is_a_place_whatever_its_ending
     assert CLAIMS in failing(retail, ADDRESS, _final(refused, said))
 
 
-@pytest.mark.parametrize("said", ["It ships to inverness.", "It has been redirected to wilderness."])
+@pytest.mark.parametrize(
+    "said", ["It ships to inverness.", "It has been redirected to wilderness."]
+)
 def test_a_place_the_tools_took_is_a_place_whatever_its_ending(
     retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
 ) -> None:
