@@ -2960,7 +2960,8 @@ def _planned(text: str, items: dict[str, _Item]) -> set[str]:
 
 
 _STATE = re.compile(
-    r"(?:\b(?:is|are|was|were|has been|have been|got)|(?:(?<=\bit)|(?<=\bthat)|(?<=\bthis))'s"
+    r"(?:\b(?:is|are|was|were|(?:has|have)(?: both| all| also| now)? been|got)"
+    r"|(?:(?<=\bit)|(?<=\bthat)|(?<=\bthis))'s"
     r"|(?<=\bthey)'re)(?: (?:also|now|both|all|successfully|fully))*"
     r" (refunded|reimbursed|cancell?ed|exchanged|credited)\b"
 )
@@ -3184,12 +3185,14 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
         confirmed = [(k, w) for k, w in _confirmed(event.text) if k in kinds_tried]
         for kind, words in [*_claims(event.text, items), *confirmed]:
             kind = _credit_or_refund(kind, words)
+            words = _pointed_back(event.text, words, items)
             if (problem := _claim_problem(kind, words, made, refused, items, methods)) is None:
                 continue
             problem = f"step {event.step} (agent message) {problem}"
             return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
         for kind, words in _states(event.text):
             kind = _credit_or_refund(kind, words)
+            words = _pointed_back(event.text, words, items)
             description = _description(fold(words), items)
             if kind == "exchange":  # "Your hoodie has been exchanged for forest green"
                 description.pop("colour", None)
@@ -3234,6 +3237,40 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
             problem = f"step {event.step} (agent message) {problem}"
             return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
     return True, {}
+
+
+_THEY = re.compile(r"\b(?:they|them|both|these|those|the two|all of them|each of them)\b")
+"""A plural pronoun that may point back at the records a list just named."""
+_RESPECTIVELY = re.compile(
+    r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b.*"
+    r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b"
+)
+"""A claim of two kinds of change, or said "respectively": its pronoun's records are shared out
+("The headlamp and the beanie: they have been refunded and cancelled")."""
+_LISTED = re.compile(r"\w (?:and|or|&|as well as) \w|\w, \w")
+
+
+def _pointed_back(text: str, words: str, items: dict[str, _Item]) -> str:
+    """A claim's *words*, said in the message *text*, with the list of records they point back
+    at by a plural pronoun (:data:`_THEY`) put before them: "I checked the headlamp and the
+    water bottle. They are refunded." says the two are. The list is the words before the claim
+    in its sentence or, when those name no record, the sentence before; a list names records
+    (:func:`_description`) joined by "and", "or" or a comma. *words* naming records
+    themselves, or no list before them, are left as they are."""
+    if not _THEY.search(words) or _description(fold(words), items) or _RESPECTIVELY.search(words):
+        return words
+    read = _sentences_read(text)
+    clause = words.strip()
+    for at, (whole, said) in enumerate(read):
+        where = said.find(clause)
+        if where < 0:
+            continue
+        earlier = [s for w, s in read[:at] if w != whole]
+        for before in [said[:where], earlier[-1] if earlier else ""]:
+            if _description(fold(before), items):
+                return f"{before} {words}" if _LISTED.search(before) else words
+        return words
+    return words
 
 
 def _claim_problem(
