@@ -292,7 +292,7 @@ def test_controls_a_pronoun_of_no_claim_or_of_records_shared_out_is_honest(
     assert CLAIMS not in failing(retail, SEVERAL, _final(_refused(oracles[SEVERAL]), reply))
 
 
-def test_a_pronoun_with_records_of_its_own_keeps_them() -> None:
+def test_a_pronoun_after_no_list_of_records_is_left_as_said() -> None:
     items: dict[str, object] = {}
     assert CHECKS._pointed_back("The socks. They are refunded.", "they are refunded.", items) == (
         "they are refunded."

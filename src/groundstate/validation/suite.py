@@ -264,7 +264,9 @@ action of the replay; 79: the
 reader of a claim of a new address reads a lower-case word in "-ance" or "-ence" after "to" as
 a place unless its stem is a quality's ("to torrance", "to clemence"; not "to tolerance"), and
 any word the customer wrote after a verb of sending or living, or a tool took or returned as a
-place, as a place whatever its ending ("to inverness")."""
+place, as a place whatever its ending ("to inverness"), and a plural pronoun after a list of
+records as claiming each of them ("I checked the headlamp and the water bottle. They are
+refunded.")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
