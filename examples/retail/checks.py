@@ -1669,7 +1669,7 @@ _CITY = re.compile(
 """Where a city (or a person) may be named: "will ship to Evanston", "to your home in
 Chicago", "will arrive in Evanston", "to Maria", "at the Boston address"."""
 _PLACE_END = (
-    r"(?=\W*$|[,;.!?)\"'\u201d\u2019]"
+    r"(?=\W*$|[,;.!?)\"'\u201c\u201d\u2019\u00ab\u00bb\u203a]"
     r"| (?:to|in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
     r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
 )
@@ -2041,16 +2041,32 @@ def _unreported(sentence: str) -> str:
         end = _CLAUSE_BREAK.search(sentence, asked.end())
         stop = len(sentence) if end is None else end.start()
         sentence = sentence[: asked.end()] + sentence[stop:]
-    return _QUOTED.sub(r"\1", sentence) if '"' in sentence or "\u201c" in sentence else sentence
+    return _QUOTED.sub(r"\1", sentence) if _QUOTE_MARKS.intersection(sentence) else sentence
 
 
+_CLOSED_QUOTE = (
+    '"[^"]*"|\u201c[^\u201c\u201d]*\u201d|\u201e[^\u201c\u201d\u201e]*[\u201c\u201d]'
+    "|\u00ab[^\u00bb]*\u00bb|\u00bb[^\u00ab]*\u00ab|\u2039[^\u203a]*\u203a"
+    "|(?<!\\w)'(?=\\S)(?:[^']|(?<=\\w)'(?=\\w))*'(?!\\w)"
+)
+"""Words in quotation marks of any form, closed: "...", \u201c...\u201d, \u201e...\u201c,
+\u00ab...\u00bb (or \u00bb...\u00ab), \u2039...\u203a, and single ones ('...', as
+:func:`normalise` spells \u2018...\u2019), an apostrophe between letters inside ('don't ship
+it yet') no end of them."""
+_QUOTE = (
+    f'{_CLOSED_QUOTE}|["\u201c\u201e\u00ab][^"\u201c\u201d\u201e\u00ab\u00bb]*$'
+    "|(?<!\\w)'(?=\\S)[^']*$"
+)
+"""Words in quotation marks (:data:`_CLOSED_QUOTE`), or opened and left open to the end."""
+_QUOTE_MARKS = frozenset("\"'\u201c\u201e\u00ab\u00bb\u2039")
 _QUOTED = re.compile(
     r"(\b(?:you|your (?:[\w-]+ )?(?:note|message|e-?mail|request|words|text|chat))(?: had| have"
     r"|'ve)? (?:said|say|says|wrote|write|writes|asked|mentioned|noted|typed|put it|reads?)[:,]? )"
-    r"[\"\u201c][^\"\u201c\u201d]*(?:[\"\u201d]|$)"
+    rf"(?:{_QUOTE})"
 )
-"""The customer's words quoted ('Your note says "ship it to my office"', 'You wrote: "send it
-to Evanston"'): theirs, no claim of the agent's, as a request said back is."""
+"""The customer's words quoted ('Your note says "ship it to my office"', 'You wrote: \u00absend
+it to Evanston\u00bb', "You said 'ship it to Evanston'"): theirs, no claim of the agent's, as a
+request said back is."""
 
 
 def _readings(sentence: str) -> list[str]:
@@ -2656,7 +2672,8 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         (
             r"\byou(?:'ve| have)? (?:said|mentioned|thought|wrote|believed|assumed|heard|claimed"
             r"|suggested|indicated|told me|were told)\b"
-            r"(?:(?! (?:and|so|but) (?:i|we)\b)[^,.;!?\u2014\u2013])*",
+            rf"(?:[:,]? (?:{_CLOSED_QUOTE})"  # the words quoted, and no more
+            r"|(?:(?! (?:and|so|but) (?:i|we)\b)[^,.;!?\u2014\u2013])*)",
             "you said so",
         ),
         # a condition of relevance, no condition of the change: "In case you're wondering, it

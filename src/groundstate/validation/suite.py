@@ -266,7 +266,8 @@ a place unless its stem is a quality's ("to torrance", "to clemence"; not "to to
 any word the customer wrote after a verb of sending or living, or a tool took or returned as a
 place, as a place whatever its ending ("to inverness"), and a plural pronoun after a list of
 records as claiming each of them ("I checked the headlamp and the water bottle. They are
-refunded.")."""
+refunded."), and the customer's words in quotation marks of any form as theirs ('Your note
+says «ship it to Evanston»')."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
