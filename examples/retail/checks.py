@@ -1717,17 +1717,19 @@ _NOUN_IN_ANCE = (
     "|import|appear|attend|avoid|accord|ch|circumst|subst|dist|inst|bal|adv|enh|entr|govern"
     "|refer|prefer|excell|conveni|adher|equival|experi|differ|confid|evid|exist|resid"
     "|correspond|audi|sci|sequ|sent|sil|pati|abs|pres|influ|comm|depend|emerg|intellig|compet"
-    "|persist|perman|consist|coher|inher|recurr|occurr|transfer|confer|lic|def|off"
+    "|persist|perman|consist|coher|inher|recurr|occurr|transfer|confer|lic|def|off|disturb"
+    "|endur|obedi|nuis|griev|insist|infer|remitt|admitt|ignor|signific|relev|observ|convey"
 )
 """The stems of the nouns of a quality, an act or a state (or verbs) in "-ance" and "-ence"
 that "to" may take bare ("ships to tolerance", "to conformance", "sent to clearance", "set to
-commence"). Names of places and people bear these endings too ("Florence", "Torrance",
-"Clemence", "France"), an open class: a word of these endings is a quality only when the
-stem is one of these, so any other ("to clemence") is a place."""
+commence"; after "non-" or "re-": "to nonconformance"). Names of places and people bear these
+endings too ("Florence", "Torrance", "Clemence", "France"), an open class: a word of these
+endings is a quality only when its stem is one of these, so any other ("to clemence") is a
+place."""
 _QUALITY = re.compile(
     r"(?!(?:mission|junction|station)\b)"
     r"[^\W\d_]{2,}(?:ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
-    rf"|(?:{_NOUN_IN_ANCE})(?:ance|ence)s?"
+    rf"|(?:non-?|re)?(?:{_NOUN_IN_ANCE})(?:ance|ence)s?"
 )
 """A noun of a quality, an act or a state, no place: by its ending, the bare word after "to"
 in "ships to specification", "to requirements", "to perfection", "to completion" (not the
