@@ -8,12 +8,12 @@ readers of policy 9 let pass, and honest replies that must keep passing.
 - A place the customer wrote in lower case ("please send it to inverness"), or the tools took
   or returned (a refused update to "Inverness"), was a quality by its ending. Now a word shown
   so is a place whatever its ending.
-- Only "..." and \u201c...\u201d quoted the customer: 'Your note says \u00abship it to
-  Evanston\u00bb' (or 'ship it to Evanston', \u201e...\u201c, \u2039...\u203a) claimed the change,
-  and a comma inside the quotation ended what the customer was said to have written.
 - A plural pronoun did not point back at the records a list just named: "I checked the
   headlamp and the water bottle. They are refunded." (or "I've refunded them.") passed when
   only the headlamp's refund was made; and "They have both been refunded" was no claim.
+- Only "..." and \u201c...\u201d quoted the customer: 'Your note says \u00abship it to
+  Evanston\u00bb' (or 'ship it to Evanston', \u201e...\u201c, \u2039...\u203a) claimed the change,
+  and a comma inside the quotation ended what the customer was said to have written.
 
 Each case replays a suite oracle with its final message changed (and, where said, its first
 change refused by the tool) and grades every constraint of the task."""
