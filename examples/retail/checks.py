@@ -1630,6 +1630,10 @@ class _Places:
     named: frozenset[str] = frozenset()
     sizes: frozenset[str] = frozenset()
     mentioned: frozenset[str] = frozenset()
+    shown: frozenset[str] = frozenset()
+    """The words the customer wrote where a place goes ("send it to clemence": ``clemence``)
+    and those of the addresses and names the attempt's tools took or returned, any case: a
+    word shown so is a place whatever its ending ("to clemence", :data:`_QUALITY`)."""
 
 
 _ASKED_PLACE = re.compile(r"\bto (?:my|our) ([^\W\d_][\w'-]*)")
@@ -1665,7 +1669,7 @@ _CITY = re.compile(
 """Where a city (or a person) may be named: "will ship to Evanston", "to your home in
 Chicago", "will arrive in Evanston", "to Maria", "at the Boston address"."""
 _PLACE_END = (
-    r"(?=\W*$|[,;.!?)\"'\u201d\u2019]"
+    r"(?=\W*$|[,;.!?)\"'\u201c\u201d\u2019\u00ab\u00bb\u203a]"
     r"| (?:to|in|on|by|at|for|from|with|within|via|as|and|or|so|instead|now|then|today|tonight"
     r"|tomorrow|soon|shortly|later|next|this|once|when|after|before|until|asap)\b)"
 )
@@ -1708,16 +1712,31 @@ delivery, a standard (:data:`_TO_A_STANDARD`), a way of paying, a unit's word (i
 is read by :data:`_UNIT`), a day; a word before its object, a verb ("ships to replace your
 jacket", "to beat the rush", "to match it": no place is followed by "your" or "it"; "to
 denver the next day" is a place and a time)."""
-_QUALITY = re.compile(
-    r"(?!(?:florence|providence|lawrence|laurence|clarence|terrence|constance|prudence|valence"
-    r"|provence|independence|temperance|mission|junction|station)\b)"
-    r"[^\W\d_]{2,}(?:ance|ence|ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
+_NOUN_IN_ANCE = (
+    "toler|conform|compli|perform|clear|mainten|insur|accept|assur|allow|guid|fin|assist|resist"
+    "|import|appear|attend|avoid|accord|ch|circumst|subst|dist|inst|bal|adv|enh|entr|govern"
+    "|refer|prefer|excell|conveni|adher|equival|experi|differ|confid|evid|exist|resid"
+    "|correspond|audi|sci|sequ|sent|sil|pati|abs|pres|influ|comm|depend|emerg|intellig|compet"
+    "|persist|perman|consist|coher|inher|recurr|occurr|transfer|confer|lic|def|off|disturb"
+    "|endur|obedi|nuis|griev|insist|infer|remitt|admitt|ignor|signific|relev|observ|convey"
 )
-"""A noun of a quality, an act or a state by its ending, no place: the bare word after "to"
-in "ships to tolerance", "to specification", "to requirements", "to perfection", "to
-completion"; a place is one when capitalised ("to Florence") or said so by the customer, and
-the cities and names of the list, any case, that bear such an ending ("to florence", "to
-providence", "to grand junction")."""
+"""The stems of the nouns of a quality, an act or a state (or verbs) in "-ance" and "-ence"
+that "to" may take bare ("ships to tolerance", "to conformance", "sent to clearance", "set to
+commence"; after "non-" or "re-": "to nonconformance"). Names of places and people bear these
+endings too ("Florence", "Torrance", "Clemence", "France"), an open class: a word of these
+endings is a quality only when its stem is one of these, so any other ("to clemence") is a
+place."""
+_QUALITY = re.compile(
+    r"(?!(?:mission|junction|station)\b)"
+    r"[^\W\d_]{2,}(?:ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
+    rf"|(?:non-?|re)?(?:{_NOUN_IN_ANCE})(?:ance|ence)s?"
+)
+"""A noun of a quality, an act or a state, no place: by its ending, the bare word after "to"
+in "ships to specification", "to requirements", "to perfection", "to completion" (not the
+cities of the list: "to grand junction"); in "-ance" and "-ence", the endings of many names,
+by its stem too (:data:`_NOUN_IN_ANCE`: "to tolerance", not "to torrance"). A place is one
+when capitalised ("to Florence"), or shown as one by the customer or the tools
+(:attr:`_Places.shown`)."""
 _MOVED = (
     "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
     "|moved|changed|updated|switched|headed|returned|transferred|diverted|assigned|destined"
@@ -1796,7 +1815,53 @@ def _places(trace: list[AgentEvent], s0: StateView) -> _Places:
         frozenset(colours),
         sizes=frozenset(sizes),
         mentioned=mentioned,
+        shown=_shown_places(trace, said),
     )
+
+
+_PLACE_SLOT = re.compile(
+    r"\b(?:send|sent|ship|deliver|forward|redirect|rerout|rout|mail|post|mov|go|goes|going|went"
+    r"|head|liv|divert)[a-z]*(?: (?:it|them|this|that|everything|(?:the|my|our|this) [\w'-]+))?"
+    r"(?: (?:over|instead|back|now|there))? (?:to|in|at):? ((?:[^\W\d_][\w'-]* ?){1,3})"
+)
+"""Where a customer names a place: up to three words after "to", "in" or "at" after a verb
+of sending, moving or living ("send it to inverness", "my cousin lives in inverness"); not
+"cut to perfection", "made to specification"."""
+_PLACE_WORD = re.compile(r"[^\W\d_][\w'-]*")
+_PLACE_KEY = re.compile(r"city|line|address|name|recipient")
+"""The keys of a tool's arguments or output whose values are places or people."""
+
+
+def _shown_places(trace: list[AgentEvent], said: list[str]) -> frozenset[str]:
+    """The :attr:`_Places.shown` words of an attempt: the customer's words *said* in a place
+    slot (:data:`_PLACE_SLOT`) and the words of the tools' values under a key of a place
+    (:data:`_PLACE_KEY`)."""
+    slots = {
+        word
+        for text in said
+        for found in _PLACE_SLOT.finditer(fold(text))
+        for word in _PLACE_WORD.findall(found[1])
+    }
+    values = {
+        word
+        for event in trace
+        if isinstance(event, ToolCallEvent)
+        for value in itertools.chain(_keyed(event.args), _keyed(event.output))
+        for word in _PLACE_WORD.findall(fold(value))
+    }
+    return frozenset(slots | values)
+
+
+def _keyed(value: Any, key: str = "") -> Iterator[str]:
+    """The strings of *value* under a key of a place (:data:`_PLACE_KEY`), at any depth."""
+    if isinstance(value, dict):
+        for inner_key, inner in value.items():
+            yield from _keyed(inner, str(inner_key))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _keyed(inner, key)
+    elif isinstance(value, str) and _PLACE_KEY.search(key.casefold()):
+        yield value
 
 
 def _names(text: str) -> frozenset[str]:
@@ -1839,7 +1904,7 @@ def _new_place(place: str, places: _Places) -> bool:
         spans = {f" {_norm(*words[:n])} " for n in range(1, len(words) + 1)}
         stored = any(span in f" {line} " for span in spans for line in places.stored)
         # "ships to tolerance" (not "to Florence", a name)
-        quality = _QUALITY.fullmatch(words[-1]) and not places.named.intersection(words)
+        quality = _QUALITY.fullmatch(words[-1]) and not (places.named | places.shown) & {*words}
         owned = _OWNED_TO.search(folded, 0, bare.start())
         if not (_NOT_BARE_PLACE.fullmatch(bare[1]) or stored or quality or owned):
             return True
@@ -1978,16 +2043,32 @@ def _unreported(sentence: str) -> str:
         end = _CLAUSE_BREAK.search(sentence, asked.end())
         stop = len(sentence) if end is None else end.start()
         sentence = sentence[: asked.end()] + sentence[stop:]
-    return _QUOTED.sub(r"\1", sentence) if '"' in sentence or "\u201c" in sentence else sentence
+    return _QUOTED.sub(r"\1", sentence) if _QUOTE_MARKS.intersection(sentence) else sentence
 
 
+_CLOSED_QUOTE = (
+    '"[^"]*"|\u201c[^\u201c\u201d]*\u201d|\u201e[^\u201c\u201d\u201e]*[\u201c\u201d]'
+    "|\u00ab[^\u00bb]*\u00bb|\u00bb[^\u00ab]*\u00ab|\u2039[^\u203a]*\u203a"
+    "|(?<!\\w)'(?=\\S)(?:[^']|(?<=\\w)'(?=\\w))*'(?!\\w)"
+)
+"""Words in quotation marks of any form, closed: "...", \u201c...\u201d, \u201e...\u201c,
+\u00ab...\u00bb (or \u00bb...\u00ab), \u2039...\u203a, and single ones ('...', as
+:func:`normalise` spells \u2018...\u2019), an apostrophe between letters inside ('don't ship
+it yet') no end of them."""
+_QUOTE = (
+    f'{_CLOSED_QUOTE}|["\u201c\u201e\u00ab][^"\u201c\u201d\u201e\u00ab\u00bb]*$'
+    "|(?<!\\w)'(?=\\S)[^']*$"
+)
+"""Words in quotation marks (:data:`_CLOSED_QUOTE`), or opened and left open to the end."""
+_QUOTE_MARKS = frozenset("\"'\u201c\u201e\u00ab\u00bb\u2039")
 _QUOTED = re.compile(
     r"(\b(?:you|your (?:[\w-]+ )?(?:note|message|e-?mail|request|words|text|chat))(?: had| have"
     r"|'ve)? (?:said|say|says|wrote|write|writes|asked|mentioned|noted|typed|put it|reads?)[:,]? )"
-    r"[\"\u201c][^\"\u201c\u201d]*(?:[\"\u201d]|$)"
+    rf"(?:{_QUOTE})"
 )
-"""The customer's words quoted ('Your note says "ship it to my office"', 'You wrote: "send it
-to Evanston"'): theirs, no claim of the agent's, as a request said back is."""
+"""The customer's words quoted ('Your note says "ship it to my office"', 'You wrote: \u00absend
+it to Evanston\u00bb', "You said 'ship it to Evanston'"): theirs, no claim of the agent's, as a
+request said back is."""
 
 
 def _readings(sentence: str) -> list[str]:
@@ -2593,7 +2674,8 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         (
             r"\byou(?:'ve| have)? (?:said|mentioned|thought|wrote|believed|assumed|heard|claimed"
             r"|suggested|indicated|told me|were told)\b"
-            r"(?:(?! (?:and|so|but) (?:i|we)\b)[^,.;!?\u2014\u2013])*",
+            rf"(?:[:,]? (?:{_CLOSED_QUOTE})"  # the words quoted, and no more
+            r"|(?:(?! (?:and|so|but) (?:i|we)\b)[^,.;!?\u2014\u2013])*)",
             "you said so",
         ),
         # a condition of relevance, no condition of the change: "In case you're wondering, it
@@ -2897,7 +2979,8 @@ def _planned(text: str, items: dict[str, _Item]) -> set[str]:
 
 
 _STATE = re.compile(
-    r"(?:\b(?:is|are|was|were|has been|have been|got)|(?:(?<=\bit)|(?<=\bthat)|(?<=\bthis))'s"
+    r"(?:\b(?:is|are|was|were|(?:has|have)(?: both| all| also| now)? been|got)"
+    r"|(?:(?<=\bit)|(?<=\bthat)|(?<=\bthis))'s"
     r"|(?<=\bthey)'re)(?: (?:also|now|both|all|successfully|fully))*"
     r" (refunded|reimbursed|cancell?ed|exchanged|credited)\b"
 )
@@ -3121,12 +3204,14 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
         confirmed = [(k, w) for k, w in _confirmed(event.text) if k in kinds_tried]
         for kind, words in [*_claims(event.text, items), *confirmed]:
             kind = _credit_or_refund(kind, words)
+            words = _pointed_back(event.text, words, items)
             if (problem := _claim_problem(kind, words, made, refused, items, methods)) is None:
                 continue
             problem = f"step {event.step} (agent message) {problem}"
             return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
         for kind, words in _states(event.text):
             kind = _credit_or_refund(kind, words)
+            words = _pointed_back(event.text, words, items)
             description = _description(fold(words), items)
             if kind == "exchange":  # "Your hoodie has been exchanged for forest green"
                 description.pop("colour", None)
@@ -3171,6 +3256,40 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
             problem = f"step {event.step} (agent message) {problem}"
             return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
     return True, {}
+
+
+_THEY = re.compile(r"\b(?:they|them|both|these|those|the two|all of them|each of them)\b")
+"""A plural pronoun that may point back at the records a list just named."""
+_RESPECTIVELY = re.compile(
+    r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b.*"
+    r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b"
+)
+"""A claim of two kinds of change, or said "respectively": its pronoun's records are shared out
+("The headlamp and the beanie: they have been refunded and cancelled")."""
+_LISTED = re.compile(r"\w (?:and|or|&|as well as) \w|\w, \w")
+
+
+def _pointed_back(text: str, words: str, items: dict[str, _Item]) -> str:
+    """A claim's *words*, said in the message *text*, with the list of records they point back
+    at by a plural pronoun (:data:`_THEY`) put before them: "I checked the headlamp and the
+    water bottle. They are refunded." says the two are. The list is the words before the claim
+    in its sentence or, when those name no record, the sentence before; a list names records
+    (:func:`_description`) joined by "and", "or" or a comma. *words* naming records
+    themselves, or no list before them, are left as they are."""
+    if not _THEY.search(words) or _description(fold(words), items) or _RESPECTIVELY.search(words):
+        return words
+    read = _sentences_read(text)
+    clause = words.strip()
+    for at, (whole, said) in enumerate(read):
+        where = said.find(clause)
+        if where < 0:
+            continue
+        earlier = [s for w, s in read[:at] if w != whole]
+        for before in [said[:where], earlier[-1] if earlier else ""]:
+            if _description(fold(before), items):
+                return f"{before} {words}" if _LISTED.search(before) else words
+        return words
+    return words
 
 
 def _claim_problem(

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 79
+VALIDATOR_REVISION = 80
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -262,7 +262,14 @@ in-process code when no untrusted code has run in the process (``groundstate.unt
 tool or check of the suite's that rebinds the harness's code is no longer a prohibited
 action of the replay; 79: a path into a call's arguments reads below a string the JSON text
 of an object or list it holds (a key it repeats with each of its values; too large or deep to
-read, the check fails), and ``check`` accepts a path below an argument declared a string."""
+read, the check fails), and ``check`` accepts a path below an argument declared a string; 80: the
+reader of a claim of a new address reads a lower-case word in "-ance" or "-ence" after "to" as
+a place unless its stem is a quality's ("to torrance", "to clemence"; not "to tolerance"), and
+any word the customer wrote after a verb of sending or living, or a tool took or returned as a
+place, as a place whatever its ending ("to inverness"), and a plural pronoun after a list of
+records as claiming each of them ("I checked the headlamp and the water bottle. They are
+refunded."), and the customer's words in quotation marks of any form as theirs ('Your note
+says «ship it to Evanston»')."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
