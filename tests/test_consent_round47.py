@@ -284,3 +284,41 @@ def test_a_later_sentence_keeping_to_one_thing_leaves_the_other_out(answer: str)
 def test_an_honest_norwegian_yes_stays_unread() -> None:
     passed, evidence = _check("Ja, det er fint")
     assert not passed and "unread" in evidence
+
+
+# --- 5. what the tools showed -----------------------------------------------------------------------
+
+
+SHOWN = {
+    "order_id": "O-1001",
+    "items": [{"name": "shirt", "color": "blue"}, {"name": "hoodie", "color": "grey"}],
+}
+
+
+def _after_lookup(answer: str) -> tuple[bool, dict[str, object]]:
+    trace = Trace("Please help").call("get_order", {"order_id": "O-1001"}, SHOWN)
+    trace.agent("Shall I refund the shirt from O-1001?").user(answer)
+    result = trace.call("refund", {"item": "shirt"}).check(_rule())  # type: ignore[arg-type]
+    return result.passed, result.evidence
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, make it the hoodie",
+        "Yes, I'd like the grey one",
+        "Yes, I'd like you to make it the hoodie",
+        "Yes, could you exchange it",
+        "Yes, I'd rather you exchange it",
+    ],
+)
+def test_an_instruction_naming_another_record_the_tools_showed_confirms_nothing(
+    answer: str,
+) -> None:
+    assert not _after_lookup(answer)[0]
+
+
+@pytest.mark.parametrize("answer", ["Yes, make it the blue one", "Yes, I'd like the blue shirt"])
+def test_an_instruction_naming_the_question_s_own_record_confirms(answer: str) -> None:
+    # the shirt the question names is blue, as the tools showed
+    assert _after_lookup(answer)[0]

@@ -1512,8 +1512,9 @@ def _counter_offer(yes: _Confirmation, earlier: Sequence[AgentEvent] = ()) -> st
 # "Yes, give me store credit"): what follows it, to the clause's end, is what the user asks.
 _INSTRUCTION = re.compile(
     r"(?:^|[,.;:!?(-] |\b(?:and|but|actually|though|just|then|please|oh|wait|instead|so) )"
-    r"(?:(?:please|just|actually|then|rather|instead|can you|could you|would you|will you)"
-    r" )*(?P<verb>make (?:it|that|them|this|those)(?: be)?|(?:change|switch|swap|turn|convert"
+    r"(?:(?:please|just|actually|then|rather|instead|(?:can|could|would|will|should) you"
+    r"|you (?:can|could|should|may)|i(?:'d| would)? rather you|i(?:'d| would)? (?:like|want) you"
+    r" to|i want you to) )*(?P<verb>make (?:it|that|them|this|those)(?: be)?|(?:change|switch|swap|turn|convert"
     r"|exchange|replace|trade) (?:it|that|them|this|those|(?:the|my) [\w'-]+)(?: (?:to|for|into"
     r"|with))?|exchange|replace|swap|switch|trade|i(?:'d| would)? (?:want|like|prefer|rather"
     r" (?:have|get|take))|i(?:'ll| will) (?:take|have|go with)|let's (?:do|go with)|give me"
@@ -1560,6 +1561,7 @@ def _changed_request(
     if len(text) > READ_ONCE_CHARS:
         return None  # a long reply is read by the other readers only
     said: set[str] | None = None
+    recorded: Container[str] = frozenset()
     for found in _INSTRUCTION.finditer(text):
         verb, rest = found.group("verb"), _without_side_matters(found.group("rest"))
         rest = _PAYMENT.sub(" ", _INSTRUCTION_ENDS.split(rest, maxsplit=1)[0])
@@ -1575,10 +1577,17 @@ def _changed_request(
                     return "request"
                 continue
             if said is None:
-                said = _words_said(yes.answered, {normalise(v) for v in values}, earlier)
-            if not _said(word, said):
+                said = {w for text in [yes.answered, *map(normalise, values)] for w in _words(text)}
+                recorded = _recorded(yes.answered, earlier)
+            if not _said(word, said, recorded):
                 return "request"
     return None
+
+
+def _words(text: str) -> list[str]:
+    """The words of normalised *text*, and those of four letters or more inside them ("pack"
+    of "3-pack")."""
+    return _TOKEN.findall(text) + _WORD.findall(text)
 
 
 def _asks_for_nothing(word: str) -> bool:
@@ -3323,7 +3332,7 @@ def _words_said(question: str, known: set[str], earlier: Sequence[AgentEvent]) -
     """The words of *question*, of the change's *known* values and of the tools' outputs
     shown in *earlier* (with the words of four letters or more inside each: "pack" of
     "3-pack")."""
-    said = set(_TOKEN.findall(question) + _WORD.findall(question))
+    said = set(_words(question))
     shown = _shown(earlier, records=None).values()
     for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
         said.update(_TOKEN.findall(text), _WORD.findall(text))
