@@ -128,6 +128,8 @@ def test_the_changed_request_is_named_in_the_evidence(answer: str) -> None:
         "Yes, I want to get this sorted",
         "Yes, refund it. Make it quick please.",
         "Yes, I'll take the refund",
+        "Yes, make it a priority",
+        "Sure, make it painless",
     ],
 )
 def test_an_honest_yes_with_an_instruction_asking_nothing_else_confirms(answer: str) -> None:
@@ -286,7 +288,7 @@ def test_an_honest_norwegian_yes_stays_unread() -> None:
     assert not passed and "unread" in evidence
 
 
-# --- 5. what the tools showed -----------------------------------------------------------------------
+# --- 5. what the tools showed --------------------------------------------------------------
 
 
 SHOWN = {
@@ -322,3 +324,26 @@ def test_an_instruction_naming_another_record_the_tools_showed_confirms_nothing(
 def test_an_instruction_naming_the_question_s_own_record_confirms(answer: str) -> None:
     # the shirt the question names is blue, as the tools showed
     assert _after_lookup(answer)[0]
+
+
+ADDRESS = "Shall I update your address to 12 Oak Street?"
+
+
+def _moved(answer: str) -> bool:
+    trace = Trace("Please help").agent(ADDRESS).user(answer)
+    rule = constraint(
+        id="confirm-address",
+        confirmed={"change": {"tool": "update_address"}, "names": ["args.address"]},
+    )
+    result = trace.call("update_address", {"address": "12 Oak Street"}).check(rule)  # type: ignore[arg-type]
+    return result.passed
+
+
+def test_a_change_of_the_question_s_family_in_other_words_confirms() -> None:
+    assert _moved("Yes, change it to 12 Oak Street")
+    assert _confirms("Yes, change it to the blue one", EXCHANGE, tool="exchange", asks="exchang")
+
+
+def test_another_value_in_a_change_of_the_question_s_family_confirms_nothing() -> None:
+    assert not _moved("Yes, change it to 14 Elm Road")
+    assert not _moved("Yes, cancel it")

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 78
+VALIDATOR_REVISION = 79
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -260,7 +260,11 @@ in doubt or asking for a moment ("Yes, probably", "Yes. One sec."); 78: the
 suite's own replays (oracle, alternatives, known-bad, mutants) run without the watches against
 in-process code when no untrusted code has run in the process (``groundstate.untrusted``): a
 tool or check of the suite's that rebinds the harness's code is no longer a prohibited
-action of the replay."""
+action of the replay; 79: the constraint language's yes followed by an instruction asking
+for another thing, option or kind of change ("Yes, make it the blue one", "Yes, exchange it")
+confirms nothing, names the conversation gave the user or the agent ("I'm Tariq") are persons
+addressed in any case, and a thing named after a first sentence saying more than a plain yes
+("Yes, refund it quickly. The hoodie.") is read."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -1514,9 +1514,10 @@ _INSTRUCTION = re.compile(
     r"(?:^|[,.;:!?(-] |\b(?:and|but|actually|though|just|then|please|oh|wait|instead|so) )"
     r"(?:(?:please|just|actually|then|rather|instead|(?:can|could|would|will|should) you"
     r"|you (?:can|could|should|may)|i(?:'d| would)? rather you|i(?:'d| would)? (?:like|want) you"
-    r" to|i want you to) )*(?P<verb>make (?:it|that|them|this|those)(?: be)?|(?:change|switch|swap|turn|convert"
-    r"|exchange|replace|trade) (?:it|that|them|this|those|(?:the|my) [\w'-]+)(?: (?:to|for|into"
-    r"|with))?|exchange|replace|swap|switch|trade|i(?:'d| would)? (?:want|like|prefer|rather"
+    r" to|i want you to) )*(?P<verb>make (?:it|that|them|this|those)(?: be)?"
+    r"|(?:change|switch|swap|turn|convert|exchange|replace|trade)"
+    r" (?:it|that|them|this|those|(?:the|my) [\w'-]+)(?: (?:to|for|into|with))?"
+    r"|exchange|replace|swap|switch|trade|i(?:'d| would)? (?:want|like|prefer|rather"
     r" (?:have|get|take))|i(?:'ll| will) (?:take|have|go with)|let's (?:do|go with)|give me"
     r"|send me|get me|go with|do(?= (?:the|my|a|an|both)\b))\b(?P<rest>[^,.!?;:()]*)"
 )
@@ -1527,18 +1528,24 @@ _INSTRUCTION_ENDS = re.compile(
     r"|while|after|afterwards|before)\b"
 )
 # Kinds of change of one family: a yes ordering one of them ("Yes, swap it") orders the change
-# a question asking another of the family asks ("Shall I exchange the shirt?").
+# a question asking another of the family asks ("Shall I exchange the shirt?"). "change" is of
+# two ("change it to the blue one" of an exchange, "change it to 12 Oak Street" of an update).
 _FAMILIES = (
     r"refund|reimburs|credit",
     r"exchang|swap|switch|trade|replac|change",
-    r"return|send (it|them) back",
+    r"change|updat|modif|edit|amend|alter|correct",
+    r"return",
     r"cancel",
 )
 # Words of an instruction's object that ask for nothing of their own ("make it quick", "make it
 # so", "I'd like my money back", "I want to get this sorted"), beside the lists of words naming
 # no thing.
 _ASKING_NOTHING = frozenset(
-    re.findall(r"\S+", "so happen count back be get have done sorted over with through soon")
+    re.findall(
+        r"\S+",
+        "so happen count back be get have done sorted over with through soon priority urgent"
+        " painless easy simple smooth hassle-free",
+    )
 )
 
 
@@ -1601,12 +1608,11 @@ def _asks_for_nothing(word: str) -> bool:
 def _changes_family(word: str, question: str, asks: re.Pattern[str] | None) -> bool:
     """Whether *word* (a verb or a noun) names a kind of change (:data:`_FAMILIES`) of which
     neither the *question* nor the rule's ``asks`` names one."""
-    family = next((f for f in _FAMILIES if re.match(rf"({f})", word)), None)
-    if family is None:
-        return False
-    if re.search(rf"\b({family})", question):
-        return False
-    return asks is None or re.search(family, asks.pattern) is None
+    families = [family for family in _FAMILIES if re.match(rf"({family})", word)]
+    return bool(families) and not any(
+        re.search(rf"\b({family})", question) or (asks and re.search(family, asks.pattern))
+        for family in families
+    )
 
 
 _YES_WORDS = (
