@@ -2971,7 +2971,7 @@ def _names_another_thing(
     "one" ending like a word describing ("the sandal one", "the tunic one"); else None."""
     if not any(_thing(value) for value in known):
         return None
-    introduced = _introduced(earlier)
+    introduced = _Introduced(earlier)
     # "Yes, John, the hoodie.": "yes, the hoodie."
     answer = _unaddressed(answer, written, introduced)
     listed = _things_listed(answer)
@@ -3124,7 +3124,7 @@ def _addressed(words: list[str], written: str, introduced: Container[str] = froz
     name and kind ("Elm Road") is a place, no name. Another word written capitalised ("Yes,
     Hoodie.", "Yes, Nike.") may be a thing, a brand or a person (see :func:`_capitalised`),
     unless the conversation *introduced* it as the user's or the agent's name (see
-    :func:`_introduced`): "yes, tariq" and "Yes, Tariq." alike after "I'm Tariq"."""
+    :class:`_Introduced`): "yes, tariq" and "Yes, Tariq." alike after "I'm Tariq"."""
     if all(word in introduced for word in words):
         return True
     if words[-1] in _STREET_KINDS or not (words[0] in _GIVEN_NAMES or words[0] in _TITLES):
@@ -3149,15 +3149,27 @@ def _names_written(written: str) -> frozenset[str]:
     )
 
 
-def _introduced(earlier: Sequence[AgentEvent]) -> frozenset[str]:
+class _Introduced:
     """The names the messages of *earlier* give the user or the agent, normalised: after "I'm",
     "my name is", "this is" or "call me", after a greeting or thanks ("Hi Tariq", "Thanks,
-    Ava"), or signing a message off ("Best, Tariq"), each written capitalised."""
-    names: set[str] = set()
-    for event in earlier:
-        if isinstance(event, MessageEvent) and event.text and len(event.text) <= READ_ONCE_CHARS:
-            names |= _names_given(event.text)
-    return frozenset(names)
+    Ava"), or signing a message off ("Best, Tariq"), each written capitalised. The messages
+    are read when a word is first looked up: most yeses name nobody."""
+
+    def __init__(self, earlier: Sequence[AgentEvent]) -> None:
+        self._earlier = earlier
+        self._names: frozenset[str] | None = None
+
+    def __contains__(self, word: object) -> bool:
+        if self._names is None:
+            self._names = frozenset(
+                name
+                for event in self._earlier
+                if isinstance(event, MessageEvent)
+                and event.text
+                and len(event.text) <= READ_ONCE_CHARS
+                for name in _names_given(event.text)
+            )
+        return word in self._names
 
 
 @lru_cache(maxsize=4096)
