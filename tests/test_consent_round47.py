@@ -82,6 +82,11 @@ def _confirms(answer: str, question: str = SHIRT, **more: str) -> bool:
         "Yes, replace it",
         "Yes, change it to the blue one",
         "Yes, but swap it for the hoodie",
+        "Yes, go for the blue one",
+        "Yes, take the blue one",
+        "Yes, make mine the blue one",
+        "Yes, can I get the blue one?",
+        "Yes, order the blue one",
     ],
 )
 def test_a_yes_changing_the_request_confirms_nothing(answer: str) -> None:
@@ -130,6 +135,15 @@ def test_the_changed_request_is_named_in_the_evidence(answer: str) -> None:
         "Yes, I'll take the refund",
         "Yes, make it a priority",
         "Sure, make it painless",
+        "Yes, go for it",
+        "Yes, use the card on file",
+        "Yes, use the original payment method",
+        "Yes, send the refund to my email",
+        "Yes, can I get a receipt?",
+        "Yes, can I have the refund today?",
+        "Yes, get the refund going",
+        "Yes, take the full amount off",
+        "Yes, get it done",
     ],
 )
 def test_an_honest_yes_with_an_instruction_asking_nothing_else_confirms(answer: str) -> None:

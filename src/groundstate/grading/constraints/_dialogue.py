@@ -1514,12 +1514,14 @@ _INSTRUCTION = re.compile(
     r"(?:^|[,.;:!?(-] |\b(?:and|but|actually|though|just|then|please|oh|wait|instead|so) )"
     r"(?:(?:please|just|actually|then|rather|instead|(?:can|could|would|will|should) you"
     r"|you (?:can|could|should|may)|i(?:'d| would)? rather you|i(?:'d| would)? (?:like|want) you"
-    r" to|i want you to) )*(?P<verb>make (?:it|that|them|this|those)(?: be)?"
+    r" to|i want you to) )*(?P<verb>make (?:it|that|them|this|those|mine)(?: be)?"
     r"|(?:change|switch|swap|turn|convert|exchange|replace|trade)"
     r" (?:it|that|them|this|those|(?:the|my) [\w'-]+)(?: (?:to|for|into|with))?"
     r"|exchange|replace|swap|switch|trade|i(?:'d| would)? (?:want|like|prefer|rather"
     r" (?:have|get|take))|i(?:'ll| will) (?:take|have|go with)|let's (?:do|go with)|give me"
-    r"|send me|get me|go with|do(?= (?:the|my|a|an|both)\b))\b(?P<rest>[^,.!?;:()]*)"
+    r"|send me|get me|go with|go for|(?:can|could|may) i (?:get|have)"
+    r"|(?:do|choose|pick|take|use|get|ship|send|order)(?= (?:the|my|a|an|both)\b))\b"
+    r"(?P<rest>[^,.!?;:()]*)"
 )
 # Where what an instruction asks for ends: a condition or a time after it ("Do it if the
 # store allows it", "make it blue once it's in stock").
@@ -1544,7 +1546,8 @@ _ASKING_NOTHING = frozenset(
     re.findall(
         r"\S+",
         "so happen count back be get have done sorted over with through soon priority urgent"
-        " painless easy simple smooth hassle-free",
+        " painless easy simple smooth hassle-free file going started moving rolling underway off"
+        " out ahead",
     )
 )
 
