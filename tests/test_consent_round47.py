@@ -188,6 +188,14 @@ def test_another_kind_of_change_ordered_confirms_nothing() -> None:
     assert not _confirms("Yes, exchange it", cancel, tool="cancel", asks=r"\bcancel")
 
 
+def test_a_refund_asked_beside_a_cancellation_is_no_other_change() -> None:
+    cancel = "Shall I cancel the shirt order?"
+    answer = "Yes, please cancel it. I'd like the refund to my original payment method."
+    assert _confirms(answer, cancel, tool="cancel", asks=r"\bcancel")
+    answer = "Yes, please cancel it. Could you swap it for the blue one?"
+    assert not _confirms(answer, cancel, tool="cancel", asks=r"\bcancel")
+
+
 # --- 2. names the conversation gave --------------------------------------------------------------
 
 

@@ -1531,13 +1531,13 @@ _INSTRUCTION_ENDS = re.compile(
 )
 # Kinds of change of one family: a yes ordering one of them ("Yes, swap it") orders the change
 # a question asking another of the family asks ("Shall I exchange the shirt?"). "change" is of
-# two ("change it to the blue one" of an exchange, "change it to 12 Oak Street" of an update).
+# two ("change it to the blue one" of an exchange, "change it to 12 Oak Street" of an update),
+# and a refund goes with a return or a cancellation ("Cancel O-1002?" "Yes. I'd like the refund
+# to my Visa.").
 _FAMILIES = (
-    r"refund|reimburs|credit",
+    r"refund|reimburs|credit|return|cancel",
     r"exchang|swap|switch|trade|replac|change",
     r"change|updat|modif|edit|amend|alter|correct",
-    r"return",
-    r"cancel",
 )
 # Words of an instruction's object that ask for nothing of their own ("make it quick", "make it
 # so", "I'd like my money back", "I want to get this sorted"), beside the lists of words naming
