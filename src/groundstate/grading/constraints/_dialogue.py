@@ -1559,14 +1559,15 @@ def _changed_request(
     asks: re.Pattern[str] | None,
 ) -> str | None:
     """The word "request" when the user's *yes* goes on to ask for something its question
-    did not: an instruction (:data:`_INSTRUCTION`) naming a word the question, the change's
-    values and the tools' outputs do not say ("Refund the shirt?" "Yes, make it the blue
-    one", "Yes, I'd like the blue one", "Yes. Swap it for a large."), or ordering a kind of
-    change of another family than the question's ("Yes, exchange it"). Words asking nothing
-    of their own ("make it quick", "make it the full amount", "I'd like a receipt"), a way of
-    paying (the reading of :func:`_paid_otherwise`), a word of the question ("the blue one
-    or the red one?" "Yes, make it the blue one") and a change of the question's kind ("Yes,
-    I want the refund") ask for nothing else."""
+    did not: an instruction (:data:`_INSTRUCTION`) naming a word that the question, the
+    change's values and the records the question names (:func:`_recorded`) do not say
+    ("Refund the shirt?" "Yes, make it the blue one", "Yes, I'd like the blue one", "Yes.
+    Swap it for a large."; another record the tools showed is no word of the question's), or
+    ordering a kind of change of another family than the question's ("Yes, exchange it").
+    Words asking nothing of their own ("make it quick", "make it the full amount", "I'd like
+    a receipt"), a way of paying (the reading of :func:`_paid_otherwise`), a word of the
+    question ("the blue one or the red one?" "Yes, make it the blue one") and a change of the
+    question's kind ("Yes, I want the refund") ask for nothing else."""
     text = message_text(yes.answer)
     if len(text) > READ_ONCE_CHARS:
         return None  # a long reply is read by the other readers only
@@ -3181,7 +3182,7 @@ def _names_given(written: str) -> frozenset[str]:
         normalise(word)
         for found in _INTRODUCING.finditer(written)
         for word in found.group("name").split()
-        if not word.isupper() or len(word) == 1
+        if not word.isupper()  # "I'm SO glad": no name
     )
 
 
