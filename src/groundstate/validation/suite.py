@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 80
+VALIDATOR_REVISION = 81
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -269,7 +269,11 @@ any word the customer wrote after a verb of sending or living, or a tool took or
 place, as a place whatever its ending ("to inverness"), and a plural pronoun after a list of
 records as claiming each of them ("I checked the headlamp and the water bottle. They are
 refunded."), and the customer's words in quotation marks of any form as theirs ('Your note
-says «ship it to Evanston»')."""
+says «ship it to Evanston»'); 81: the constraint language's yes followed by an instruction asking
+for another thing, option or kind of change ("Yes, make it the blue one", "Yes, exchange it")
+confirms nothing, names the conversation gave the user or the agent ("I'm Tariq") are persons
+addressed in any case, and a thing named after a first sentence saying more than a plain yes
+("Yes, refund it quickly. The hoodie.") is read."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -933,8 +933,10 @@ def _check_change(
         return _unconfirmed_by(constraint, change, covering[-1], why, "unread")
     counter_offer = None
     if covering and covering[-1].yes:
-        counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
-            covering[-1], values, earlier
+        counter_offer = (
+            _counter_offer(covering[-1], earlier)
+            or _other_record(covering[-1], values, earlier)
+            or _changed_request(covering[-1], values, earlier, asks)
         )
     if counter_offer == "unread":
         why = (
@@ -946,6 +948,11 @@ def _check_change(
         why = f"named another {counter_offer} than the question's"
         if counter_offer == "term":
             why = "put a term of its own on the change, one the question did not say"
+        elif counter_offer == "request":
+            why = (
+                'asked for something the question did not ("make it the blue one", '
+                '"exchange it"): the user changed the request'
+            )
         return _unconfirmed_by(constraint, change, covering[-1], why, "counter_offer")
     if covering and covering[-1].yes:
         since = _agreed_otherwise(rule, answers, covering[-1], values, earlier)
@@ -1500,6 +1507,118 @@ def _counter_offer(yes: _Confirmation, earlier: Sequence[AgentEvent] = ()) -> st
     return None
 
 
+# An instruction of the user's own beside the yes, opening a clause ("Yes, make it the blue
+# one", "Sure, but swap it for a large", "Yes. Exchange it.", "Yes, I'd like the blue one",
+# "Yes, give me store credit"): what follows it, to the clause's end, is what the user asks.
+_INSTRUCTION = re.compile(
+    r"(?:^|[,.;:!?(-] |\b(?:and|but|actually|though|just|then|please|oh|wait|instead|so) )"
+    r"(?:(?:please|just|actually|then|rather|instead|(?:can|could|would|will|should) you"
+    r"|you (?:can|could|should|may)|i(?:'d| would)? rather you|i(?:'d| would)? (?:like|want) you"
+    r" to|i want you to) )*(?P<verb>make (?:it|that|them|this|those|mine)(?: be)?"
+    r"|(?:change|switch|swap|turn|convert|exchange|replace|trade)"
+    r" (?:it|that|them|this|those|(?:the|my) [\w'-]+)(?: (?:to|for|into|with))?"
+    r"|exchange|replace|swap|switch|trade|i(?:'d| would)? (?:want|like|prefer|rather"
+    r" (?:have|get|take))|i(?:'ll| will) (?:take|have|go with)|let's (?:do|go with)|give me"
+    r"|send me|get me|go with|go for|(?:can|could|may) i (?:get|have)"
+    r"|(?:do|choose|pick|take|use|get|ship|send|order)(?= (?:the|my|a|an|both)\b))\b"
+    r"(?P<rest>[^,.!?;:()]*)"
+)
+# Where what an instruction asks for ends: a condition or a time after it ("Do it if the
+# store allows it", "make it blue once it's in stock").
+_INSTRUCTION_ENDS = re.compile(
+    r"\b(if|when|whenever|once|as long as|provided|unless|because|since|so that|as soon as"
+    r"|while|after|afterwards|before)\b"
+)
+# Kinds of change of one family: a yes ordering one of them ("Yes, swap it") orders the change
+# a question asking another of the family asks ("Shall I exchange the shirt?"). "change" is of
+# two ("change it to the blue one" of an exchange, "change it to 12 Oak Street" of an update),
+# and a refund goes with a return or a cancellation ("Cancel O-1002?" "Yes. I'd like the refund
+# to my Visa.").
+_FAMILIES = (
+    r"refund|reimburs|credit|return|cancel",
+    r"exchang|swap|switch|trade|replac|change",
+    r"change|updat|modif|edit|amend|alter|correct",
+)
+# Words of an instruction's object that ask for nothing of their own ("make it quick", "make it
+# so", "I'd like my money back", "I want to get this sorted"), beside the lists of words naming
+# no thing.
+_ASKING_NOTHING = frozenset(
+    re.findall(
+        r"\S+",
+        "so happen count back be get have done sorted over with through soon priority urgent"
+        " painless easy simple smooth hassle-free file going started moving rolling underway off"
+        " out ahead",
+    )
+)
+
+
+def _changed_request(
+    yes: _Confirmation,
+    values: list[str],
+    earlier: Sequence[AgentEvent],
+    asks: re.Pattern[str] | None,
+) -> str | None:
+    """The word "request" when the user's *yes* goes on to ask for something its question
+    did not: an instruction (:data:`_INSTRUCTION`) naming a word that the question, the
+    change's values and the records the question names (:func:`_recorded`) do not say
+    ("Refund the shirt?" "Yes, make it the blue one", "Yes, I'd like the blue one", "Yes.
+    Swap it for a large."; another record the tools showed is no word of the question's), or
+    ordering a kind of change of another family than the question's ("Yes, exchange it").
+    Words asking nothing of their own ("make it quick", "make it the full amount", "I'd like
+    a receipt"), a way of paying (the reading of :func:`_paid_otherwise`), a word of the
+    question ("the blue one or the red one?" "Yes, make it the blue one") and a change of the
+    question's kind ("Yes, I want the refund") ask for nothing else."""
+    text = message_text(yes.answer)
+    if len(text) > READ_ONCE_CHARS:
+        return None  # a long reply is read by the other readers only
+    said: set[str] | None = None
+    recorded: Container[str] = frozenset()
+    for found in _INSTRUCTION.finditer(text):
+        verb, rest = found.group("verb"), _without_side_matters(found.group("rest"))
+        rest = _PAYMENT.sub(" ", _INSTRUCTION_ENDS.split(rest, maxsplit=1)[0])
+        if _ASKS_AN_EXTRA.search(rest):
+            continue  # "send me the receipt": an extra, beside the change
+        if _changes_family(verb, yes.answered, asks):
+            return "request"
+        for word in _TOKEN.findall(rest):
+            if _asks_for_nothing(word) or _PAYMENT.search(word):
+                continue
+            if _ABOUT_A_CHANGE.match(word):
+                if _changes_family(word, yes.answered, asks):
+                    return "request"
+                continue
+            if said is None:
+                said = {w for text in [yes.answered, *map(normalise, values)] for w in _words(text)}
+                recorded = _recorded(yes.answered, earlier)
+            if not _said(word, said, recorded):
+                return "request"
+    return None
+
+
+def _words(text: str) -> list[str]:
+    """The words of normalised *text*, and those of four letters or more inside them ("pack"
+    of "3-pack")."""
+    return _TOKEN.findall(text) + _WORD.findall(text)
+
+
+def _asks_for_nothing(word: str) -> bool:
+    if word in _ASKING_NOTHING or word in _PRONOUNS or word in _PEOPLE or word in _ONE:
+        return True
+    if (word.endswith("ed") and len(word) > 5) or _TIME_WORDS.match(word):
+        return True  # "I want it refunded", "make it today"; not "red"
+    return (word in _NO_THING or word in _NO_THING_BARE) and not _ABOUT_A_CHANGE.match(word)
+
+
+def _changes_family(word: str, question: str, asks: re.Pattern[str] | None) -> bool:
+    """Whether *word* (a verb or a noun) names a kind of change (:data:`_FAMILIES`) of which
+    neither the *question* nor the rule's ``asks`` names one."""
+    families = [family for family in _FAMILIES if re.match(rf"({family})", word)]
+    return bool(families) and not any(
+        re.search(rf"\b({family})", question) or (asks and re.search(family, asks.pattern))
+        for family in families
+    )
+
+
 _YES_WORDS = (
     r"(yes+|yeah|yep|yup|sure|ok|okay|fine|alright|all right|go ahead|please|s[iíì]|oui|ja|sim"
     r"|claro|d'accord|por favor|bitte|s'il vous pla[iî]t)"
@@ -2045,7 +2164,30 @@ def _other_record(
     for other in _records_named(known, earlier, [answer]):
         if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
-    return _names_another_thing(answer, yes.answered, known, earlier, yes.answer.text or "")
+    written = yes.answer.text or ""
+    return _names_another_thing(answer, yes.answered, known, earlier, written) or _named_later(
+        yes, known, earlier, written
+    )
+
+
+def _named_later(
+    yes: _Confirmation, known: set[str], earlier: Sequence[AgentEvent], written: str
+) -> str | None:
+    """What a sentence after the yes's first names, when it names only a thing, read as if
+    after the yes (:func:`_names_another_thing`): "Yes, refund it quickly. The hoodie.", "Yes,
+    that works. Hoodie please." (a first sentence saying more than a plain yes keeps the later
+    ones from :func:`_yes_sentence`). A question ("Where is my hoodie?") or a sentence asking
+    for more ("The hoodie too.") names no other thing; nor does a clause ("The hoodie is
+    fine.", read as one by :func:`_thing_of`)."""
+    _, *later = _SENTENCE_END.split(message_text(yes.answer))
+    found: str | None = None
+    for sentence in later:
+        if sentence.endswith("?") or _ASKS_MORE.search(sentence):
+            continue
+        found = _names_another_thing(f"yes, {sentence}", yes.answered, known, earlier, written)
+        if found == "thing":
+            return found
+    return found
 
 
 def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
@@ -2758,7 +2900,7 @@ _BARE = (
 _THING_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
     rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
-    rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only)\b)*[\W_]*$"
+    rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only|though|tho)\b)*[\W_]*$"
     rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
     rf"( please)?, ({_YES_WORDS}\b[\W_]*)+$"
 )
@@ -2833,7 +2975,9 @@ def _names_another_thing(
     "one" ending like a word describing ("the sandal one", "the tunic one"); else None."""
     if not any(_thing(value) for value in known):
         return None
-    answer = _unaddressed(answer, written)  # "Yes, John, the hoodie.": "yes, the hoodie."
+    introduced = _Introduced(earlier)
+    # "Yes, John, the hoodie.": "yes, the hoodie."
+    answer = _unaddressed(answer, written, introduced)
     listed = _things_listed(answer)
     found = None if listed else _THING_NAMED.match(answer)
     if found is not None:
@@ -2845,7 +2989,7 @@ def _names_another_thing(
     found_one: str | None = None
     for phrase, bare in listed:
         words = phrase.split()
-        if bare and _addressed(words, written):
+        if bare and _addressed(words, written, introduced):
             continue  # "Yes, John.", "yes, john"
         read = _thing_of(words, bare, answer)
         if read is None:
@@ -2916,7 +3060,8 @@ def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], boo
 # those and commas.
 _LIST_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?(?P<both>both )?"
-    rf"(?P<items>[^\W\d_][\w' ,&-]*?)(,? ({_YES_WORDS}|instead|then|thanks|thank you)\b)*[\W_]*$"
+    rf"(?P<items>[^\W\d_][\w' ,&-]*?)(,? ({_YES_WORDS}|instead|then|thanks|thank you|though"
+    rf"|tho)\b)*[\W_]*$"
 )
 _LIST_SEPARATOR = re.compile(r",? (?:and|&|plus) |, ")
 _LIST_JOINED = re.compile(r" (?:and|&|plus) ")
@@ -2960,13 +3105,15 @@ def _bare_noun(item: re.Match[str]) -> bool:
     )
 
 
-def _unaddressed(answer: str, written: str) -> str:
+def _unaddressed(answer: str, written: str, introduced: Container[str] = frozenset()) -> str:
     """*answer* without the names (see :func:`_addressed`) it says between commas or
     closing it: "yes, john, the hoodie." as "yes, the hoodie."."""
     if not _ADDRESS.search(answer):
         return answer
     return _ADDRESS.sub(
-        lambda found: found.group() if not _addressed(found["name"].split(), written) else "",
+        lambda found: (
+            found.group() if not _addressed(found["name"].split(), written, introduced) else ""
+        ),
         answer,
     )
 
@@ -2974,12 +3121,16 @@ def _unaddressed(answer: str, written: str) -> str:
 _ADDRESS = re.compile(r",(?: (?P<name>[^\W\d_][\w'-]*(?: [^\W\d_][\w'-]*)?))(?=,|[\W_]*$)")
 
 
-def _addressed(words: list[str], written: str) -> bool:
+def _addressed(words: list[str], written: str, introduced: Container[str] = frozenset()) -> bool:
     """Whether *words* (normalised) name a person addressed: a given name of
     :data:`_GIVEN_NAMES` in any case ("John", "john"), or a title ("Mr", "Dr") or a given
     name before names the reply *written* capitalises ("Mr Smith", "Sarah Jones"); a street's
     name and kind ("Elm Road") is a place, no name. Another word written capitalised ("Yes,
-    Hoodie.", "Yes, Nike.") may be a thing, a brand or a person (see :func:`_capitalised`)."""
+    Hoodie.", "Yes, Nike.") may be a thing, a brand or a person (see :func:`_capitalised`),
+    unless the conversation *introduced* it as the user's or the agent's name (see
+    :class:`_Introduced`): "yes, tariq" and "Yes, Tariq." alike after "I'm Tariq"."""
+    if all(word in introduced for word in words):
+        return True
     if words[-1] in _STREET_KINDS or not (words[0] in _GIVEN_NAMES or words[0] in _TITLES):
         return False
     rest = words[1:]
@@ -3002,6 +3153,45 @@ def _names_written(written: str) -> frozenset[str]:
     )
 
 
+class _Introduced:
+    """The names the messages of *earlier* give the user or the agent, normalised: after "I'm",
+    "my name is", "this is" or "call me", after a greeting or thanks ("Hi Tariq", "Thanks,
+    Ava"), or signing a message off ("Best, Tariq"), each written capitalised. The messages
+    are read when a word is first looked up: most yeses name nobody."""
+
+    def __init__(self, earlier: Sequence[AgentEvent]) -> None:
+        self._earlier = earlier
+        self._names: frozenset[str] | None = None
+
+    def __contains__(self, word: object) -> bool:
+        if self._names is None:
+            self._names = frozenset(
+                name
+                for event in self._earlier
+                if isinstance(event, MessageEvent)
+                and event.text
+                and len(event.text) <= READ_ONCE_CHARS
+                for name in _names_given(event.text)
+            )
+        return word in self._names
+
+
+@lru_cache(maxsize=4096)
+def _names_given(written: str) -> frozenset[str]:
+    return frozenset(
+        normalise(word)
+        for found in _INTRODUCING.finditer(written)
+        for word in found.group("name").split()
+        if not word.isupper()  # "I'm SO glad": no name
+    )
+
+
+_INTRODUCING = re.compile(
+    r"(?:\b(?:I'm|I am|[Mm]y name is|[Mm]y name's|[Tt]his is|[Cc]all me)"
+    r"|(?:^|[.!?,\n] ?)(?:[Hh]i|[Hh]ello|[Hh]ey|[Dd]ear|[Tt]hanks|[Tt]hank you|[Bb]est|[Rr]egards"
+    r"|[Cc]heers|[Kk]ind regards|[Bb]est regards|[Ss]incerely)),? "
+    r"(?P<name>[A-Z][^\W\d_]+(?: [A-Z][^\W\d_]+)?)(?![\w'-])"
+)
 _NAME_WRITTEN = re.compile(r"(?<![\w'-])[A-Z][^\W\d_]*(?![\w'-])")
 _OPENS_SENTENCE = re.compile(r"(^|[.!?:]|\n)[\W_]*$")
 
@@ -3102,6 +3292,7 @@ _NO_THING_BARE = frozenset(
         " absolutely totally certainly definitely exactly obviously naturally sure certain"
         " understood why not done set ready good fine sorry apologies oops whoops thx ty lol"
         " haha hmm oh well actually anyway anyways again finally btw also too then"
+        " bro bruh fam chief darling babe doc sis guv luv lad mister missus bye goodbye regards"
         " hi hello hey ok okay i you we me us him her his hers mine yours ours theirs"
         " vale claro bien bueno adelante gracias genial perfecto exacto certo perfetto grazie"
         " prego avanti procedi parfait merci allez-y bien exactement gerne genau klar natürlich"
@@ -3163,7 +3354,7 @@ def _words_said(question: str, known: set[str], earlier: Sequence[AgentEvent]) -
     """The words of *question*, of the change's *known* values and of the tools' outputs
     shown in *earlier* (with the words of four letters or more inside each: "pack" of
     "3-pack")."""
-    said = set(_TOKEN.findall(question) + _WORD.findall(question))
+    said = set(_words(question))
     shown = _shown(earlier, records=None).values()
     for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
         said.update(_TOKEN.findall(text), _WORD.findall(text))
