@@ -173,6 +173,27 @@ def test_an_agent_setting_the_collectors_thresholds_and_debug_leaves_neither(
         gc.garbage.clear()
 
 
+def test_what_is_put_back_cannot_be_given_a_class_that_says_the_collector_was_off(
+    bank: Suite,
+) -> None:
+    """The switches as the run found them are an object the agent can find: given a class of
+    its own whose ``collector`` says "off", they still put the collector back on."""
+    lie = (False, gc.get_threshold(), gc.get_debug())
+
+    def flip() -> None:
+        gc.disable()
+        for found in gc.get_objects():
+            if type(found).__name__ == "Switches":
+                lying = type("Lying", (type(found),), {"__slots__": (), "collector": lie})
+                found.__class__ = lying
+
+    try:
+        *_, seen = _flips_then_looks(bank, flip, gc.isenabled)
+        assert seen is True and gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_a_collector_paused_before_the_agent_ran_stays_paused(bank: Suite) -> None:
     """The harness pauses the collector itself for a while (reading records back): what
     the agent found off is not turned on for it."""

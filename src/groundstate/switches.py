@@ -111,9 +111,15 @@ def read_switches() -> Switches:
 
 
 def put_back_switches(before: Switches) -> list[str]:
-    """Put back each switch that differs from *before*; return the ones put back."""
+    """Put back each switch that differs from *before*; return the ones put back. *before* is
+    read through ``tuple`` after it is given its class again (an object code of the agent's
+    can find, ``gc.get_objects()``, and give a class of its own whose fields lie)."""
+    if type(before) is not Switches:
+        object.__setattr__(before, "__class__", Switches)
+    fields: tuple[Any, ...] = tuple(tuple.__iter__(before))
+    collector, decimals, int_digits, thread_stack = fields
     found = []
-    enabled, thresholds, debug = before.collector
+    enabled, thresholds, debug = collector
     if enabled and not isenabled():
         enable()
         found.append("gc.enable()")
@@ -123,14 +129,14 @@ def put_back_switches(before: Switches) -> list[str]:
     if get_debug() != debug:
         set_debug(debug)
         found.append("gc.set_debug()")
-    for context, settings in before.decimals:
+    for context, settings in decimals:
         if type(context) is _CONTEXT and _settings(context) != settings:
             _set(context, settings)
             found.append("a decimal context")
-    if get_int_max_str_digits() != before.int_digits:
-        set_int_max_str_digits(before.int_digits)
+    if get_int_max_str_digits() != int_digits:
+        set_int_max_str_digits(int_digits)
         found.append("sys.set_int_max_str_digits()")
-    if _stack_size() != before.thread_stack:
-        stack_size(before.thread_stack)
+    if _stack_size() != thread_stack:
+        stack_size(thread_stack)
         found.append("threading.stack_size()")
     return found
