@@ -1201,7 +1201,11 @@ def _make_audit_hook() -> Callable[..., None]:
         noted: dict[str, object] | None = None,
     ) -> None:
         if event == "object.__setattr__" and args[1] == "__defaults__":
-            for first in args[2][:1]:  # by identity: no value's ``__eq__`` is called
+            try:
+                head = args[2][:1]
+            except:  # noqa: E722 (a class's attribute of that name, set to what no slice takes)
+                head = ()
+            for first in head:  # by identity: no value's ``__eq__`` is called
                 if first is args[0]:  # asked whether refusing (audit_hooks_refused)
                     if refusing:
                         raise RuntimeError("groundstate: untrusted code has run in this process")

@@ -19,8 +19,9 @@ of the harness's code sees, read before an in-process agent's run and put back a
   grading, so that 12.40 and 12.45 read alike;
 - the longest integer written in decimal (``sys.set_int_max_str_digits``), past which the
   harness's own ``str`` and ``json`` of a number raise, and the stack size of the threads
-  started later (``threading.stack_size``: one of 32 KiB, left, made a later thread of the
-  harness's crash the process on the first deep call).
+  started later (``threading.stack_size``: a small one, left, gives every thread the
+  harness starts later, its graders' too, a stack that a deep call can overflow, which ends
+  the process).
 """
 
 from __future__ import annotations
