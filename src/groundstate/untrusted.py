@@ -17,10 +17,9 @@ That "may still be there" is held where no Python code can set it back: the harn
 audit hook's own refusal of hooks (:func:`~groundstate.bindings.refuse_audit_hooks`), set
 as the first untrusted agent's file is imported or its attempt starts, and refused any
 change from then on; and it is asked of the hook as the interpreter calls it, through no
-name code could rebind (see :func:`~groundstate.bindings.audit_hooks_refused`).
-The watches that do not guard against in-process code (writes behind
-the gateway, the calls counted outside the session, the record against the account) run on
-every attempt.
+name code could rebind (see :func:`~groundstate.bindings.audit_hooks_refused`). The watches
+that do not guard against in-process code (writes behind the gateway, the calls counted
+outside the session, the record against the account) run on every attempt.
 """
 
 from __future__ import annotations
