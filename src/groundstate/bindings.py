@@ -1158,12 +1158,28 @@ def refuse_audit_hooks() -> None:
 
 
 def audit_hooks_refused() -> bool:
-    """Whether :func:`refuse_audit_hooks` has run in this process: read from the harness's
-    hook's own defaults, which it refuses to change once set (so no code can set it back).
-    Also the mark that untrusted Python code may have run in this process (see
-    :mod:`groundstate.untrusted`)."""
-    (hook,) = _AUDIT_HOOK
-    return bool((hook.__defaults__ or (True,))[0])
+    """Whether :func:`refuse_audit_hooks` has run in this process: asked of the harness's hook
+    as the interpreter calls it (see :func:`_make_audit_hook`), whose defaults it refuses to
+    change once set (so no code can set it back). Also the mark that untrusted Python code
+    may have run in this process (see :mod:`groundstate.untrusted`).
+
+    Asked, not read through a name: read from ``_AUDIT_HOOK[0].__defaults__``, an agent that
+    bound ``_AUDIT_HOOK`` to a hook of its own saying "not refused" (from a thread left
+    running, after its own attempt's watch had put the name back) had the suite's later
+    replays in the process run unwatched. Setting a new function's defaults to a tuple
+    holding the function itself is an audited event (``object.__setattr__``) that the
+    harness's hook refuses once refusing: no name, builtin or global, is looked up between
+    here and the hook, nor in the hook before it refuses, so none rebound can change the
+    answer (an error of any kind, such as a hook of the program's added before, reads as
+    refused)."""
+
+    def probe() -> None: ...
+
+    try:
+        probe.__defaults__ = (probe,)
+    except:  # noqa: E722 (bare: ``except BaseException`` looks a name up)
+        return True
+    return False
 
 
 def _make_audit_hook() -> Callable[..., None]:
@@ -1174,7 +1190,8 @@ def _make_audit_hook() -> Callable[..., None]:
     ``__kwdefaults__`` set or deleted raise ``object.__setattr__`` or
     ``object.__delattr__`` first). It reads no global of its own to decide (an agent sets
     those freely while it runs); a name of the builtins rebound makes it raise, which
-    refuses too."""
+    refuses too. It answers :func:`audit_hooks_refused`'s question (a function's defaults
+    set to a tuple holding that function) by raising when refusing."""
 
     def hook(
         event: str,
@@ -1183,6 +1200,16 @@ def _make_audit_hook() -> Callable[..., None]:
         me: object = None,
         noted: dict[str, object] | None = None,
     ) -> None:
+        if event == "object.__setattr__" and args[1] == "__defaults__":
+            try:
+                head = args[2][:1]
+            except:  # noqa: E722 (a class's attribute of that name, set to what no slice takes)
+                head = ()
+            for first in head:  # by identity: no value's ``__eq__`` is called
+                if first is args[0]:  # asked whether refusing (audit_hooks_refused)
+                    if refusing:
+                        raise RuntimeError("groundstate: untrusted code has run in this process")
+                    return
         if event == "sys.addaudithook" and refusing:
             raise RuntimeError("groundstate refuses audit hooks added once an agent has run")
         setattr_event = event in ("object.__setattr__", "object.__delattr__")

@@ -23,7 +23,9 @@ seeing the one before:
   the signals that end a process or that the harness sets (:data:`_HANDLED`, set in the
   main thread through its loop) and the submitting thread's blocked signals, the umask, the
   locale, the root logger's configuration and ``sqlite3``'s adapters and converters
-  (``register_adapter(str, ...)``). A piece the caller gives up on (see :func:`abandon`)
+  (``register_adapter(str, ...)``), and the interpreter's switches of
+  :mod:`groundstate.switches` (the garbage collector, ``decimal``'s contexts). A piece the
+  caller gives up on (see :func:`abandon`)
   has them put back then, by the caller;
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
@@ -78,6 +80,7 @@ from groundstate.capture import put_back_streams, streams
 from groundstate.ourthreads import in_pool_loop, start
 from groundstate.parked import Parked
 from groundstate.returned import text_of, type_name
+from groundstate.switches import Switches, put_back_switches, read_switches
 
 T = TypeVar("T")
 
@@ -344,7 +347,8 @@ class _SharedHooks(NamedTuple):
     the GIL's switch interval, the warning filters, the environment variables, the
     process's resource limits, interval timers and signal handlers, its umask and locale,
     the submitting thread's blocked signals, the root logger's
-    configuration, and ``sqlite3``'s adapters and converters.
+    configuration, ``sqlite3``'s adapters and converters, and the interpreter's switches
+    (:mod:`groundstate.switches`).
 
     A tuple of tuples (no dict, no list: nothing in it can be edited), taken by
     :func:`_shared_hooks` and put back by :func:`_put_back_shared`, which first gives it
@@ -373,6 +377,8 @@ class _SharedHooks(NamedTuple):
     handlers: tuple[tuple[int, Any], ...]
     blocked: tuple[int, frozenset[int] | None]
     """The submitting thread (its ``threading.get_ident()``) and the signals it blocked."""
+    switches: Switches
+    """The collector's, ``decimal``'s and the like (see :mod:`groundstate.switches`)."""
 
 
 def _shared_hooks() -> _SharedHooks:
@@ -398,6 +404,7 @@ def _shared_hooks() -> _SharedHooks:
         (warnings.filters, tuple(warnings.filters), warnings.showwarning),
         tuple([(number, _handler(number)) for number in _HANDLED]),
         (threading.get_ident(), blocked_signals()),
+        read_switches(),
     )
 
 
@@ -505,6 +512,9 @@ def _put_back_settings(shared: _SharedHooks) -> None:
     # client, the next attempt's model adapter): one that blocks held them.
     if _logging_changed(shared.logging):
         _put_back_logging(shared.logging)
+    # ``gc.disable()`` left every later attempt without a collector; ``decimal.DefaultContext
+    # .prec = 1`` left the graders' amounts computed to one digit.
+    put_back_switches(shared.switches)
 
 
 def umask() -> int:

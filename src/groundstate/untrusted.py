@@ -16,9 +16,10 @@ untrusted: it is watched, and so is every later attempt in the process, since it
 That "may still be there" is held where no Python code can set it back: the harness's
 audit hook's own refusal of hooks (:func:`~groundstate.bindings.refuse_audit_hooks`), set
 as the first untrusted agent's file is imported or its attempt starts, and refused any
-change from then on. The watches that do not guard against in-process code (writes behind
-the gateway, the calls counted outside the session, the record against the account) run on
-every attempt.
+change from then on; and it is asked of the hook as the interpreter calls it, through no
+name code could rebind (see :func:`~groundstate.bindings.audit_hooks_refused`). The watches
+that do not guard against in-process code (writes behind the gateway, the calls counted
+outside the session, the record against the account) run on every attempt.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from groundstate.bindings import audit_hooks_refused, refuse_audit_hooks
+from groundstate.bindings import refuse_audit_hooks
 
 AGENT_CLASSES = frozenset(
     {
@@ -91,4 +92,16 @@ def shares_interpreter(agent: Any, user: Any = None) -> bool:
     ):
         refuse_audit_hooks()
         return True
-    return audit_hooks_refused()
+    # The mark asked of the hook here, as audit_hooks_refused asks it, not through that name
+    # nor any other: one that code left running rebound (``bindings.audit_hooks_refused``,
+    # ``bindings._AUDIT_HOOK``, what ``_is_one_of`` reads) no longer turns the watches off
+    # for a later replay. (The names by which the episode reaches this function, and the
+    # runner the episode, are the harness's entry; rebound, they are beyond any watch.)
+
+    def probe() -> None: ...
+
+    try:
+        probe.__defaults__ = (probe,)
+    except:  # noqa: E722 (bare: see audit_hooks_refused)
+        return True
+    return False
