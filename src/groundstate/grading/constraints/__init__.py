@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import localcontext
 from typing import Any
 
 from groundstate.grading import outcome
@@ -28,6 +29,7 @@ from groundstate.grading.constraints._order import at_least, at_most, before, ne
 from groundstate.grading.constraints._python import python_checks
 from groundstate.grading.constraints._result import failed, passed
 from groundstate.grading.constraints._text import (
+    EXACT,
     MAX_READ_CHARS,
     Unreadable,
     affirms,
@@ -99,10 +101,11 @@ def evaluate_constraints(
         # the limit is read at call time: one for every grader (set in grading.outcome).
         limit = outcome.GRADER_TIME_LIMIT
         checked = iter(python_checks(python, TraceCopies(actions), states, limit))
-    return [
-        next(checked) if isinstance(c, PythonConstraint) else _evaluate(c, index)
-        for c in constraints
-    ]
+    with localcontext(EXACT):  # amounts read exactly whatever this thread's context is
+        return [
+            next(checked) if isinstance(c, PythonConstraint) else _evaluate(c, index)
+            for c in constraints
+        ]
 
 
 def _decided(at: int, event: AgentEvent, requested: dict[int, int]) -> AgentEvent:

@@ -24,6 +24,7 @@ from groundstate.grading.constraints._text import (
     amounts_in_words,
     amounts_in_words_at,
     chosen_at,
+    exact,
     mentioned_at,
     mentions,
     message_text,
@@ -414,6 +415,7 @@ def _confirming(rule: ConfirmedRule | dict[str, Any]) -> tuple[ConfirmedRule, Co
 
 
 @lru_cache(maxsize=256)
+@exact
 def _confirming_text(text: str) -> tuple[ConfirmedRule, ConfirmedConstraint]:
     return _checked(json.loads(text))
 
@@ -2296,6 +2298,7 @@ def _offers_choice(question: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1024)
+@exact
 def _offers_kept(question: str) -> tuple[str, ...]:
     return _choices_offered(question)
 
@@ -3662,6 +3665,7 @@ def _amounts(text: str) -> set[Decimal]:
 
 
 @lru_cache(maxsize=4096)
+@exact
 def _amounts_read(text: str) -> frozenset[Decimal]:
     return frozenset(_amounts_in(text))
 
@@ -3751,6 +3755,7 @@ _ENGLISH_WORD = [(re.compile(words), english) for words, english in _WORDS_ELSEW
 
 
 @lru_cache(maxsize=1024)
+@exact
 def in_english_words(normalised_text: str) -> str:
     """*normalised_text* with each word of a change in another language (:data:`_WORDS_ELSEWHERE`)
     put in English: what a suite's ``asks``, written in English, is also searched in."""

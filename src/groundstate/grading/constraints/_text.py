@@ -4,13 +4,35 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
-from decimal import Decimal
-from functools import lru_cache
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Context, Decimal, localcontext
+from functools import lru_cache, wraps
+from typing import Any, ParamSpec, TypeVar
 
 from groundstate.lookalike import FOLDED as _FOLDED
 from groundstate.trace import MessageEvent, ModelCallEvent, ToolCallEvent
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+EXACT = Context()
+"""The decimal context amounts are read under: Python's default (28 digits, half even), never
+the calling thread's, which code running beside the harness can change (an in-process agent's
+``getcontext().prec = 1`` read "twelve dollars and forty-five cents" as ``1E+1``, and a
+reading cached under it was served to every grading after)."""
+
+
+def exact(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """*function* run under :data:`EXACT`; beneath an ``lru_cache``, what the cache keeps is
+    read under it whichever thread asked first."""
+
+    @wraps(function)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with localcontext(EXACT):
+            return function(*args, **kwargs)
+
+    return run
+
 
 _SPACES = re.compile(r"\s+")
 # Between two digits, a run of spaces, hyphens, slashes or markdown marks (``*``, ``_``, `` ` ``,
@@ -307,6 +329,7 @@ def mentions(normalised_text: str, value: str, *, chosen: bool = False) -> bool:
 
 
 @lru_cache(maxsize=4096)
+@exact
 def _mentioned(normalised_text: str, value: str, chosen: bool) -> bool:
     # An lru_cache (as _normalised): its entries are made only by reading, so code running
     # beside the harness cannot write an answer into it. Texts up to _CACHED_CHARS long.
@@ -543,6 +566,7 @@ def amounts_in_words_at(normalised_text: str) -> list[tuple[int, Decimal]]:
 
 
 @lru_cache(maxsize=4096)
+@exact
 def _amounts_kept(normalised_text: str) -> tuple[tuple[int, Decimal], ...]:
     # An lru_cache (as _normalised): entries made only by reading; tuples of an int and a
     # Decimal, which nothing can edit.
