@@ -261,7 +261,8 @@ class ToolGateway:
         started = CLOCK()
         effects = CallEffects()
         crash: BaseException | None = None
-        text = None
+        text, refused = None, None
+        shown: Any = None
         if not isinstance(args, NotJson):  # what a session passes is checked already
             text = _json_text(args)  # once: the JSON check and the size check's text
             args = NotJson.of(args) if text is None else args
