@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -76,14 +77,20 @@ class NotJson:
 
     shown: str
     problem: str
+    refusal: str
+    """What the agent is told: nested past :data:`MAX_ARGUMENT_DEPTH` (however deep: a
+    thousand levels, past what JSON's encoder reads, are said as 65 are), else not JSON."""
 
     @classmethod
     def of(cls, args: Any) -> NotJson:
         try:
             problem = _json_problem(args) or "not JSON"
+            # a cycle is said as one; arrays nested past the stack are counted
+            deep = _too_deep(args) if problem.endswith((NESTED, "not JSON")) else None
         except Exception:  # an agent's subclass whose own methods raise
-            problem = f"a {type(args).__name__!r} that cannot be read as JSON"
-        return cls(cut(stable_repr(args)), problem)  # a repr walks to a bounded depth only
+            problem, deep = f"a {type(args).__name__!r} that cannot be read as JSON", None
+        refusal = deep or f"arguments are not JSON: {problem}"
+        return cls(cut(stable_repr(args)), problem, refusal)  # a bounded repr
 
 
 @dataclass(frozen=True)
@@ -162,23 +169,66 @@ def cut(
     return list(kept.values()) + ([] if more is None else [more])
 
 
-def _too_deep(args: Any) -> str | None:
-    """Why JSON *args* are nested too deeply (:data:`MAX_ARGUMENT_DEPTH`), or None; read
-    level by level, without recursion, so any depth JSON holds is measured."""
-    level, depth = [args], 0
-    while containers := [item for item in level if isinstance(item, dict | list | tuple)]:
-        depth += 1
-        if depth > MAX_ARGUMENT_DEPTH:
-            return (
-                f"arguments: nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels of "
-                "arrays and objects within each other, the most a tool is given)"
-            )
-        level = [
-            child
-            for item in containers
-            for child in (item.values() if isinstance(item, dict) else item)
-        ]
-    return None
+NESTED = "nested too deeply"
+"""How :func:`_json_problem` ends when a value is nested past what Python reads."""
+TOO_DEEP = (
+    f"arguments: nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels of arrays and "
+    "objects within each other, the most a tool is given)"
+)
+"""The refusal of arguments nested past :data:`MAX_ARGUMENT_DEPTH`, JSON or not."""
+
+
+def _too_deep(args: Any, text: str | None = None) -> str | None:
+    """:data:`TOO_DEEP` when *args* are nested past :data:`MAX_ARGUMENT_DEPTH`, else None.
+
+    *text*: their JSON, when the caller has it. Each level opens a bracket, so JSON with no
+    more opening brackets than the limit (those inside strings counted too: an upper bound)
+    cannot be deeper, and is not walked again: what honest arguments are."""
+    if text is not None and text.count("[") + text.count("{") <= MAX_ARGUMENT_DEPTH:
+        return None
+    return TOO_DEEP if _deeper_than(args, MAX_ARGUMENT_DEPTH) else None
+
+
+_END = object()
+
+
+def _deeper_than(value: Any, most: int) -> bool:
+    """Whether *value* has arrays and objects (lists, tuples, dicts, as JSON's encoder reads
+    them) nested more than *most* levels within each other: read depth first without
+    recursion, so any depth is measured with *most* iterators held, and it stops at the first
+    level past *most*. It reads at most :data:`MAX_ARGUMENT_CHARS` parts: a value of more
+    (parts shared, a list holding one list twice, level after level) is refused anyway,
+    as over that many characters of JSON or as not JSON."""
+    stack, budget = [iter((value,))], MAX_ARGUMENT_CHARS
+    while stack and budget:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            continue
+        budget -= 1  # each part is at least one character of JSON
+        if isinstance(item, dict):
+            parts: Any = dict.values(item)  # a subclass's own methods are not called
+        elif isinstance(item, list):
+            parts = list.__iter__(item)
+        elif isinstance(item, tuple):
+            parts = tuple.__iter__(item)
+        else:
+            continue
+        if len(stack) > most:  # *item* is a container at level len(stack)
+            return True
+        stack.append(iter(parts))
+    return False
+
+
+_LONG_NUMBER = re.compile(r"[0-9]{19}")
+
+
+def _plainly_representable(text: str | None) -> bool:
+    """Whether JSON *text* (``ensure_ascii=False``) surely holds nothing
+    :func:`unrepresentable` refuses, so the arguments need no walk: ASCII (a lone surrogate
+    is written as is) and no run of 19 digits (an integer outside int64 has at least 19).
+    False says only: walk them."""
+    return text is not None and text.isascii() and _LONG_NUMBER.search(text) is None
 
 
 def _bounded(text: str) -> str:
@@ -211,20 +261,23 @@ class ToolGateway:
         started = CLOCK()
         effects = CallEffects()
         crash: BaseException | None = None
-        text = None
+        text, refused = None, None
+        shown: Any = None
         if not isinstance(args, NotJson):  # what a session passes is checked already
             text = _json_text(args)  # once: the JSON check and the size check's text
             args = NotJson.of(args) if text is None else args
-        refused = f"arguments are not JSON: {args.problem}" if isinstance(args, NotJson) else None
-        shown = args.shown if isinstance(args, NotJson) else args  # bounded: storable
-        if refused is None and (refused := _too_deep(args)) is not None:
+        if isinstance(args, NotJson):
+            refused, shown = args.refusal, args.shown  # bounded: storable
+        elif (refused := _too_deep(args, text)) is not None:
             shown = cut(args)  # to CUT_DEPTH levels: storable
+        else:
+            shown = args
         tool = self._tools.get(name)
         oversized = None if refused is not None else Oversized.of(args, tool, text)
         try:
-            result = self._lookup_and_validate(name, args, refused, oversized) or self._execute(
-                name, args, effects
-            )
+            result = self._lookup_and_validate(
+                name, args, refused, oversized, text
+            ) or self._execute(name, args, effects)
             if oversized is not None:  # refused (by the schema, if not by size): cut, said
                 shown, result = oversized.shown, oversized.said(result)
         except _ToolCrashed as exc:
@@ -256,21 +309,29 @@ class ToolGateway:
         return result
 
     def _lookup_and_validate(
-        self, name: str, args: Any, refused: str | None, oversized: Oversized | None
+        self,
+        name: str,
+        args: Any,
+        refused: str | None,
+        oversized: Oversized | None,
+        text: str | None,
     ) -> ToolResult | None:
         """The refusal of the call, or None when the tool may run; *refused*: why its
-        arguments are refused before any check reads them (not JSON, nested too deeply)."""
+        arguments are refused before any check reads them (not JSON, nested too deeply);
+        *text*: their JSON, when known."""
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(ok=False, error=f"unknown tool {name!r}", error_class="unknown_tool")
         if refused is not None:
             return _invalid(refused)
         try:
-            return self._validate(tool, args, oversized)
+            return self._validate(tool, args, oversized, text)
         except RecursionError:  # JSON, yet deeper than the checks (Python) can walk
             return _invalid("arguments: nested too deeply to check")
 
-    def _validate(self, tool: Tool, args: Any, oversized: Oversized | None) -> ToolResult | None:
+    def _validate(
+        self, tool: Tool, args: Any, oversized: Oversized | None, text: str | None
+    ) -> ToolResult | None:
         if not isinstance(args, dict):
             return _invalid(f"arguments must be an object, got {type(args).__name__}")
         check = _argument_check(tool.parameters)
@@ -279,7 +340,9 @@ class ToolGateway:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
             return _invalid(f"{where}: {_bounded(errors[0].message)}")
         too_large = None if oversized is None else oversized.problem
-        problem = unrepresentable(args) or too_large or self._kind_refuses(args)
+        plain = _plainly_representable(text)  # most arguments: no walk
+        problem = (None if plain else unrepresentable(args)) or too_large
+        problem = problem or self._kind_refuses(args)
         return None if problem is None else _invalid(problem)
 
     def _kind_refuses(self, args: dict[str, Any]) -> str | None:
@@ -517,7 +580,7 @@ def _json_problem(value: Any, root: str = "arguments") -> str | None:
     except (TypeError, ValueError):
         return _not_json(value, root)
     except RecursionError:
-        return f"{type(value).__name__!r} nested too deeply"
+        return f"{type(value).__name__!r} {NESTED}"
     return None
 
 
@@ -530,7 +593,7 @@ def _not_json(value: Any, root: str = "output") -> str:
     try:
         found = _not_json_part(value, root, frozenset())
     except RecursionError:
-        found = "values nested too deeply"
+        found = f"values {NESTED}"
     return f"{type(value).__name__!r}" + (f" with {found}" if found else "")
 
 
