@@ -44,7 +44,7 @@ def _import(tmp: Path, name: str, flip: int = 0) -> str:
     path = tmp / "rows.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     store = str(tmp / "s.db")
-    code, out, err = _cli("import-results", str(path), "--name", name, "--store", store)
+    code, _, err = _cli("import-results", str(path), "--name", name, "--store", store)
     assert code == 0, err
     return store
 
