@@ -35,9 +35,9 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _import(tmp: Path, name: str, flip: int = 0) -> str:
+def _import(tmp: Path, name: str) -> str:
     rows = [
-        {"task_id": f"t{i}", "attempt": a, "success": (i + a + flip) % 2 == 0}
+        {"task_id": f"t{i}", "attempt": a, "success": (i + a) % 2 == 0}
         for i in range(6)
         for a in (1, 2)
     ]
