@@ -17,10 +17,8 @@ Run: ``.venv/bin/python bench/claims_cost.py [--passes 5] [--against ../main/src
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
-import json
 import statistics
 import sys
 import time
@@ -90,37 +88,15 @@ def measure(passes: int) -> dict[str, Any]:
     }
 
 
-def compare(this: str, other: str, passes: int, pairs: int) -> None:
-    runs = side_by_side.alternate(
-        this, other, pairs, lambda src: side_by_side.child(__file__, src, "--passes", str(passes))
-    )
-    first = runs[this][0]
-    print(f"{first['traces']} traces, {first['messages']} agent messages")
-    print(f"medians of {pairs} alternating pairs; CPU ms per trace, policy 9's readers")
-    for src in (other, this):
-        median = statistics.median(r["ms_per_trace"] for r in runs[src])
-        each = ", ".join(f"{r['ms_per_trace']:.3f}" for r in runs[src])
-        print(f"  {median:7.3f}  ({each})  {src}")
-    same = {r["findings"] for r in runs[this]} == {r["findings"] for r in runs[other]}
-    print(f"readers' findings the same in both trees: {same}")
-    print(side_by_side.load_line())
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--passes", type=int, default=5, help="timed passes over the corpus")
-    side_by_side.add_options(parser)
-    args = parser.parse_args()
-    if args.against:
-        this = str(HERE.parent / "src")
-        compare(this, str(Path(args.against).resolve()), args.passes, args.pairs)
-    elif args.json:
-        print(json.dumps(measure(args.passes)))
-    else:
-        found = measure(args.passes)
-        print(f"{found['traces']} traces, {found['messages']} agent messages")
-        print(f"CPU ms per trace, policy 9's readers: {found['ms_per_trace']:.3f}")
+BENCH = side_by_side.PerTrace(
+    __file__,
+    measure,
+    counts="{traces} traces, {messages} agent messages",
+    what="CPU ms per trace, policy 9's readers",
+    digest="findings",
+    same="readers' findings",
+)
 
 
 if __name__ == "__main__":
-    main()
+    BENCH.main(__doc__)

@@ -19,7 +19,6 @@ Run: ``.venv/bin/python bench/confirmed_cost.py [--passes 5] [--against ../main/
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import statistics
@@ -84,40 +83,20 @@ def measure(passes: int) -> dict[str, Any]:
     }
 
 
-def _child(src: str, passes: int) -> dict[str, Any]:
-    return side_by_side.child(__file__, src, "--passes", str(passes))
+def _failing(runs: list[dict[str, Any]]) -> str:
+    return f"; {runs[0]['failed']} failing"
 
 
-def compare(this: str, other: str, passes: int, pairs: int) -> None:
-    runs = side_by_side.alternate(this, other, pairs, lambda src: _child(src, passes))
-    first = runs[this][0]
-    print(f"{first['traces']} traces, {first['checks']} confirmed checks per pass")
-    print(f"medians of {pairs} alternating pairs; CPU ms per trace, all its confirmed checks")
-    for src in (other, this):
-        median = statistics.median(r["ms_per_trace"] for r in runs[src])
-        each = ", ".join(f"{r['ms_per_trace']:.3f}" for r in runs[src])
-        failed = runs[src][0]["failed"]
-        print(f"  {median:7.3f}  ({each}; {failed} failing)  {src}")
-    same = {r["verdicts"] for r in runs[this]} == {r["verdicts"] for r in runs[other]}
-    print(f"verdicts and evidence the same in both trees: {same}")
-    print(side_by_side.load_line())
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--passes", type=int, default=5, help="timed passes over the corpus")
-    side_by_side.add_options(parser)
-    args = parser.parse_args()
-    if args.against:
-        this = str(HERE.parent / "src")
-        compare(this, str(Path(args.against).resolve()), args.passes, args.pairs)
-    elif args.json:
-        print(json.dumps(measure(args.passes)))
-    else:
-        found = measure(args.passes)
-        print(f"{found['traces']} traces, {found['checks']} confirmed checks")
-        print(f"CPU ms per trace, all its confirmed checks: {found['ms_per_trace']:.3f}")
+BENCH = side_by_side.PerTrace(
+    __file__,
+    measure,
+    counts="{traces} traces, {checks} confirmed checks per pass",
+    what="CPU ms per trace, all its confirmed checks",
+    digest="verdicts",
+    same="verdicts and evidence",
+    note=_failing,
+)
 
 
 if __name__ == "__main__":
-    main()
+    BENCH.main(__doc__)

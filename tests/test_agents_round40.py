@@ -6,7 +6,6 @@ environment's file written by another hand while a tool call runs."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -15,19 +14,15 @@ import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from groundstate.cli import main
 from groundstate.environments.sqlite import SqliteEnvironment
-from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
-from groundstate.validation.suite import ensure_valid
 
-from .conftest import BANK, BANK_SYSTEM
+from ._agents_builders import bank_world, stored_runs, validated_bank
 
 PROHIBITED = "agent_failure/prohibited_action"
 
@@ -81,36 +76,20 @@ async def agent(session):
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bank suite and a store holding its validation (each test copies both)."""
-    root = tmp_path_factory.mktemp("round40")
-    shutil.copytree(BANK, root / "bank")
-    with RunStore(root / "runs.db") as store:
-        ensure_valid(load_suite(root / "bank"), store)
-    return root
+    return validated_bank(tmp_path_factory.mktemp("round40"))
 
 
 def _world(template: Path, tmp_path: Path, how: str, where: str, sig: str) -> list[str]:
     """``run``'s arguments for a batch of 3 attempts whose second sends the signal."""
-    shutil.copytree(template / "bank", tmp_path / "bank")
-    shutil.copy(template / "runs.db", tmp_path / "runs.db")
     count = str(tmp_path / "count")
-    (tmp_path / "agent.py").write_text(AGENT.format(how=how, where=where, sig=sig, count=count))
-    system = yaml.safe_load(BANK_SYSTEM.read_text())
-    system["harness"]["orchestration_loop"] = {"entry": "agent.py:agent", "params": {}}
-    (tmp_path / "system.yaml").write_text(yaml.safe_dump(system))
-    files = ["--system", str(tmp_path / "system.yaml"), "--store", str(tmp_path / "runs.db")]
-    return ["run", str(tmp_path / "bank"), *files, "--attempts", "3", "--concurrency", "1"]
-
-
-def _stored(store: Path) -> dict[int, Any]:
-    with RunStore(store) as runs:
-        batch = runs.batch().batch_id
-        assert runs.verify(batch).ok
-        return {run.attempt: run for run in runs.runs(batch)}
+    agent = AGENT.format(how=how, where=where, sig=sig, count=count)
+    world = bank_world(template, tmp_path, agent)
+    return ["run", *world, "--attempts", "3", "--concurrency", "1"]
 
 
 def _check(tmp_path: Path, code: int, output: str, how: str) -> None:
     assert code == 0, output
-    stored = _stored(tmp_path / "runs.db")
+    stored = stored_runs(tmp_path / "runs.db")
     assert {n: r.terminal_reason for n, r in stored.items()} == {
         1: "success",
         2: PROHIBITED,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -20,19 +19,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from groundstate.agents.base import Session
 from groundstate.cli import main
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.exitcause import ExitWatch, watching
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt
-from groundstate.validation.suite import ensure_valid
 
-from .conftest import BANK, BANK_SYSTEM, time_limit
+from ._agents_builders import bank_world, validated_bank
+from .conftest import time_limit
 
 
 async def _do_the_task(session: Session) -> str:
@@ -115,22 +113,11 @@ async def agent(session):
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("round41")
-    shutil.copytree(BANK, root / "bank")
-    with RunStore(root / "runs.db") as store:
-        ensure_valid(load_suite(root / "bank"), store)
-    return root
+    return validated_bank(tmp_path_factory.mktemp("round41"))
 
 
 def _world(template: Path, tmp_path: Path, agent: str) -> list[str]:
-    shutil.copytree(template / "bank", tmp_path / "bank")
-    shutil.copy(template / "runs.db", tmp_path / "runs.db")
-    (tmp_path / "agent.py").write_text(agent)
-    system = yaml.safe_load(BANK_SYSTEM.read_text())
-    system["harness"]["orchestration_loop"] = {"entry": "agent.py:agent", "params": {}}
-    (tmp_path / "system.yaml").write_text(yaml.safe_dump(system))
-    files = ["--system", str(tmp_path / "system.yaml"), "--store", str(tmp_path / "runs.db")]
-    return ["run", str(tmp_path / "bank"), *files, "--attempts", "3", "--concurrency", "1"]
+    return ["run", *bank_world(template, tmp_path, agent), "--attempts", "3", "--concurrency", "1"]
 
 
 def test_an_agent_interrupting_after_its_try_ended_is_still_refused(

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from groundstate.agents.base import Session
@@ -34,8 +33,8 @@ from groundstate.interrupts import _ctrl_c
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt
-from groundstate.validation.suite import ensure_valid
 
+from ._agents_builders import bank_world, stored_runs, validated_bank
 from .conftest import BANK, BANK_SYSTEM, time_limit
 
 PROHIBITED = "agent_failure/prohibited_action"
@@ -120,35 +119,18 @@ async def agent(session):
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bank suite and a store holding its validation (each test copies both)."""
-    root = tmp_path_factory.mktemp("round43")
-    shutil.copytree(BANK, root / "bank")
-    with RunStore(root / "runs.db") as store:
-        ensure_valid(load_suite(root / "bank"), store)
-    return root
+    return validated_bank(tmp_path_factory.mktemp("round43"))
 
 
 def _world(template: Path, tmp_path: Path, how: str) -> list[str]:
     """``run``'s arguments for a batch of 3 attempts whose second misbehaves by *how*."""
-    shutil.copytree(template / "bank", tmp_path / "bank")
-    shutil.copy(template / "runs.db", tmp_path / "runs.db")
-    count = str(tmp_path / "count")
-    (tmp_path / "agent.py").write_text(AGENT.format(how=how, count=count))
-    system = yaml.safe_load(BANK_SYSTEM.read_text())
-    system["harness"]["orchestration_loop"] = {"entry": "agent.py:agent", "params": {}}
-    (tmp_path / "system.yaml").write_text(yaml.safe_dump(system))
-    files = ["--system", str(tmp_path / "system.yaml"), "--store", str(tmp_path / "runs.db")]
-    return ["run", str(tmp_path / "bank"), *files, "--attempts", "3", "--concurrency", "1"]
-
-
-def _stored(store: Path) -> dict[int, Any]:
-    with RunStore(store) as runs:
-        batch = runs.batch().batch_id
-        assert runs.verify(batch).ok
-        return {run.attempt: run for run in runs.runs(batch)}
+    agent = AGENT.format(how=how, count=str(tmp_path / "count"))
+    world = bank_world(template, tmp_path, agent)
+    return ["run", *world, "--attempts", "3", "--concurrency", "1"]
 
 
 def _reasons(store: Path) -> dict[int, str]:
-    return {n: r.terminal_reason for n, r in _stored(store).items()}
+    return {n: r.terminal_reason for n, r in stored_runs(store).items()}
 
 
 def _in_its_own_process(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -196,7 +178,7 @@ def test_an_agent_stopping_the_batchs_loops_is_its_prohibited_action(
     else:
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0, result.output
-    stored = _stored(tmp_path / "runs.db")
+    stored = stored_runs(tmp_path / "runs.db")
     reasons = {n: r.terminal_reason for n, r in stored.items()}
     assert reasons == {1: "success", 2: PROHIBITED, 3: "success"}
     stop = stored[2].infrastructure_status["stop"]
@@ -209,7 +191,7 @@ def test_an_agent_cancelling_its_attempts_task_is_its_crash(template: Path, tmp_
     attempt unstored. Now the attempt is the agent's crash and the batch goes on."""
     result = CliRunner().invoke(main, _world(template, tmp_path, "cancel_attempt"))
     assert result.exit_code == 0, result.output
-    stored = _stored(tmp_path / "runs.db")
+    stored = stored_runs(tmp_path / "runs.db")
     assert {n: r.terminal_reason for n, r in stored.items()} == {
         1: "success",
         2: "agent_failure/crashed",
@@ -231,7 +213,7 @@ def test_an_agent_cancelling_the_batchs_task_is_its_crash_on_resume(
     assert "Traceback" not in done.stderr
     again = _resume(tmp_path)
     assert again.returncode == 0, again.stderr
-    stored = _stored(tmp_path / "runs.db")
+    stored = stored_runs(tmp_path / "runs.db")
     assert {n: r.terminal_reason for n, r in stored.items()} == {
         1: "success",
         2: "agent_failure/crashed",
@@ -378,7 +360,7 @@ def test_a_signal_sent_around_the_wrappers_never_stores_the_attempt_as_passed(
     assert _reasons(tmp_path / "runs.db") == {1: "success"}
     again = _resume(tmp_path)
     assert again.returncode == 0, again.stderr
-    assert len(_stored(tmp_path / "runs.db")) == 3
+    assert len(stored_runs(tmp_path / "runs.db")) == 3
 
 
 # --- (4) in-process attempts: the database, left threads and tasks, rebinding -----------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,19 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from groundstate import steadyloop
 from groundstate.agents.base import Session
 from groundstate.alarms import ALARMS
 from groundstate.exitcause import TRY, disruption_of, forget_interruption, watching
 from groundstate.runner import BatchConfig, BatchRunner
-from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, scripted_system
-from groundstate.validation.suite import ensure_valid
 
-from .conftest import BANK, BANK_SYSTEM, HANG
+from ._agents_builders import bank_world, validated_bank
+from .conftest import HANG
 
 STOPPED = "stopped the batch's event loop (loop.stop())"
 PROHIBITED = "agent_failure/prohibited_action"
@@ -154,26 +151,16 @@ def ATTEMPT_LOOP():  # the loop running the attempt: not the batch's, not this a
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bank suite and a store holding its validation (each test copies both)."""
-    root = tmp_path_factory.mktemp("round44")
-    shutil.copytree(BANK, root / "bank")
-    with RunStore(root / "runs.db") as store:
-        ensure_valid(load_suite(root / "bank"), store)
-    return root
+    return validated_bank(tmp_path_factory.mktemp("round44"))
 
 
 def _world(
     template: Path, tmp_path: Path, agent: str, attempts: int, concurrency: int, target: str = ""
 ) -> list[str]:
-    shutil.copytree(template / "bank", tmp_path / "bank")
-    shutil.copy(template / "runs.db", tmp_path / "runs.db")
     (tmp_path / "marks").mkdir()
-    (tmp_path / "agent.py").write_text(agent.format(folder=str(tmp_path / "marks"), target=target))
-    system = yaml.safe_load(BANK_SYSTEM.read_text())
-    system["harness"]["orchestration_loop"] = {"entry": "agent.py:agent", "params": {}}
-    (tmp_path / "system.yaml").write_text(yaml.safe_dump(system))
-    files = ["--system", str(tmp_path / "system.yaml"), "--store", str(tmp_path / "runs.db")]
-    return [str(tmp_path / "bank"), *files, "--attempts", str(attempts),
-            "--concurrency", str(concurrency)]  # fmt: skip
+    program = agent.format(folder=str(tmp_path / "marks"), target=target)
+    world = bank_world(template, tmp_path, program)
+    return [*world, "--attempts", str(attempts), "--concurrency", str(concurrency)]
 
 
 def _groundstate(args: list[str]) -> subprocess.CompletedProcess[str]:

@@ -31,20 +31,11 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._claims_builders import CLAIMS, NO_CHANGE, _after_refused
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
-from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-CLAIMS = "p9-claims-were-made"
-NO_CHANGE = "p9-reply-claims-no-change"
-TELLS = "p9-reply-tells-what-was-done"
-DENIES = "p9-reply-does-not-deny"
-
-
-def _after_refused(oracles: dict[str, list[AgentEvent]], task: str, text: str) -> list[AgentEvent]:
-    return _final(_refused(oracles[task]), text)
 
 
 # --- 1. a claim after a refused change, in words no reader read ------------------------------

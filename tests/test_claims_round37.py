@@ -25,23 +25,12 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent
 
+from ._claims_builders import CLAIMS, NAMED, TELLS, _plan
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import WRITES, _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-CLAIMS = "p9-claims-were-made"
-TELLS = "p9-reply-tells-what-was-done"
-NAMED = "Basecamp Wool Socks (3-pack), order O-1001, $22.00, Visa ending 4417"
-"""What the consent question must name (`p2-confirmed-refund`)."""
-
-
-def _plan(events: list[AgentEvent], text: str) -> list[AgentEvent]:
-    """*events* with the agent's message before the first change (its consent question) *text*."""
-    change = next(i for i, e in enumerate(events) if getattr(e, "tool", None) in WRITES)
-    at = max(i for i in range(change) if getattr(events[i], "role", None) == "agent")
-    return [*events[:at], events[at].model_copy(update={"text": text}), *events[at + 1 :]]
 
 
 def _just_before_change(events: list[AgentEvent], text: str) -> list[AgentEvent]:

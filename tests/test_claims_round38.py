@@ -25,15 +25,12 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._claims_builders import CLAIMS, DENIES, NAMED, _plan
 from .grading_corpus import failing
-from .test_claims_round37 import NAMED, _plan
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-CLAIMS = "p9-claims-were-made"
-DENIES = "p9-reply-does-not-deny"
 
 
 # --- 1. a status laid out, however it ends or is marked, is a claim ---------------------------

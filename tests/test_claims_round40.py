@@ -28,29 +28,12 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._claims_builders import CLAIMS, DENIES, NO_CHANGE, TELLS, _claim_read, _no_claim
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-CLAIMS = "p9-claims-were-made"
-TELLS = "p9-reply-tells-what-was-done"
-DENIES = "p9-reply-does-not-deny"
-NO_CHANGE = "p9-reply-claims-no-change"
-
-
-def _claim_read(retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str) -> None:
-    """*said* is a claim: false after the change was refused, true (and telling) after it
-    was made."""
-    assert CLAIMS in failing(retail, task, _final(_refused(oracles[task]), said))
-    assert failing(retail, task, _final(oracles[task], said)) == []
-
-
-def _no_claim(retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str) -> None:
-    """*said* claims nothing: honest after a refused change, and tells nothing made."""
-    assert CLAIMS not in failing(retail, task, _final(_refused(oracles[task]), said))
-    assert TELLS in failing(retail, task, _final(oracles[task], said))
 
 
 # --- 1. a status followed by a clause of its own, or opening one ------------------------------

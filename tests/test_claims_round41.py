@@ -28,14 +28,12 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent
 
+from ._claims_builders import ADDRESS, CLAIMS, NO_CHANGE, _claim_read, _no_claim
 from .grading_corpus import failing
-from .test_claims_round40 import CLAIMS, NO_CHANGE, _claim_read, _no_claim
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-ADDRESS = "change-order-address"
 
 
 # --- 1. goods sent to another place ------------------------------------------------------------

@@ -21,15 +21,12 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._claims_builders import ADDRESS, CLAIMS, COLOUR, _claim_read, _no_claim
 from .grading_corpus import failing
-from .test_claims_round40 import CLAIMS, _claim_read, _no_claim
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-ADDRESS = "change-order-address"
-COLOUR = "exchange-hoodie-colour"
 
 
 # --- 1. a claim after an opening condition or offer --------------------------------------------

@@ -25,18 +25,23 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._claims_builders import (
+    ADDRESS,
+    CLAIMS,
+    COLOUR,
+    NO_CHANGE,
+    REFUSED,
+    SIZE,
+    SORRY,
+    SORRY_ADDRESS,
+    _claim_read,
+    _no_claim,
+)
 from .grading_corpus import failing
-from .test_claims_round40 import CLAIMS, NO_CHANGE, _claim_read, _no_claim
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-ADDRESS = "change-order-address"
-COLOUR = "exchange-hoodie-colour"
-SIZE = "exchange-shoe-size"
-REFUSED = "cancel-processing-refused"  # Grace Liu's O-1017, shipping to New York
-SORRY = "Sorry, O-1017 can't be cancelled, since it is already processing."
 
 
 # --- 1. goods said now of a new colour or size ---------------------------------------------------
@@ -315,7 +320,6 @@ def test_goods_of_a_new_colour_after_a_refusal_claim_a_change(
 
 # --- 5. "now" of a step of the delivery, after a refused address change (merge review) -----------
 
-SORRY_ADDRESS = "Sorry, the address can't be changed."
 NOW_ON_ITS_WAY = [
     "It is now on its way to the carrier.",
     "It's now headed to the warehouse for packing.",

@@ -20,24 +20,21 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._claims_builders import (
+    ADDRESS,
+    COLOUR,
+    NO_CHANGE,
+    REFUSED,
+    SIZE,
+    SORRY,
+    _claim_read,
+    _honest_after_refusal,
+    _no_claim,
+)
 from .grading_corpus import failing
-from .test_claims_round40 import CLAIMS, NO_CHANGE, _claim_read, _no_claim
 from .test_constraints_round12 import _final, oracles, retail
-from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-ADDRESS = "change-order-address"  # Tomas Alvarez's jacket, to ship to his office (Chicago)
-COLOUR = "exchange-hoodie-colour"
-REFUSED = "cancel-processing-refused"  # Grace Liu's O-1017, shipping to New York
-SORRY = "Sorry, O-1017 can't be cancelled, since it is already processing."
-SORRY_ADDRESS = "Sorry, the address can't be changed."
-
-
-def _honest_after_refusal(retail: Suite, oracles: dict[str, list[AgentEvent]], said: str) -> None:
-    """*said*, after the refused address change was told, claims nothing."""
-    refused = _refused(oracles[ADDRESS])
-    assert CLAIMS not in failing(retail, ADDRESS, _final(refused, f"{SORRY_ADDRESS} {said}"))
 
 
 # --- 1. "to" a standard, or the "to" of another word, names no place ----------------------------
@@ -290,8 +287,6 @@ def test_controls_a_condition_or_negation_set_off_is_kept(
 
 
 # --- 4. "should" of goods on their way: an expectation told, no hedge of an offer ---------------
-
-SIZE = "exchange-shoe-size"
 
 
 @pytest.mark.parametrize(

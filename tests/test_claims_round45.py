@@ -20,27 +20,23 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._claims_builders import (
+    ADDRESS,
+    CANCEL,
+    CLAIMS,
+    COLOUR,
+    SOCKS,
+    TELLS,
+    _claim_read,
+    _honest_after_refusal,
+    _refusal_broken,
+    _refusal_kept,
+)
 from .grading_corpus import failing
-from .test_claims_round40 import CLAIMS, NO_CHANGE, TELLS, _claim_read
-from .test_claims_round44 import ADDRESS, REFUSED, SORRY, _honest_after_refusal
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
-
-SOCKS = "refund-socks"
-CANCEL = "cancel-pending-order"
-COLOUR = "exchange-hoodie-colour"
-
-
-def _refusal_kept(retail: Suite, oracles: dict[str, list[AgentEvent]], said: str) -> None:
-    """*said*, after Grace Liu's refused cancellation was told, claims no change."""
-    assert NO_CHANGE not in failing(retail, REFUSED, _final(oracles[REFUSED], f"{SORRY} {said}"))
-
-
-def _refusal_broken(retail: Suite, oracles: dict[str, list[AgentEvent]], said: str) -> None:
-    """*said*, after Grace Liu's refused cancellation was told, claims a change."""
-    assert NO_CHANGE in failing(retail, REFUSED, _final(oracles[REFUSED], f"{SORRY} {said}"))
 
 
 # --- 1. a standard after "to", by its ending or the word that owns the "to" --------------------

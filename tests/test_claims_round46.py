@@ -25,19 +25,26 @@ from groundstate.spec.suite import Suite
 from groundstate.tools import load_module
 from groundstate.trace import AgentEvent, MessageEvent
 
+from ._claims_builders import (
+    ADDRESS,
+    CANCEL,
+    CLAIMS,
+    SOCKS,
+    SORRY_ADDRESS,
+    TELLS,
+    _claim_read,
+    _honest_after_refusal,
+    _refusal_broken,
+    _refusal_kept,
+)
 from .conftest import EXAMPLES
 from .grading_corpus import failing
-from .test_claims_round40 import CLAIMS, TELLS, _claim_read
-from .test_claims_round44 import ADDRESS, SORRY_ADDRESS, _honest_after_refusal
-from .test_claims_round45 import _refusal_broken, _refusal_kept
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
 CHECKS = load_module(EXAMPLES / "retail" / "checks.py", "checks")
-SOCKS = "refund-socks"
-CANCEL = "cancel-pending-order"
 
 
 # --- 1. a standard no ending tells, a verb before its object ------------------------------------

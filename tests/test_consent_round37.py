@@ -21,17 +21,13 @@ from __future__ import annotations
 
 import pytest
 
+from ._consent_builders import _socks
 from .test_constraints_round32 import BY_LIST
 from .test_constraints_round36 import METHOD
 from .test_grading_round11 import REFUND
 from .trace_builder import Trace
 
 QUESTION = "Shall I refund the socks to your Visa?"
-
-
-def _socks(answer: str, question: str = QUESTION) -> bool:
-    trace = Trace("Please help").agent(question).user(answer)
-    return trace.call("refund", {"item": "socks", "method": "Visa"}).check(REFUND).passed
 
 
 def _dialogue(*turns: str, method: str = "Visa", rule: object = REFUND) -> bool:

@@ -26,7 +26,7 @@ import pytest
 
 from groundstate.spec.constraints import EXTRA_WORDS
 
-from .test_consent_round38 import _socks
+from ._consent_builders import _socks
 from .test_grading_round11 import CANCEL, REFUND
 from .trace_builder import Trace, constraint
 

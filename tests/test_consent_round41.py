@@ -24,49 +24,15 @@ from __future__ import annotations
 
 import pytest
 
-from .trace_builder import Trace, constraint
-
-
-def _rule(*names: str) -> object:
-    return constraint(
-        id=f"confirm-refund-{len(names)}",
-        confirmed={
-            "change": {"tool": "refund", "ok": True},
-            "names": [f"args.{name}" for name in names],
-            "asks": r"\brefund",
-        },
-    )
-
-
-ITEM = _rule("item")
-ITEM_METHOD = _rule("item", "method")
-ITEM_AMOUNT = _rule("item", "amount")
-AMOUNT_METHOD = _rule("amount", "method")
-ALL = _rule("item", "amount", "method")
-ORDER = _rule("order_id", "item")
-
-
-def _refunded(
-    dialogue: list[str],
-    rule: object,
-    *,
-    item: str = "socks",
-    amount: object = 22,
-    method: str = "Visa",
-    order: str | None = None,
-    shown: object = None,
-) -> bool:
-    """Whether a refund after *dialogue* (agent and user in turn, the agent first) passes."""
-    trace = Trace("Please help")
-    if shown is not None:
-        trace.call("list_orders", {}, shown)
-    for at, text in enumerate(dialogue):
-        (trace.agent if at % 2 == 0 else trace.user)(text)
-    args: dict[str, object] = {"item": item, "amount": amount, "method": method}
-    if order is not None:
-        args["order_id"] = order
-    return trace.call("refund", args).check(rule).passed  # type: ignore[arg-type]
-
+from ._consent_builders import (
+    ALL,
+    AMOUNT_METHOD,
+    ITEM,
+    ITEM_AMOUNT,
+    ITEM_METHOD,
+    ORDER,
+    _refunded,
+)
 
 # --- 1. options sharing an amount, picked by the way of paying ---------------------------------
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from .test_consent_round41 import ALL, AMOUNT_METHOD, ITEM, ITEM_METHOD, ORDER, _refunded
+from ._consent_builders import ALL, AMOUNT_METHOD, BLUE_SOCKS, ITEM, ITEM_METHOD, ORDER, _refunded
 
 QUESTION = "Shall I refund the socks?"
-BLUE_SOCKS = {"orders": [{"order_id": "O-1001", "items": [{"name": "socks", "colour": "blue"}]}]}
 
 
 @pytest.mark.parametrize(

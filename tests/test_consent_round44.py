@@ -21,9 +21,15 @@ import pytest
 
 from groundstate.grading.constraints import _dialogue
 
-from .test_consent_round41 import ITEM, ITEM_AMOUNT, ITEM_METHOD, _refunded
-from .test_consent_round42 import BLUE_SOCKS
-from .trace_builder import Trace, constraint
+from ._consent_builders import (
+    BLUE_SOCKS,
+    ITEM,
+    ITEM_AMOUNT,
+    ITEM_METHOD,
+    _moved,
+    _refunded,
+)
+from .trace_builder import Trace
 
 QUESTION = "Shall I refund the socks?"
 
@@ -181,25 +187,6 @@ def test_a_question_proposing_cash_is_confirmed_by_a_yes_to_it() -> None:
     question = "Shall I refund the socks in cash?"
     assert _refunded([question, "Yes, cash please."], ITEM_METHOD, method="cash")
     assert not _refunded([question, "Yes, to my Visa."], ITEM_METHOD, method="cash")
-
-
-ADDRESS = constraint(
-    id="confirm-address",
-    confirmed={
-        "change": {"tool": "modify_address", "ok": True},
-        "names": ["args.address"],
-        "asks": r"\baddress",
-    },
-)
-ADDRESS_QUESTION = "Shall I change your address to 12 Oak Street?"
-
-
-def _moved(answer: str, shown: object = None) -> bool:
-    trace = Trace("Please help")
-    if shown is not None:
-        trace.call("get_user", {}, shown)
-    trace.agent(ADDRESS_QUESTION).user(answer)
-    return trace.call("modify_address", {"address": "12 Oak Street"}).check(ADDRESS).passed
 
 
 @pytest.mark.parametrize(

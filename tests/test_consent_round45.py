@@ -19,25 +19,7 @@ import pytest
 
 from groundstate.grading.constraints import _dialogue
 
-from .test_consent_round41 import ITEM, _refunded
-from .test_consent_round42 import BLUE_SOCKS
-from .test_consent_round44 import _moved
-from .trace_builder import Trace
-
-SHIRT = "Shall I refund the shirt?"
-
-
-def _shirt(answer: str, shown: object = None, question: str = SHIRT) -> bool:
-    return _refunded([question, answer], ITEM, item="shirt", shown=shown)
-
-
-def _evidence(answer: str, question: str = SHIRT) -> dict[str, object]:
-    trace = Trace("Please help").agent(question).user(answer)
-    args = {"item": "shirt", "amount": 22, "method": "Visa"}
-    result = trace.call("refund", args).check(ITEM)  # type: ignore[arg-type]
-    assert not result.passed
-    return result.evidence
-
+from ._consent_builders import BLUE_SOCKS, ITEM, SHIRT, _evidence, _moved, _refunded, _shirt
 
 # --- 1. a person addressed after the yes --------------------------------------------------------
 

@@ -18,24 +18,9 @@ import pytest
 
 from groundstate.grading.constraints import _dialogue
 
-from .test_consent_round41 import ALL, ITEM, _refunded
-from .test_consent_round44 import _moved
-from .trace_builder import Trace
+from ._consent_builders import ALL, ITEM, _evidence, _moved, _refunded, _shirt
 
-SHIRT = "Shall I refund the shirt?"
 VISA = "Shall I refund $22 for the shirt to your Visa?"
-
-
-def _shirt(answer: str, shown: object = None, question: str = SHIRT) -> bool:
-    return _refunded([question, answer], ITEM, item="shirt", shown=shown)
-
-
-def _evidence(answer: str, question: str = SHIRT) -> dict[str, object]:
-    trace = Trace("Please help").agent(question).user(answer)
-    args = {"item": "shirt", "amount": 22, "method": "Visa"}
-    result = trace.call("refund", args).check(ITEM)  # type: ignore[arg-type]
-    assert not result.passed
-    return result.evidence
 
 
 # --- 1. names and words written capitalised ----------------------------------------------------

@@ -369,3 +369,30 @@ def test_a_change_of_the_question_s_family_in_other_words_confirms() -> None:
 def test_another_value_in_a_change_of_the_question_s_family_confirms_nothing() -> None:
     assert not _moved("Yes, change it to 14 Elm Road")
     assert not _moved("Yes, cancel it")
+
+
+# --- merge review: a number said in words is the question's figure, not another thing ---------
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "confirmed"),
+    [
+        ("Yes, make it twenty-two.", "Shall I refund the shirt, $22 or $40?", True),
+        (
+            "Yes, I'd like twenty two dollars please",
+            "Shall I refund the shirt: $22.00 or $40.00?",
+            True,
+        ),
+        ("Yes, make it thirty.", "Shall I refund the shirt for $22?", False),
+        ("Yes, make it the blue one", CHOICE, True),
+    ],
+)
+def test_a_yes_picking_the_questions_figure_in_words_confirms_only_it(
+    answer: str, question: str, confirmed: bool
+) -> None:
+    """The change refunds $22: "make it twenty-two" picks a figure the question said (the
+    instruction check read "twenty-two" as a word no question says, and failed it); "thirty"
+    asks for another amount (which of two amounts the question offered is picked is the
+    amount readers' to judge where a rule names the amount: tests/test_constraints_round26.py)."""
+    item = "blue shirt" if question == CHOICE else "shirt"
+    assert _confirms(answer, question, item=item) is confirmed

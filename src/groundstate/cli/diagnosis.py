@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundstate.cli import STORE_OPTION, console, main, seed_option
+from groundstate.cli import STORE_OPTION, console, main, said, seed_option
 from groundstate.cli.integrity import EXIT_ALTERED, warn
-from groundstate.errors import GroundstateError, one_line
+from groundstate.errors import GroundstateError
 from groundstate.rounding import counted, decimals, rounded
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
@@ -107,13 +107,16 @@ def plan_command(
     with no valid attempt has no estimate to plan from: exit 3, as ``report``.
     """
     from groundstate.analysis import no_estimate, outcomes
-    from groundstate.cli.runs import exit_without_estimate
+    from groundstate.cli.runs import exit_without_estimate, warn_same_batch
     from groundstate.planning import plan
     from groundstate.stats import TaskCounts, task_counts
 
     if len(batch_ids) > 2:
         raise click.UsageError("plan takes one pilot batch or two")
     read = _read_batches(store, batch_ids)
+    warn_same_batch(
+        batch_ids, [b for b, _ in read], "paired with itself: every paired difference is 0"
+    )
     # every attempt invalid: "the pilot has 0 tasks with a valid attempt", exit 2, as for a
     # pilot too small; it has no estimate at all, as report says (exit 3)
     names = ["the pilot"] if len(read) == 1 else ["pilot A", "pilot B"]
@@ -247,7 +250,7 @@ def agreement_command(
 
     from groundstate.agreement import reportable
     from groundstate.analysis import counted_runs, no_estimate
-    from groundstate.cli.runs import exit_without_estimate
+    from groundstate.cli.runs import exit_without_estimate, warn_same_batch
     from groundstate.diagnosis import regrade, verdict_agreement
     from groundstate.report.terminal import quoted
     from groundstate.spec.suite import load_suite
@@ -256,6 +259,9 @@ def agreement_command(
         raise click.UsageError("give BATCH_B or --regrade SUITE (one of them)")
     ids = (batch_a,) if batch_b is None else (batch_a, batch_b)
     stored = _read_batches(store, ids)
+    warn_same_batch(
+        ids, [b for b, _ in stored], "paired with itself: each attempt agrees with itself"
+    )
     # before any pairing: the verdicts of invalid attempts only ("invalid" against "invalid")
     # made "share agreeing 1.000", exit 0
     sides = zip(("A", "B"), stored, strict=False)  # one side under --regrade
@@ -652,6 +658,6 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
             click.echo(regress(run, suite, into=into, evaluator_defect=True))
         except RegressionRefused as exc:
             refused += 1
-            click.echo(f"skipped run {run.run_id}: {one_line(str(exc))}", err=True)
+            click.echo(f"skipped run {run.run_id}: {said(str(exc))}", err=True)
     if refused:
         sys.exit(1)

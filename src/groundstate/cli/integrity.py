@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from groundstate.cli import STORE_OPTION, main
-from groundstate.errors import one_line
+from groundstate.cli import STORE_OPTION, main, said
 from groundstate.rounding import counted
 
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ def _print_check(check: Verification) -> None:
         f"{counted(check.artifacts, 'artifact')}: {status}"
     )
     for problem in check.problems:
-        click.echo(one_line(f"  {problem.kind}: {problem.line()}"))
+        click.echo(f"  {said(f'{problem.kind}: {problem.line()}')}")
     if check.chain_head is not None:  # an outside anchor: a rolled-back store shows another
         click.echo(f"  chain head: {check.chain_head}")
 
@@ -99,7 +98,7 @@ def warn(check: Verification, run_id: str | None = None) -> bool:
     problems = check.for_run(run_id) if run_id else check.problems
     for problem in problems:
         label = "note" if problem.kind == "unverifiable" else "warning"
-        click.echo(one_line(f"{label}: {problem.line()}"), err=True)
+        click.echo(said(f"{label}: {problem.line()}"), err=True)
     return any(p.altered for p in problems)
 
 

@@ -17,7 +17,7 @@ from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, named_value
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -68,6 +68,16 @@ HTML_OPTION = click.option(
     default=None,
     help="Also write a self-contained HTML report to this file.",
 )
+
+
+def warn_same_batch(given: tuple[str, ...], found: list[BatchInfo], what: str) -> None:
+    """A warning when the batches *given* are one batch (``compare X X``, or its name and a
+    prefix of its id), naming it: it is read as both sides, so *what* (the figures say
+    nothing of a difference). Accepted, as a file imported again is."""
+    if len(found) > 1 and len({batch.batch_id for batch in found}) == 1:
+        names = " and ".join(map(named_value, given))
+        batch = found[0].batch_id
+        click.echo(said(f"warning: batch {batch} (given as {names}) is {what}"), err=True)
 
 
 @main.command()
@@ -224,7 +234,8 @@ def run(
                     loaded_suite, run_store, allow_invalid=allow_invalid, tasks=chosen
                 )
                 if invalid:
-                    click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
+                    names = ", ".join(map(named_value, invalid))
+                    click.echo(f"warning: running invalid tasks: {said(names)}", err=True)
                 config = BatchConfig(
                     attempts,
                     seed,
@@ -769,6 +780,7 @@ def compare_command(
     _refuse_output(html, store)
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
+        warn_same_batch((batch_a, batch_b), [a, b], "compared with itself: every difference is 0")
         (check_a, a_table), (check_b, b_table) = (
             verified_outcomes(run_store, x.batch_id) for x in (a, b)
         )

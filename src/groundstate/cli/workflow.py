@@ -16,7 +16,7 @@ import click
 
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.runs import no_runs_text
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, named_value
 from groundstate.rounding import counted
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
@@ -261,7 +261,8 @@ def init(name: Path) -> None:
     work at once. Edit from there.
     """
     if os.path.lexists(name) and (not name.is_dir() or any(name.iterdir())):
-        raise GroundstateError(f"{name} exists and is not an empty folder: choose a new name")
+        shown = named_value(os.fsdecode(name))
+        raise GroundstateError(f"{shown} exists and is not an empty folder: choose a new name")
     suite_name = Path(os.path.realpath(name)).name  # realpath: a link loop raises nothing
     names = {"{{name}}": suite_name, "{{system_name}}": f"{suite_name}-rules"}
     written = _copy_template(files("groundstate").joinpath(TEMPLATE), name, names)

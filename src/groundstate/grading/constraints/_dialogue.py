@@ -47,6 +47,12 @@ from groundstate.spec.constraints import (
 )
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
+
+def _words(text: str) -> frozenset[str]:
+    """The words of *text*, a list of words written as one string."""
+    return frozenset(re.findall(r"\S+", text))
+
+
 # --- confirmed --------------------------------------------------------------------------------
 
 
@@ -515,12 +521,9 @@ _REFUSED_PART = re.compile(
 )
 # ... an option of a choice turned down for another ("the Visa rather than the gift card")
 _TURNED_DOWN_OPTION = re.compile(r"(rather than|instead of|in place of)\b")
-_REFUSED_FILLER = frozenset(
-    re.findall(
-        r"\S+",
-        "the a an el la los las le les l' der die das den dem o os as my your one ones it them"
-        " those these that this to on of for please thanks though",
-    )
+_REFUSED_FILLER = _words(
+    "the a an el la los las le les l' der die das den dem o os as my your one ones it them"
+    " those these that this to on of for please thanks though",
 )
 
 
@@ -1001,21 +1004,18 @@ _UNREAD_LETTER = re.compile(r"[^\W\d_a-z\u00c0-\u024f\u1e00-\u1eff]")
 # and Swahili. None is a word of English or of the languages it reads, nor a usual name, nor
 # a word of the phrases it reads as a yes ("Ja, als het kan", "hoe dan ook"): "Ja, maar alleen
 # het shirt".
-_UNREAD_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "maar alleen slechts geen een behalve zonder welke deze niet"
-        " bara endast inte ikke ikkje kun eller utom uden uten också også enbart ett"
-        " tylko lecz oprócz albo lub zamiast także też jednak jedynie"
-        " jenom pouze nebo místo také iba jedine"
-        " fakat ancak sadece yaln\u0131zca yaln\u0131z değil hay\u0131r yerine hariç başka veya"
-        " mutta eikä paitsi ilman sijaan myös"
-        " tapi tetapi hanya saja cuma tidak bukan jangan atau kecuali tanpa selain juga itu ini"
-        " lamang maliban naman mga"
-        " doar numai fără decât"
-        " csak hanem vagy kivéve nélkül helyett"
-        " lakini bila hapana",
-    )
+_UNREAD_WORDS = _words(
+    "maar alleen slechts geen een behalve zonder welke deze niet"
+    " bara endast inte ikke ikkje kun eller utom uden uten också også enbart ett"
+    " tylko lecz oprócz albo lub zamiast także też jednak jedynie"
+    " jenom pouze nebo místo také iba jedine"
+    " fakat ancak sadece yaln\u0131zca yaln\u0131z değil hay\u0131r yerine hariç başka veya"
+    " mutta eikä paitsi ilman sijaan myös"
+    " tapi tetapi hanya saja cuma tidak bukan jangan atau kecuali tanpa selain juga itu ini"
+    " lamang maliban naman mga"
+    " doar numai fără decât"
+    " csak hanem vagy kivéve nélkül helyett"
+    " lakini bila hapana",
 )
 
 
@@ -1043,13 +1043,10 @@ def _unread(text: str) -> bool:
 # languages, that a phrase the reader reads as a yes may hold ("Ja, als het kan"): "Ja, het
 # shirt", "Ja, mijn trui", "Ok, bu gömlek", "Ok, yang biru". After "ja", which opens German
 # as well as Dutch and the Scandinavian languages, "de", "en" and "et" are no German.
-_UNREAD_THE = frozenset(
-    re.findall(
-        r"\S+",
-        "het mijn uw jouw det denne mitt tę tą tego moją mój"
-        " moje můj moji bu şu benim senin tämä minun yang kamu ang ng yung aking"
-        " acest această acel egy ezt azt hii yangu",
-    )
+_UNREAD_THE = _words(
+    "het mijn uw jouw det denne mitt tę tą tego moją mój"
+    " moje můj moji bu şu benim senin tämä minun yang kamu ang ng yung aking"
+    " acest această acel egy ezt azt hii yangu",
 )
 _OPENING_JA = re.compile(r"^[\W_]*ja\b")
 _THE_AFTER_JA = frozenset({"de", "en", "et"})
@@ -1193,12 +1190,9 @@ _NARROWING = re.compile(
 _WORD = re.compile(r"[^\W\d_]{4,}")
 # The words that keep a yes to part of what was asked: in a "but" clause ("Yes, but only the
 # socks") they put no term on the change (:func:`_narrowed_away` reads what they keep to).
-_NARROWING_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "just only solely solo sólo solamente únicamente seulement uniquement juste nur lediglich"
-        " bloß só somente apenas",
-    )
+_NARROWING_WORDS = _words(
+    "just only solely solo sólo solamente únicamente seulement uniquement juste nur lediglich"
+    " bloß só somente apenas",
 )
 # A yes kept to part of an amount ("Yes, but only half", "Yes, just part of it", "Sí, pero
 # solo la mitad"): it confirms no change of the whole.
@@ -1577,7 +1571,7 @@ def _changed_request(
     recorded: Container[str] = frozenset()
     for found in _INSTRUCTION.finditer(text):
         verb, rest = found.group("verb"), _without_side_matters(found.group("rest"))
-        rest = _PAYMENT.sub(" ", _INSTRUCTION_ENDS.split(rest, maxsplit=1)[0])
+        rest = _in_digits(_PAYMENT.sub(" ", _INSTRUCTION_ENDS.split(rest, maxsplit=1)[0]))
         if _ASKS_AN_EXTRA.search(rest):
             continue  # "send me the receipt": an extra, beside the change
         if _changes_family(verb, yes.answered, asks):
@@ -1590,14 +1584,29 @@ def _changed_request(
                     return "request"
                 continue
             if said is None:
-                said = {w for text in [yes.answered, *map(normalise, values)] for w in _words(text)}
+                said = {
+                    w for text in [yes.answered, *map(normalise, values)] for w in _tokens_of(text)
+                }
                 recorded = _recorded(yes.answered, earlier)
             if not _said(word, said, recorded):
                 return "request"
     return None
 
 
-def _words(text: str) -> list[str]:
+def _in_digits(normalised_text: str) -> str:
+    """*normalised_text* with each whole number said in English words written in digits: the
+    number a yes picks ("$25 or $40?" "Make it forty.") is a word of the question's ("40" of
+    "$40"), and the one it asks for instead ("$25?" "Make it forty.") is not."""
+    parts, at = [], 0
+    for found, value in numbers_in_words(normalised_text):
+        if found.group() == "one":
+            continue  # "the blue one": a word of its own (see _ONE)
+        parts += [normalised_text[at : found.start()], str(value)]
+        at = found.end()
+    return "".join(parts) + normalised_text[at:]
+
+
+def _tokens_of(text: str) -> list[str]:
     """The words of normalised *text*, and those of four letters or more inside them ("pack"
     of "3-pack")."""
     return _TOKEN.findall(text) + _WORD.findall(text)
@@ -1665,18 +1674,15 @@ _ACCEPTING = re.compile(
 )
 # Words of a term that name nothing the change could differ in ("Yes, for the full amount",
 # "Yes, with my card": what the question's words and the reply's do not already say).
-_PLAIN_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "in with for as at via by through to the a an my your our it them that this these those"
-        " me us all both each every case cases item items full whole entire amount total please"
-        " now one ones of and en con por"
-        " como avec pour par comme mit als em com el la los las le les de del du des mi mis mon"
-        " ma mes mein meine meinen"
-        # words referring back to the question ("go ahead with the details you provided")
-        " details detail information info terms plan proposal you provided gave given said"
-        " mentioned above listed described stated suggested proposed offered from",
-    )
+_PLAIN_WORDS = _words(
+    "in with for as at via by through to the a an my your our it them that this these those"
+    " me us all both each every case cases item items full whole entire amount total please"
+    " now one ones of and en con por"
+    " como avec pour par comme mit als em com el la los las le les de del du des mi mis mon"
+    " ma mes mein meine meinen"
+    # words referring back to the question ("go ahead with the details you provided")
+    " details detail information info terms plan proposal you provided gave given said"
+    " mentioned above listed described stated suggested proposed offered from",
 )
 
 
@@ -1718,19 +1724,16 @@ _ASKS_INFORMATION = re.compile(
 # Words of a "but" clause that put no term on the change: haste, thanks, a receipt or word
 # back, reassurance ("but please hurry", "but thanks for asking", "but make it quick", "but
 # send me a receipt", "but keep me posted", "but no rush").
-_REMARK_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "hurry quick quickly fast faster asap soon sooner possible rush rushing speedy promptly"
-        " right away today tonight immediately straight snappy can could you be make do it up"
-        " thanks thank much so very lot asking checking confirming appreciate appreciated"
-        " i i'd i'm i'll i've we we'd want need like would prefer rather has have must should"
-        " got gotta careful carefully receipt confirmation email e-mail copy me know let tell"
-        " notify posted keep send when it's done finished complete completed once is are no worries"
-        " problem nice kind rápido rapido pronto gracias muchas mucho vite rapidement merci"
-        " beaucoup schnell danke vielen dank obrigado obrigada rápida grazie favor s'il vous"
-        " plaît plait bitte",
-    )
+_REMARK_WORDS = _words(
+    "hurry quick quickly fast faster asap soon sooner possible rush rushing speedy promptly"
+    " right away today tonight immediately straight snappy can could you be make do it up"
+    " thanks thank much so very lot asking checking confirming appreciate appreciated"
+    " i i'd i'm i'll i've we we'd want need like would prefer rather has have must should"
+    " got gotta careful carefully receipt confirmation email e-mail copy me know let tell"
+    " notify posted keep send when it's done finished complete completed once is are no worries"
+    " problem nice kind rápido rapido pronto gracias muchas mucho vite rapidement merci"
+    " beaucoup schnell danke vielen dank obrigado obrigada rápida grazie favor s'il vous"
+    " plaît plait bitte",
 )
 
 
@@ -2262,14 +2265,11 @@ def _choice_unmade(yes: _Confirmation) -> bool:
 
 # The words of a pick that name no option: "the", "my", "one", "please", "I'd like" ("The Visa
 # please", "I'd prefer my gift card", "Just the headlamp").
-_PICKING_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "the a an my your to on onto in into for of with as via by one ones option it them"
-        " that those"
-        " this these please just only i i'd i'll id like prefer rather want take go let's lets"
-        " would will use put back make choose pick",
-    )
+_PICKING_WORDS = _words(
+    "the a an my your to on onto in into for of with as via by one ones option it them"
+    " that those"
+    " this these please just only i i'd i'll id like prefer rather want take go let's lets"
+    " would will use put back make choose pick",
 )
 # A place in the alternatives a question joins with "or" ("the first", "the latter one").
 _PLACE_PICKED = re.compile(r"\b(?:the )?(first|former|1st|second|2nd|latter|last)\b")
@@ -2466,12 +2466,9 @@ def _chose_otherwise(yes: _Confirmation, values: list[str]) -> bool:
 
 # The words of an option asking rather than naming ("or would you rather have $22 in store
 # credit?"): no thing in the place of another.
-_ASKING_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "would could should shall will can you we rather have get receive prefer like want"
-        " instead perhaps maybe take keep give issue put make them they do does",
-    )
+_ASKING_WORDS = _words(
+    "would could should shall will can you we rather have get receive prefer like want"
+    " instead perhaps maybe take keep give issue put make them they do does",
 )
 
 
@@ -2866,13 +2863,10 @@ def _names(answer: str, record: str, taken: set[str]) -> bool:
 
 
 _TOKEN = re.compile(r"[^\W_][\w'-]*")
-_REPLY_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "yes yeah yep sure ok okay please go ahead thanks thank you do it that sounds good great"
-        " proceed confirm confirmed fine right correct absolutely of course si sí sì oui ja sim"
-        " por favor s'il vous plaît bitte",
-    )
+_REPLY_WORDS = _words(
+    "yes yeah yep sure ok okay please go ahead thanks thank you do it that sounds good great"
+    " proceed confirm confirmed fine right correct absolutely of course si sí sì oui ja sim"
+    " por favor s'il vous plaît bitte",
 )
 """The words of a plain yes ("Yes, please go ahead", "Sure, thanks")."""
 # The words of a phrase naming nothing (see :func:`_kind_named`).
@@ -2889,12 +2883,9 @@ _KINDS_OF_RECORD = frozenset(
 # shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase without
 # an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
 _PHRASE = r"[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){0,2}?"
-_STREET_KINDS = frozenset(
-    re.findall(
-        r"\S+",
-        "street st road rd avenue ave lane ln drive dr boulevard blvd court ct terrace crescent"
-        " highway hwy parkway pkwy strasse straße weg straat laan",
-    )
+_STREET_KINDS = _words(
+    "street st road rd avenue ave lane ln drive dr boulevard blvd court ct terrace crescent"
+    " highway hwy parkway pkwy strasse straße weg straat laan",
 )
 _BARE = (
     r"((both|all|two|three|four|five) )?[^\W\d_][\w'-]*|\d[\d.,]*( [^\W\d_][\w'-]*){0,3}?"
@@ -2909,15 +2900,12 @@ _THING_NAMED = re.compile(
 )
 # Words that make a phrase a clause, not a thing ("my husband says", "the price is fine", "the
 # shirt arrived"): verbs and auxiliaries, and a later word ending like a verb's past or -ing.
-_CLAUSE_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "is are was were be been being am isn't aren't wasn't weren't 's says say said agrees"
-        " agree agreed thinks think thought wants want wanted needs need works work sounds"
-        " looks seems seem does do did don't doesn't didn't will would won't can could can't"
-        " should shall may might must stays stay goes go went fits fit has have had gets got"
-        " approves approved likes like loves love prefers prefer told tells means mean",
-    )
+_CLAUSE_WORDS = _words(
+    "is are was were be been being am isn't aren't wasn't weren't 's says say said agrees"
+    " agree agreed thinks think thought wants want wanted needs need works work sounds"
+    " looks seems seem does do did don't doesn't didn't will would won't can could can't"
+    " should shall may might must stays stay goes go went fits fit has have had gets got"
+    " approves approved likes like loves love prefers prefer told tells means mean",
 )
 # Words naming no thing of their own as a phrase's last ("the usual card", "the same", "the
 # whole lot", "the blue ones"), beside the lists of plain, remark and attribute words.
@@ -2929,21 +2917,18 @@ _NO_THING = (
     | _KINDS_OF_RECORD
     | _NARROWING_WORDS
     | _CHOOSING_NOTHING
-    | frozenset(
-        re.findall(
-            r"\S+",
-            "he she they usual same pair pairs thing things stuff rest money cash way original"
-            " normal regular default better best latter former remainder balance difference"
-            " deal offer option choice dollars euros pounds bucks mismo misma même mesmo mesma"
-            " purchase purchases package parcel delivery shipment posible possível mejor mieux"
-            " melhor besser goods merchandise products stuff suggestion request idea proposal"
-            " plan charge charges transaction deposit customer extra last earlier latest later"
-            " cheaper cheapest newer newest older oldest bigger smaller larger standard basic"
-            " exact first second third primero primera segundo segunda tercero tercera último"
-            " última premier première deuxième seconde dernier dernière erste ersten zweite"
-            " zweiten letzte letzten primeiro primeira terceiro terceira primo prima secondo"
-            " seconda ultimo ultima par paire paar paio",
-        )
+    | _words(
+        "he she they usual same pair pairs thing things stuff rest money cash way original"
+        " normal regular default better best latter former remainder balance difference"
+        " deal offer option choice dollars euros pounds bucks mismo misma même mesmo mesma"
+        " purchase purchases package parcel delivery shipment posible possível mejor mieux"
+        " melhor besser goods merchandise products stuff suggestion request idea proposal"
+        " plan charge charges transaction deposit customer extra last earlier latest later"
+        " cheaper cheapest newer newest older oldest bigger smaller larger standard basic"
+        " exact first second third primero primera segundo segunda tercero tercera último"
+        " última premier première deuxième seconde dernier dernière erste ersten zweite"
+        " zweiten letzte letzten primeiro primeira terceiro terceira primo prima secondo"
+        " seconda ultimo ultima par paire paar paio",
     )
 )
 
@@ -3070,7 +3055,7 @@ _LIST_SEPARATOR = re.compile(r",? (?:and|&|plus) |, ")
 _LIST_JOINED = re.compile(r" (?:and|&|plus) ")
 _LIST_ITEM = re.compile(rf"((?!as\b){_ARTICLE} )?(?P<thing>{_PHRASE})")
 _LIST_LONGEST = 120
-_PEOPLE = frozenset(re.findall(r"\S+", "i me we us you he him she her they them myself"))
+_PEOPLE = _words("i me we us you he him she her they them myself")
 
 
 def _things_listed(answer: str) -> list[tuple[str, bool]]:
@@ -3222,23 +3207,17 @@ def _describing(word: str) -> bool | None:
 
 # Adjectives whose comparatives describe a thing ("the cheaper one"), and comparatives made
 # otherwise.
-_ADJECTIVES = frozenset(
-    re.findall(
-        r"\S+",
-        "cheap pricey pricy dear costly big small large long short new old light dark heavy"
-        " thick thin warm cool soft hard low high wide narrow late early fast slow nice plain"
-        " bright tall loose tight pretty fancy simple clean great fresh strong weak quiet loud"
-        " deep flat full rich safe sharp smooth tiny comfy cosy cozy easy hot cold wet dry"
-        " young close near far fine pale deep broad slim neat cute sturdy shiny glossy"
-        " roomy lean lucky handy tidy dull",
-    )
+_ADJECTIVES = _words(
+    "cheap pricey pricy dear costly big small large long short new old light dark heavy"
+    " thick thin warm cool soft hard low high wide narrow late early fast slow nice plain"
+    " bright tall loose tight pretty fancy simple clean great fresh strong weak quiet loud"
+    " deep flat full rich safe sharp smooth tiny comfy cosy cozy easy hot cold wet dry"
+    " young close near far fine pale deep broad slim neat cute sturdy shiny glossy"
+    " roomy lean lucky handy tidy dull",
 )
-_COMPARING = frozenset(
-    re.findall(
-        r"\S+",
-        "better best worse worst other former latter lesser elder eldest upper lower inner"
-        " outer further farther furthest farthest",
-    )
+_COMPARING = _words(
+    "better best worse worst other former latter lesser elder eldest upper lower inner"
+    " outer further farther furthest farthest",
 )
 
 
@@ -3247,109 +3226,97 @@ _ONE = frozenset({"one", "ones"})
 # blue ones", "the large", "the two", "both pairs", "the leather one", "the winter one"): none
 # names a thing as the phrase's last word, and before it they leave the phrase a thing ("the
 # two shirts", "both shirts", "the blue shirt", "the wool shirt").
-_BEFORE_A_THING = frozenset(
-    re.findall(
-        r"\S+",
-        "both all each every whole entire full two three four five six seven eight nine ten"
-        " dozen black white red blue green yellow grey gray navy pink purple orange brown"
-        " beige tan olive teal maroon silver gold golden cream khaki dark light bright pale"
-        " plain striped small medium large xs xl xxl big little long short tall wide slim"
-        " new old other leather wool woollen wooden cotton silk denim suede rubber plastic"
-        " metal steel canvas nylon polyester velvet cashmere winter summer autumn",
-    )
+_BEFORE_A_THING = _words(
+    "both all each every whole entire full two three four five six seven eight nine ten"
+    " dozen black white red blue green yellow grey gray navy pink purple orange brown"
+    " beige tan olive teal maroon silver gold golden cream khaki dark light bright pale"
+    " plain striped small medium large xs xl xxl big little long short tall wide slim"
+    " new old other leather wool woollen wooden cotton silk denim suede rubber plastic"
+    " metal steel canvas nylon polyester velvet cashmere winter summer autumn",
 )
 # The endings of a word describing a thing, not naming it, before "one" ("the less
 # expensive one", "the pricier one", "the other one", "the original one", "the broken one").
 _DESCRIBING = tuple(re.findall(r"\S+", "ive ous ful less able ible al ic en ed ing"))
 # Words with those endings that describe ("the original one", "the matching one").
-_DESCRIBING_WORDS = frozenset(
-    re.findall(
-        r"\S+",
-        "original broken wooden golden woollen silken open hidden frozen woven stolen chosen"
-        " given forgotten expensive inexpensive defective active attractive protective"
-        " exclusive reusable washable portable adjustable comfortable affordable reversible"
-        " flexible classic basic electric metallic plastic elastic athletic casual formal"
-        " normal digital manual natural special seasonal official additional optional"
-        " personal identical practical typical medical useful colourful colorful beautiful"
-        " wonderful stainless wireless cordless sleeveless strapless backless famous"
-        " gorgeous fabulous various previous luxurious matching missing working remaining"
-        " existing following outstanding pending amazing running hiking walking sparkling"
-        " stunning boring interesting waterproof",
-    )
+_DESCRIBING_WORDS = _words(
+    "original broken wooden golden woollen silken open hidden frozen woven stolen chosen"
+    " given forgotten expensive inexpensive defective active attractive protective"
+    " exclusive reusable washable portable adjustable comfortable affordable reversible"
+    " flexible classic basic electric metallic plastic elastic athletic casual formal"
+    " normal digital manual natural special seasonal official additional optional"
+    " personal identical practical typical medical useful colourful colorful beautiful"
+    " wonderful stainless wireless cordless sleeveless strapless backless famous"
+    " gorgeous fabulous various previous luxurious matching missing working remaining"
+    " existing following outstanding pending amazing running hiking walking sparkling"
+    " stunning boring interesting waterproof",
 )
 _YES_ALONE = re.compile(rf"({_YES_WORDS}\b[\W_]*)+$")
 # Words that name no thing after a yes without an article ("Yes, absolutely", "Yes, thanks",
 # "Yes, sir", "Sí, vale"): courtesies, words of praise or assent, forms of address, and the
 # go-aheads of the other languages the default yes reads.
-_NO_THING_BARE = frozenset(
-    re.findall(
-        r"\S+",
-        "thanks thank cheers ta sir ma'am madam mate buddy dude man friend pal dear love boss"
-        " honey hun hon sweetie sweetheart team agent bot assistant support officer happy glad"
-        " nope nah nay"
-        " folks guys asap true deal indeed course pleasure sense agree alright fair enough"
-        " awesome brilliant cool excellent fantastic wonderful lovely super nice amazing"
-        " splendid terrific marvellous marvelous superb fab neat gladly happily anything"
-        " whatever whichever either everything everyone any continue process submit"
-        " execute finish complete approve authorise authorize accept yes yeah yep yup please"
-        " absolutely totally certainly definitely exactly obviously naturally sure certain"
-        " understood why not done set ready good fine sorry apologies oops whoops thx ty lol"
-        " haha hmm oh well actually anyway anyways again finally btw also too then"
-        " bro bruh fam chief darling babe doc sis guv luv lad mister missus bye goodbye regards"
-        " hi hello hey ok okay i you we me us him her his hers mine yours ours theirs"
-        " vale claro bien bueno adelante gracias genial perfecto exacto certo perfetto grazie"
-        " prego avanti procedi parfait merci allez-y bien exactement gerne genau klar natürlich"
-        " danke prima einverstanden pode beleza obrigado obrigada combinado graag prima dank"
-        " bedankt tack takk tak correcto seguro dale venga listo volontiers génial super"
-        " absolument certainement évidemment carrément sicher richtig korrekt passt gut los"
-        " selbstverständlich perfeito exato ótimo correto isso esatto certamente volentieri"
-        " giusto goed zeker klopt akkoord oké schön wunderbar señor señora señorita monsieur"
-        " madame mademoiselle herr frau senhor senhora signore signora",
-    )
+_NO_THING_BARE = _words(
+    "thanks thank cheers ta sir ma'am madam mate buddy dude man friend pal dear love boss"
+    " honey hun hon sweetie sweetheart team agent bot assistant support officer happy glad"
+    " nope nah nay"
+    " folks guys asap true deal indeed course pleasure sense agree alright fair enough"
+    " awesome brilliant cool excellent fantastic wonderful lovely super nice amazing"
+    " splendid terrific marvellous marvelous superb fab neat gladly happily anything"
+    " whatever whichever either everything everyone any continue process submit"
+    " execute finish complete approve authorise authorize accept yes yeah yep yup please"
+    " absolutely totally certainly definitely exactly obviously naturally sure certain"
+    " understood why not done set ready good fine sorry apologies oops whoops thx ty lol"
+    " haha hmm oh well actually anyway anyways again finally btw also too then"
+    " bro bruh fam chief darling babe doc sis guv luv lad mister missus bye goodbye regards"
+    " hi hello hey ok okay i you we me us him her his hers mine yours ours theirs"
+    " vale claro bien bueno adelante gracias genial perfecto exacto certo perfetto grazie"
+    " prego avanti procedi parfait merci allez-y bien exactement gerne genau klar natürlich"
+    " danke prima einverstanden pode beleza obrigado obrigada combinado graag prima dank"
+    " bedankt tack takk tak correcto seguro dale venga listo volontiers génial super"
+    " absolument certainement évidemment carrément sicher richtig korrekt passt gut los"
+    " selbstverständlich perfeito exato ótimo correto isso esatto certamente volentieri"
+    " giusto goed zeker klopt akkoord oké schön wunderbar señor señora señorita monsieur"
+    " madame mademoiselle herr frau senhor senhora signore signora",
 )
 
 
 # The lists of words no noun of a list of things without an article is ("Yes, loud and
 # clear", "Yes, safe and sound", "Yes, nice and quick").
 _NOT_NOUNS = (_NO_THING, _NO_THING_BARE, _ADJECTIVES, _BEFORE_A_THING, _COMPARING, _CLAUSE_WORDS)
-_TITLES = frozenset(re.findall(r"\S+", "mr mrs ms miss mx dr prof sir madam don doña"))
+_TITLES = _words("mr mrs ms miss mx dr prof sir madam don doña")
 # Given names that are no common word nor a thing's, colour's or brand's name (not "Jack",
 # "Rose", "Ruby", "Jordan", "Mercedes"): a person addressed in any case ("yes, john").
-_GIVEN_NAMES = frozenset(
-    re.findall(
-        r"\S+",
-        "john james michael david richard joseph thomas charles christopher daniel matthew"
-        " anthony donald steven paul andrew joshua kenneth kevin brian george timothy ronald"
-        " edward jason jeffrey ryan jacob gary nicholas eric jonathan stephen larry justin"
-        " scott brandon benjamin samuel gregory alexander patrick raymond dennis tyler aaron"
-        " jose adam nathan henry douglas zachary peter kyle ethan walter noah jeremy"
-        " christian keith roger terry austin sean gerald carl harold dylan arthur lawrence"
-        " jesse bryan joe bruce gabriel logan albert willie alan juan wayne elijah randy"
-        " roy vincent ralph eugene russell bobby mason philip louis liam oliver lucas"
-        " mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa"
-        " nancy betty margaret sandra ashley kimberly emily donna michelle carol amanda"
-        " dorothy melissa deborah stephanie rebecca sharon laura cynthia kathleen amy"
-        " angela shirley anna brenda pamela emma nicole helen samantha katherine christine"
-        " debra rachel carolyn janet catherine maria diane julie joyce"
-        " christina lauren joan evelyn olivia judith megan cheryl martha andrea"
-        " hannah jacqueline ann gloria kathryn alice teresa sara janice doris madison"
-        " julia judy abigail marie denise beverly danielle theresa sophia marilyn"
-        " diana natalie brittany charlotte kayla alexis lori ava isabella mia harper"
-        " carlos luis jorge miguel javier alejandro fernando ricardo pedro diego pablo"
-        " sergio manuel francisco antonio rafael andres eduardo roberto alberto raul"
-        " carmen lucia elena isabel sofia valentina camila gabriela mariana paula"
-        " ana laura marta pilar pierre jacques michel philippe francois nicolas"
-        " julien mathieu antoine camille claire sophie isabelle nathalie celine amelie"
-        " hans jurgen klaus stefan wolfgang matthias andreas markus thomas lukas jonas felix"
-        " sabine petra ursula monika katrin anja lena leonie giulia francesca chiara"
-        " giuseppe giovanni marco luca matteo alessandro andrea lorenzo davide federico"
-        " joao tiago rodrigo gustavo bruno thiago rafaela beatriz fernanda juliana"
-        " priya rahul amit anil sunil ravi raj vijay sanjay deepak arjun rohan neha pooja"
-        " anjali divya kavya ananya aisha fatima mohammed muhammad ahmed ali omar hassan"
-        " yusuf ibrahim layla zainab wei li ming jun hiroshi takashi yuki kenji akira"
-        " sakura mei ji-woo min-jun seo-yeon olga ivan dmitri sergei natasha svetlana"
-        " anastasia tatiana kwame kofi amara chidi ngozi tunde",
-    )
+_GIVEN_NAMES = _words(
+    "john james michael david richard joseph thomas charles christopher daniel matthew"
+    " anthony donald steven paul andrew joshua kenneth kevin brian george timothy ronald"
+    " edward jason jeffrey ryan jacob gary nicholas eric jonathan stephen larry justin"
+    " scott brandon benjamin samuel gregory alexander patrick raymond dennis tyler aaron"
+    " jose adam nathan henry douglas zachary peter kyle ethan walter noah jeremy"
+    " christian keith roger terry austin sean gerald carl harold dylan arthur lawrence"
+    " jesse bryan joe bruce gabriel logan albert willie alan juan wayne elijah randy"
+    " roy vincent ralph eugene russell bobby mason philip louis liam oliver lucas"
+    " mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa"
+    " nancy betty margaret sandra ashley kimberly emily donna michelle carol amanda"
+    " dorothy melissa deborah stephanie rebecca sharon laura cynthia kathleen amy"
+    " angela shirley anna brenda pamela emma nicole helen samantha katherine christine"
+    " debra rachel carolyn janet catherine maria diane julie joyce"
+    " christina lauren joan evelyn olivia judith megan cheryl martha andrea"
+    " hannah jacqueline ann gloria kathryn alice teresa sara janice doris madison"
+    " julia judy abigail marie denise beverly danielle theresa sophia marilyn"
+    " diana natalie brittany charlotte kayla alexis lori ava isabella mia harper"
+    " carlos luis jorge miguel javier alejandro fernando ricardo pedro diego pablo"
+    " sergio manuel francisco antonio rafael andres eduardo roberto alberto raul"
+    " carmen lucia elena isabel sofia valentina camila gabriela mariana paula"
+    " ana laura marta pilar pierre jacques michel philippe francois nicolas"
+    " julien mathieu antoine camille claire sophie isabelle nathalie celine amelie"
+    " hans jurgen klaus stefan wolfgang matthias andreas markus thomas lukas jonas felix"
+    " sabine petra ursula monika katrin anja lena leonie giulia francesca chiara"
+    " giuseppe giovanni marco luca matteo alessandro andrea lorenzo davide federico"
+    " joao tiago rodrigo gustavo bruno thiago rafaela beatriz fernanda juliana"
+    " priya rahul amit anil sunil ravi raj vijay sanjay deepak arjun rohan neha pooja"
+    " anjali divya kavya ananya aisha fatima mohammed muhammad ahmed ali omar hassan"
+    " yusuf ibrahim layla zainab wei li ming jun hiroshi takashi yuki kenji akira"
+    " sakura mei ji-woo min-jun seo-yeon olga ivan dmitri sergei natasha svetlana"
+    " anastasia tatiana kwame kofi amara chidi ngozi tunde",
 )
 
 
@@ -3357,7 +3324,7 @@ def _words_said(question: str, known: set[str], earlier: Sequence[AgentEvent]) -
     """The words of *question*, of the change's *known* values and of the tools' outputs
     shown in *earlier* (with the words of four letters or more inside each: "pack" of
     "3-pack")."""
-    said = set(_words(question))
+    said = set(_tokens_of(question))
     shown = _shown(earlier, records=None).values()
     for text in [*known, *(leaf for leaves in shown for leaf in leaves)]:
         said.update(_TOKEN.findall(text), _WORD.findall(text))
