@@ -377,3 +377,35 @@ def test_the_decision_in_a_fresh_process_follows_the_mark() -> None:
     # watched; the live factory's agent: watched. Once marked: all watched.
     assert before == [False, False, False, True]
     assert after == [True, True]
+
+
+# --- the collector during a batch ----------------------------------------------------------
+
+
+def test_a_batch_collects_the_young_generations_less_often_and_puts_the_thresholds_back() -> None:
+    """Concurrency 256 spent a fifth of its CPU in full collections of every running
+    attempt's objects (promoted at Python's default thresholds); the batch raises them while
+    it runs, and puts them back after. An embedding program that manages the collector
+    itself (something frozen already) keeps its own."""
+    got = fresh(
+        """
+        import gc
+        from groundstate.runner import BATCH_GC_THRESHOLDS
+        SEEN = []
+        async def looking(session):
+            SEEN.append(list(gc.get_threshold()))
+            return await replaying(session)
+        gc.set_threshold(650, 9, 8)
+        own = batch(make_agent=lambda: FunctionAgent(looking))
+        after = list(gc.get_threshold())
+        raised, SEEN[:] = list(SEEN), []
+        gc.freeze()
+        managed = batch(make_agent=lambda: FunctionAgent(looking))
+        print(json.dumps([own["reasons"], raised, after, SEEN, list(BATCH_GC_THRESHOLDS)]))
+        """
+    )
+    reasons, raised, after, managed, thresholds = got
+    assert reasons == ["success", "success"]
+    assert raised[-2:] == [thresholds, thresholds] and thresholds != [650, 9, 8]
+    assert after == [650, 9, 8]
+    assert managed and all(seen == [650, 9, 8] for seen in managed)
