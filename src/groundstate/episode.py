@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, cast
 
 from groundstate import turns
 from groundstate.account import (
@@ -1088,10 +1088,7 @@ async def run_attempt(
     progress = _Progress()
     # The one place that decides whether the watches against in-process code run (see
     # groundstate.untrusted): not for the suite's own replay, nor an agent in another process.
-    watched = shares_interpreter(agent, user)
-    # The watch itself, for the look after the record, and where the standard library's
-    # wake path put back is read from (see _rebound).
-    seal, restores = (HARNESS.seal(), wake_restores_now()) if watched else (None, None)
+    watch = _Watch.now() if shares_interpreter(agent, user) else None
     account = Account()  # held here too: the session's may be rebound (see _untrue)
     counts = account.counts  # and what it takes in, counted apart (see _untrue)
     session: EpisodeSession | None = None
@@ -1113,22 +1110,16 @@ async def run_attempt(
                     turn,
                     user,
                     account,
-                    seal,
-                    restores,
-                    watched,
+                    watch=watch,
                 )
         latency = CLOCK() - t0 - turn.waited
         latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
-        if not watched and audit_hooks_refused():  # untrusted code came in meanwhile
-            seal, restores = HARNESS.seal(), wake_restores_now()  # the last look only
+        if watch is None and audit_hooks_refused():  # untrusted code came in meanwhile
+            watch = _Watch.now()  # the last look only
         if session is not None and (
             # By a thread of the agent's (reads all code).
-            (
-                seal is not None
-                and restores is not None
-                and _rebound(session, progress, seal, restores)
-            )
+            (watch is not None and _rebound(session, progress, watch))
             | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
@@ -1159,12 +1150,11 @@ async def _episode(
     turn: Turn,
     user: User | None = None,
     account: Account | None = None,
-    seal: Seal | None = None,
-    restores: list[int] | None = None,
-    watched: bool = True,
+    *,
+    watch: _Watch | None,
 ) -> EpisodeSession | None:
-    """The attempt from its reset to its grading. *watched*: whether untrusted Python code
-    shares the interpreter (:func:`~groundstate.untrusted.shares_interpreter`); without, the
+    """The attempt from its reset to its grading. *watch*: taken when untrusted Python code
+    shares the interpreter (:func:`~groundstate.untrusted.shares_interpreter`); None: the
     watches against in-process code (the harness's code rebound, the system's and the task's
     fields changed in memory) are not run: only such code could set them off."""
     progress.evidence["environment"] = env.name
@@ -1182,29 +1172,27 @@ async def _episode(
     held: tuple[Held, ...] = ()
     shape: str | None = None
     mark: Mark | None = None
-    if watched:  # (audit hooks were refused as that was decided: see groundstate.untrusted)
+    if watch is not None:  # (audit hooks were refused as that was decided: see untrusted)
         HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
         held = _held(session, env)
         shape = _shape(system)
-        restores = wake_restores_now() if restores is None else restores
         mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
-        seal = HARNESS.seal() if seal is None else seal  # the watch itself (see _rebound)
 
     def rebound(mark: Mark | None) -> bool:  # code set through C: by the last look
-        if seal is None or restores is None:  # not watched
+        if watch is None:
             return False
-        return _rebound(session, progress, seal, restores, mark, held, read_code=False)
+        return _rebound(session, progress, watch, mark, held, read_code=False)
 
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
-            await _drive(agent, session, progress, watched)
+            await _drive(agent, session, progress, watched=watch is not None)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         # First: the session's own may be the ones. Code set through C: by the last look.
         rebound(mark)
         _closed(env, session)
-        if watched:
+        if watch is not None:
             _resystemed(system, shape, session)
         _signalled(session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
@@ -1236,14 +1224,14 @@ async def _episode(
             # By a thread of the agent's, meanwhile (code set through C: by the last look).
             rebound(None)
             or _closed(env, session)
-            or (watched and _resystemed(system, shape, session))
+            or (watch is not None and _resystemed(system, shape, session))
             or _signalled(session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
             or (reports_writes and _untraced_change(session, read, progress))
             or _unlatched(session, read)
             or _behind_gateway(env, session, "locked_outside_calls", "locked")
-            or (watched and _regraded(task, suite, session))
+            or (watch is not None and _regraded(task, suite, session))
             or _starved(session, progress)
         ):
             _take_stop(session, progress)
@@ -1565,11 +1553,24 @@ def _held(session: EpisodeSession, env: Environment) -> tuple[Held, ...]:
     )
 
 
+class _Watch(NamedTuple):
+    """The watch against in-process code rebinding the harness's, taken as an attempt
+    starts when untrusted code shares the interpreter (see :func:`_rebound`)."""
+
+    seal: Seal
+    """The watch itself (see :meth:`~groundstate.bindings.Bindings.seal`)."""
+    restores: list[int]
+    """Where the standard library's wake path put back is read from."""
+
+    @classmethod
+    def now(cls) -> _Watch:
+        return cls(HARNESS.seal(), wake_restores_now())
+
+
 def _rebound(
     session: EpisodeSession,
     progress: _Progress,
-    seal: Seal,
-    restores: list[int],
+    watch: _Watch,
     mark: Mark | None = None,
     held: tuple[Held, ...] = (),
     *,
@@ -1583,15 +1584,17 @@ def _rebound(
     same; nothing says which of them did it). *mark*: taken as the agent's run began, to
     find code rebound for a while and put back before the run ended (the environment's
     counted ``tool_transaction`` swapped for its uncounted one around a write of the
-    agent's: no count, no trace, and nothing left to put back). *restores*: where the
-    names of the standard library's wake path put back (by any attempt's thread: see
-    :func:`~groundstate.loopthreads.take_wake_restored`) are read from. *held*: the attempt's own
-    objects, whose attributes rebound (the session's task, a method set on the environment
-    object) are named and put back alike (see :class:`~groundstate.bindings.Held`). *seal*:
-    the watch itself as the run began, put back first when the agent changed it (see
-    :meth:`~groundstate.bindings.Bindings.seal`). *read_code* False: the harness's functions'
+    agent's: no count, no trace, and nothing left to put back). *watch*: the watch itself as
+    the attempt began, put back first when the agent changed it (see
+    :meth:`~groundstate.bindings.Bindings.seal`), and where the names of the standard
+    library's wake path put back (by any attempt's thread: see
+    :func:`~groundstate.loopthreads.take_wake_restored`) are read from. *held*: the attempt's
+    own objects, whose attributes rebound (the session's task, a method set on the
+    environment object) are named and put back alike (see
+    :class:`~groundstate.bindings.Held`). *read_code* False: the harness's functions'
     code and defaults are read only if the audit hook noted a set (see
     :meth:`~groundstate.bindings.Bindings.put_back`); the attempt's last look reads them."""
+    seal, restores = watch
     names = HARNESS.unsealed(seal)
     names += take_wake_restored(restores)  # the wake path, set back before this look
     names += [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
@@ -1716,7 +1719,7 @@ def _back_to(cwd: str, progress: _Progress) -> None:
 
 
 async def _drive(
-    agent: Agent, session: EpisodeSession, progress: _Progress, watched: bool = True
+    agent: Agent, session: EpisodeSession, progress: _Progress, *, watched: bool = True
 ) -> None:
     """Run the agent to its end or its time limit (an agent program's adapter may end at the
     limit itself: a ``TimeLimitReached`` from the agent is the limit too). What the agent

@@ -98,6 +98,19 @@ def agent_builder(system: SystemSpec) -> Callable[[], Agent]:
     return build
 
 
+def harness_entry(system: SystemSpec) -> bool:
+    """Whether *system*'s agent entry names one of the harness's own agents
+    (:func:`~groundstate.untrusted.trusted_entry`): building and running it runs none of the
+    system's code. Read from the entry alone, before anything is imported."""
+    try:
+        code_file, module_name, name = resolve_entry(
+            system.harness.orchestration_loop.entry, system.base_dir
+        )
+    except ValueError:
+        return False
+    return untrusted.trusted_entry(module_name, name, code_file)
+
+
 _BUILDERS: dict[int, tuple[SystemSpec, Callable[[], Agent]]] = {}
 """How to build each system spec's agent (by the spec's identity: the spec is frozen, and the
 entry's file was hashed into it when it was loaded)."""

@@ -25,9 +25,9 @@ from typing import Any, NoReturn
 
 from groundstate.agents.base import Agent, Session
 from groundstate.agents.mcp_command import refuse_changed_program
-from groundstate.agents.python import agent_builder
+from groundstate.agents.python import agent_builder, harness_entry
 from groundstate.agents.scripted import ScriptedAgent
-from groundstate.bindings import HARNESS
+from groundstate.bindings import HARNESS, audit_hooks_refused
 from groundstate.capture import descriptors_moved
 from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
@@ -103,7 +103,26 @@ def prepared(row: PreparedRun) -> AttemptOutput:
 def _agent(job: AttemptJob, suite: Suite, make_agent: AgentFactory | None) -> Agent:
     if job.solution is not None:
         return ScriptedAgent.from_solution(suite.solutions[job.task_id][job.solution])
-    return make_agent() if make_agent is not None else BuiltInItsRun(agent_builder(job.system))
+    if make_agent is not None:
+        return make_agent()
+    build = agent_builder(job.system)
+    if harness_entry(job.system):  # the harness's own class: built here, it runs none of the
+        with suppress(Exception):  # system's code, and the attempt is told as the harness's
+            return build()  # (see shares_interpreter); one that fails, as the attempt's crash
+    return BuiltInItsRun(build)
+
+
+def shares_interpreter(job: AttemptJob, make_agent: AgentFactory | None = None) -> bool:
+    """Whether untrusted Python code may run in this interpreter during *job*'s attempt,
+    decided before its agent is built (the attempt's hand-off to its thread reads and puts
+    back the process-wide state only then) as :func:`~groundstate.episode.run_attempt`
+    decides it once the agent is built (:func:`groundstate.untrusted.shares_interpreter`):
+    not for a solution's replay or a system whose entry is one of the harness's own agents
+    (with the user the system declares, a harness kind), while no untrusted code has run in
+    the process. A live factory's agent is not known before it is built: watched."""
+    if job.solution is None and (make_agent is not None or not harness_entry(job.system)):
+        return True
+    return audit_hooks_refused()
 
 
 class BuiltInItsRun:
@@ -208,7 +227,8 @@ def execute_announced(payload: bytes) -> Iterator[PreparedRun | str | None]:
         _RAY_WORKER.append((_thread_names(), process_state()))
     ray_threads, baseline = _RAY_WORKER[0]
     tell = partial(_tell_grading, said.put, heard, ray_threads)
-    submit(partial(_job_attempt, job, tell), f"attempt-{job.info.run_id[:8]}", said.put)
+    name = f"attempt-{job.info.run_id[:8]}"
+    submit(partial(_job_attempt, job, tell), name, said.put, watched=shares_interpreter(job))
     while isinstance(item := said.get(), str):
         yield GRADING_STARTS  # back here once the caller has it (the task's backpressure)
         heard.set()
@@ -693,7 +713,7 @@ def serve(
             continue
         results.put(("started", key, None))
         attempt = partial(_job_attempt, job, _grading(results, key, serving.unlisted))
-        submit(attempt, f"attempt-{key}", serving.reporter(key))
+        submit(attempt, f"attempt-{key}", serving.reporter(key), watched=shares_interpreter(job))
 
 
 class _Serving:

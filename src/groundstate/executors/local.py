@@ -47,6 +47,7 @@ from groundstate.executors._job import (
     run_job,
     sendable,
     serve,
+    shares_interpreter,
 )
 from groundstate.exitcause import TRY, grading_starts
 from groundstate.loopthreads import abandon, handed, in_loop_thread, put_back_after
@@ -189,7 +190,8 @@ class InProcessExecutor:
 
         name = f"attempt-{job.info.run_id[:8]}"
         kept: list[Any] = []  # the process-wide state as the attempt finds it (see abandon)
-        finished = in_loop_thread(attempt, name, crashes=False, kept=kept)
+        watched = shares_interpreter(job, self.make_agent)  # as run_attempt decides it
+        finished = in_loop_thread(attempt, name, crashes=False, kept=kept, watched=watched)
         (shared,) = kept
         begun = time.monotonic()
         try:
