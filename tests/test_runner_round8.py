@@ -84,8 +84,13 @@ def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Pa
     assert "INCOMPLETE: 1 invalid attempt still has reruns due" in flat, out
     assert "reruns due under the batch's policy" in html.unescape(page.read_text())
     assert 'id="incomplete-alert"' in page.read_text()
-    code, out = _cli("compare", batch_id, batch_id, "--json", "--store", str(store))
-    assert any("reruns due" in note for note in json.loads(out)["notes"]), out
+    compared = CliRunner().invoke(
+        main, ["compare", batch_id, batch_id, "--json", "--store", str(store)]
+    )
+    assert any("reruns due" in note for note in json.loads(compared.stdout)["notes"]), (
+        compared.output
+    )
+    assert "is compared with itself" in compared.stderr  # the warning, beside the JSON
     # The resume spends the reruns (the environment is still broken): then it is complete.
     suite, system = _bank(max_retries=2)
     with RunStore(store) as runs:
