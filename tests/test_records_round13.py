@@ -78,6 +78,16 @@ def _invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _compared_with_itself(batch_id: str, store: Path) -> dict[str, Any]:
+    """``compare X X --json``: the JSON on stdout; the same-batch warning on stderr."""
+    result = CliRunner().invoke(
+        main, ["compare", batch_id, batch_id, "--json", "--store", str(store)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "is compared with itself" in result.stderr
+    return json.loads(result.stdout)
+
+
 def test_each_session_is_recorded_with_its_executor_process_and_tries(resumed: Made) -> None:
     """Found here: a batch started on one executor and resumed on another recorded the first
     only (``BatchInfo.executor``), and nothing said it was resumed, how often, or which tries
@@ -135,8 +145,7 @@ def test_every_report_says_where_a_resumed_batch_ran_and_whether_it_was_proven(
     _invoke("report", batch_id, "--html", str(page), "--store", str(store))
     text = page.read_text()
     assert 'id="sessions-note"' in text and 'id="validation-alert"' in text
-    code, out = _invoke("compare", batch_id, batch_id, "--json", "--store", str(store))
-    notes = json.loads(out)["notes"]
+    notes = _compared_with_itself(batch_id, store)["notes"]
     assert any(f"a ({batch_id}) ran: started on in-process" in n for n in notes), notes
     assert any(f"b ({batch_id}) validation: session 1" in n for n in notes), notes
 
@@ -367,8 +376,8 @@ def test_a_batch_another_live_process_is_running_is_reported_as_running(tmp_path
     assert "INCOMPLETE" in flat and "--resume" not in flat
     _, out = _invoke("report", batch_id, "--json", "--store", str(store))
     assert f"pid {other}" in json.loads(out)["provenance"]["running"]
-    _, out = _invoke("compare", batch_id, batch_id, "--json", "--store", str(store))
-    assert any("being run by" in note for note in json.loads(out)["notes"])
+    notes = _compared_with_itself(batch_id, store)["notes"]
+    assert any("being run by" in note for note in notes)
     page = tmp_path / "r.html"
     _invoke("report", batch_id, "--html", str(page), "--store", str(store))
     assert 'id="running-alert"' in page.read_text() and "--resume" not in page.read_text()
