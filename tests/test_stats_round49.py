@@ -133,12 +133,12 @@ def test_a_mean_over_decimal_weights_prints_as_the_declared_weights_give(tmp_pat
 def test_a_gate_at_the_exact_mean_of_decimal_weights_passes(tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
     batch = imported(tmp_path, TIE)
-    code, out, err = cli("report", batch, "--store", store, "--fail-under", "success_rate=0.4375")
+    code, _, err = cli("report", batch, "--store", store, "--fail-under", "success_rate=0.4375")
     assert code == 0, err
-    code, out, err = cli("report", batch, "--store", store, "--fail-under", "pass@1=0.4375")
+    code, _, err = cli("report", batch, "--store", store, "--fail-under", "pass@1=0.4375")
     assert code == 0, err
     # honest: a hair above the mean still fails
-    code, out, err = cli("report", batch, "--store", store, "--fail-under", "success_rate=0.43751")
+    code, _, err = cli("report", batch, "--store", store, "--fail-under", "success_rate=0.43751")
     assert code == 4 and "below 0.43751" in err
 
 
