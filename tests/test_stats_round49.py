@@ -201,3 +201,24 @@ def test_a_comparison_prints_each_side_and_the_difference_as_declared() -> None:
             ):
                 wrong.append((a, b, name, k, signed(d.difference.estimate), moved))
     assert not wrong, f"{len(wrong)} misprinted, e.g. {wrong[:3]}"
+
+
+def test_compare_and_the_html_page_print_the_declared_weights_mean(tmp_path: Path) -> None:
+    store = str(tmp_path / "s.db")
+    a = imported(tmp_path, TIE, "a")
+    later = [(4, 2, "0.1"), (2, 1, "0.3")]  # exactly 0.5: b - a is exactly 0.0625, a tie
+    b = imported(tmp_path, later, "b")
+    moved = weighted(later, ref_rate, 1) - weighted(TIE, ref_rate, 1)
+    assert signed_half_up(moved) == "+0.063"
+    code, out, err = cli("compare", a, b, "--json", "--store", store)
+    rate = json.loads(out)["metrics"]["valid"]["success_rate"]
+    assert fraction(rate["a"]["estimate"]) == "0.438"
+    assert signed(rate["difference"]["estimate"]) == "+0.063"
+    code, text, err = cli("compare", a, b, "--store", store)
+    row = next(line for line in text.splitlines() if line.startswith("│ success_rate"))
+    assert [cell.strip() for cell in row.split("│")[2:5]] == ["0.438", "0.500", "+0.063"]
+    page = tmp_path / "r.html"
+    code, _, err = cli("report", a, "--store", store, "--html", str(page))
+    assert code == 0, err
+    html = page.read_text(encoding="utf-8")
+    assert "0.438" in html and "0.437" not in html
