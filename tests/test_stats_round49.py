@@ -13,6 +13,9 @@ Classes of defect fixed:
   failed the batch, where a re-computation from the declared weights prints "0.438" and finds
   the threshold met. The same held for pass@k, pass^k, slices, and both sides and the
   difference of ``compare``.
+
+Checked and found right (kept as tests of the class): a paired difference's bootstrap in
+``compare`` is the documented recipe over the tasks it pairs (now documented for ``compare``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -222,3 +226,25 @@ def test_compare_and_the_html_page_print_the_declared_weights_mean(tmp_path: Pat
     assert code == 0, err
     html = page.read_text(encoding="utf-8")
     assert "0.438" in html and "0.437" not in html
+
+
+def test_a_paired_differences_bootstrap_is_the_documented_recipe() -> None:
+    """docs/statistics.md: the tasks a figure pairs, in order of task id, drawn as
+    ``default_rng(seed).integers(0, T, size=(n_boot, T))``; each row's weighted mean of b - a
+    (a's weights); the 2.5 and 97.5 percentiles. Each side's estimate carries none."""
+    a = [(4, 1, "0.1"), (3, 2, "0.3"), (4, 4, "1"), (2, 0, "2.3"), (4, 3, "0.7"), (3, 1, "1")]
+    b = [(4, 3, "0.1"), (3, 3, "0.3"), (4, 2, "1"), (2, 1, "2.3"), (4, 4, "0.7"), (3, 1, "1")]
+    found = compare(outcomes(a), outcomes(b), seed=11, n_boot=500)
+    d = next(x for x in found.differences if x.view == "valid" and x.metric == "success_rate")
+    moved = [Fraction(y, n) - Fraction(x, n) for (n, x, _), (_, y, _) in zip(a, b, strict=True)]
+    weights = [Fraction(w) for _, _, w in a]
+    draws = np.random.default_rng(11).integers(0, len(a), size=(500, len(a)))
+    means = []
+    for row in draws:
+        times = np.bincount(row, minlength=len(a)).tolist()
+        top = sum(m * w * v for m, w, v in zip(times, weights, moved, strict=True))
+        means.append(float(top / sum(m * w for m, w in zip(times, weights, strict=True))))
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert d.difference.boot_low == pytest.approx(low, abs=1e-12)
+    assert d.difference.boot_high == pytest.approx(high, abs=1e-12)
+    assert d.a.boot_low is None and d.b.boot_high is None
