@@ -734,7 +734,9 @@ def test_gates_at_the_exact_value_pass_and_just_above_it_fail(tmp_path: Path, se
     tasks = [Task(f"t{i}", rng.choice([1.0, 0.1, 0.3, 2.5]),
                   [["success"]] * (c := rng.randint(0, 10)) + [["agent_failure/x"]] * (10 - c))
              for i in range(rng.randint(5, 9))]  # fmt: skip
-    w = [Fraction(t.weight) for t in tasks]
+    # each weight the decimal it is written as (since the forty-ninth round; the binary
+    # rational of the float 0.1 put a mean of exactly 0.4 a hair below a gate at 0.4)
+    w = [Fraction(repr(t.weight)) for t in tasks]
     exact = sum(Fraction(t.n_c("valid")[1], 10) * x for t, x in zip(tasks, w, strict=True)) / sum(w)
     at = f"success_rate={float(exact)!r}"
     above = f"success_rate={math.nextafter(float(exact), 2)!r}"

@@ -475,12 +475,22 @@ def exact_mean(
 ) -> Fraction:
     """The weighted mean of the tasks' success rates (*name* ``"rate"``), pass@k (``"at"``)
     or pass^k (``"hat"``) from their counted attempts *ns* and successes *cs*, in exact
-    rationals (a float weight is the rational it is)."""
-    w = [Fraction(x) for x in np.asarray(weights, dtype=np.float64).tolist()]
+    rationals, each weight the decimal it was declared as (:func:`declared`)."""
+    w = [declared(x) for x in np.asarray(weights, dtype=np.float64).tolist()]
     pairs = zip(np.asarray(ns).tolist(), np.asarray(cs).tolist(), strict=True)
     values = [exact_value(int(n), int(c), name, k) for n, c in pairs]
     total = sum((v * x for v, x in zip(values, w, strict=True)), Fraction(0))
     return total / sum(w)
+
+
+def declared(weight: float) -> Fraction:
+    """A task weight as the decimal it was written as (in suite.yaml or an imported file),
+    the shortest that reads back as its float: weights 0.1 and 0.3 on rates 1/4 and 1/2 mean
+    exactly 0.4375, which prints "0.438" and passes ``--fail-under success_rate=0.4375``.
+    Taken as the binary rationals the floats are (0.1000000000000000055..., 0.2999999999999
+    99988...) the mean was a hair below the tie: the report printed "0.437" and the gate
+    failed, where anyone re-computing from the declared weights finds the threshold met."""
+    return Fraction(repr(weight))
 
 
 def printed_exactly(found: Estimate, exact: Callable[[], Fraction]) -> Estimate:
