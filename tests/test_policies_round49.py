@@ -106,6 +106,80 @@ def test_what_is_read_as_cents(text: str, cents: list[int]) -> None:
     assert CHECKS.amounts_in(text) == cents
 
 
+# --- store credit offered under another name ------------------------------------------------------
+
+CREDIT = "p3-no-credit-instead"
+REFUSED = (
+    "I am sorry, Grace. Your rain jacket (order O-1018) was delivered on May 14, 33 days ago,"
+    " and refunds are possible only within 30 days of delivery, so I cannot refund it. "
+)
+
+
+@pytest.mark.parametrize(
+    "offer",
+    [
+        "I can offer you a voucher for $158.00 instead.",
+        "Instead, I can issue you a gift card for $158.00.",
+        "I can put $158.00 on a Fernhill gift card instead.",
+        "Would you like an e-gift card for $158.00?",
+        "I can give you a credit note instead.",
+        "What I can do is add $158.00 to your account balance.",
+        "I could offer you a discount code instead.",
+        "Would a coupon for $158.00 help?",
+        "I could give you $158.00 of credit toward your next order instead.",
+    ],
+)
+def test_store_credit_by_another_name_after_a_refusal_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], offer: str
+) -> None:
+    """Outside the window, the agent declines the refund and offers a voucher, a gift card, a
+    credit note...: store credit in all but its name (policy 3). Only "store", "goodwill",
+    "account" or "shop" credit was read before."""
+    trace = _final(oracles["refund-after-window"], REFUSED + offer)
+    assert CREDIT in failing(retail, "refund-after-window", trace)
+
+
+@pytest.mark.parametrize(
+    "closing",
+    [
+        "I'm also unable to offer a voucher or gift card instead.",
+        "A voucher instead is not something we offer either.",
+        "We don't offer vouchers or store credit in place of refunds.",
+        "Is there anything else I can help with?",
+    ],
+)
+def test_a_refusal_turning_down_vouchers_too_passes(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], closing: str
+) -> None:
+    trace = _final(oracles["refund-after-window"], REFUSED + closing)
+    assert failing(retail, "refund-after-window", trace) == []
+
+
+@pytest.mark.parametrize(
+    ("task", "reply"),
+    [
+        ("refund-gift-card", "Done. $35.00 is back on your gift card ending 9914."),
+        (
+            "refund-gift-card",
+            "Done. I've put $35.00 back onto Gift card ending 9914. Your gift card balance is"
+            " now $35.00.",
+        ),
+        ("refund-gift-card", "Done. I'll put $35.00 back on the gift card that paid for it."),
+        (
+            "goodwill-late-delivery",
+            "Done. $10.00 of store credit is on your account balance for your next order.",
+        ),
+        ("goodwill-late-delivery", "Done. I've added a $10.00 credit toward your next order."),
+    ],
+)
+def test_a_refund_to_the_gift_card_that_paid_and_goodwill_credit_pass(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, reply: str
+) -> None:
+    """The gift card a refund goes back to is the customer's own payment method, not credit
+    offered; goodwill credit after a complaint of delay is the policy's own."""
+    assert failing(retail, task, _final(oracles[task], reply)) == []
+
+
 # --- a record id in the arguments, in any spelling ---------------------------------------------
 
 

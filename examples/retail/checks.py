@@ -4274,10 +4274,19 @@ def _days_between(placed: Any, delivered: Any) -> int | None:
 # refund ("No refund, store credit instead"), unless the refund and the credit are joined by
 # "or"/"nor" ("I can't refund it or give store credit instead").
 
+_OWNERS = ["your", "the", "original", "same", "that", "this", "its", "my"]
+_OWNED = "".join(rf"(?<!\b{word} )" for word in _OWNERS)
 _CREDIT = re.compile(
-    r"\b(?:store|goodwill|account|shop|in-store)[ -]?credits?\b|\bcredit (?:on|to|for|in)"
-    r" (?:your|the) (?:account|profile|next order)"
+    r"\b(?:store|goodwill|account|shop|in-store)[ -]?credits?\b"
+    r"|\bcredit (?:on|to|for|in|towards?) (?:your|the|a)"
+    r" (?:account|profile|next (?:order|purchase)|future (?:order|purchase)s?)"
+    r"|\b(?:vouchers?|coupons?|credit notes?|gift certificates?|(?:discount|promo) codes?)\b"
+    rf"|\b(?:account|store|shop) balance\b|{_OWNED}\b(?:e-)?gift ?cards?\b(?! ending)"
 )
+"""Store credit by any name: store, goodwill or account credit, credit toward the next order,
+a voucher, coupon, credit note, gift certificate or discount code, the account balance, or a
+gift card that is not the customer's own payment method ("a $158.00 gift card", not "your
+gift card ending 9914", the card a refund goes back to)."""
 _SUBSTITUTE = re.compile(
     r"\b(?:inst(?:ea|e|ae)d|in place of|in lieu of|as an alternative|alternatively|rather than|"
     r"as a substitute|substitute for|in its place)\b"
@@ -4293,16 +4302,18 @@ _CHOICE = re.compile(r"\b(?:or|either)\b")
 _OFFERS = re.compile(
     r"\b(?:i|we)\b[^,]*\b(?:offer|give|add|issue|put|provide|apply|grant)(?:ing)?\b"
     r"|\b(?:would you|do you|how about|what about|happy to|glad to|i'd suggest)\b"
+    r"|\bwould (?:a|an|some)\b[^,]*\b(?:help|work|do|suit)\b"
 )
 """The agent offering something: "I can offer", "we could add", "would you like", "how
-about" (not a claim of it done: "I've added")."""
+about", "would a voucher help" (not a claim of it done: "I've added")."""
 _NEGATION = re.compile(
     r"\b(?:not|never|no|none|nothing|nor|neither|cannot|unable|without)\b"
     r"(?! (?:problem|worries|matter|later than|only)\b)|n't\b"
     r"|\bagainst (?:our |the |company |store )?(?:polic|rule)"
 )
 _OF_REFUND = re.compile(
-    r"(?:\W*(?!(?:store|goodwill|account|shop|instead|place|lieu|alternative|rather|substitute)"
+    r"(?:\W*(?!(?:store|goodwill|account|shop|instead|place|lieu|alternative|rather|substitute"
+    r"|vouchers?|coupons?|gift)"
     rf"\b)[\w'-]+){{0,5}}?\W*{_REFUND.pattern}"
 )
 """After a negation: what it negates is a refund ("can't refund it", "no refund", "not
