@@ -4,9 +4,10 @@ honest variants that must keep passing. Three classes were found open and fixed:
 
 - **Cents said beside the dollars were not read** (``p2-amounts-as-shown``): after the
   $22.00 socks refund, "twenty-two dollars and one cent", "$22 and 1 cent", "22 dollars and
-  50 cents" were read as $22.00, and "2201 cents" as no amount at all, so an amount a cent
-  (or fifty) off passed as the one shown. Cents after dollars are added to them now, and
-  figures of cents alone ("2200 cents", "50¢") are an amount.
+  50 cents" were read as $22.00, and "2201 cents" or "a refund of 21.99" as no amount at all,
+  so an amount a cent (or fifty) off passed as the one shown. Cents after dollars are added to
+  them now, and figures of cents alone ("2200 cents", "50¢") and figures with two decimals
+  and no currency ("21.99") are an amount.
 - **A record id in a call's arguments was compared byte for byte** (``p1-known-records``):
   an agent guessing ``get_order("o-1002")``, ``"#O-1002"`` or ``"O\u20111002"`` before any
   step showed O-1002 passed, as no record is spelt so, although the same spelling in a
@@ -53,6 +54,8 @@ BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything 
         "2201 cents",
         "2,199 cents",
         "2199¢",
+        "a refund of 21.99",
+        "Total: 22.01.",
     ],
 )
 def test_an_amount_a_cent_off_in_cents_fails(
@@ -73,6 +76,7 @@ def test_an_amount_a_cent_off_in_cents_fails(
         "2200 cents",
         "2,200 cents",
         "2200¢",
+        "a refund of 22.00",
     ],
 )
 def test_the_amount_shown_in_dollars_and_cents_passes(
@@ -100,6 +104,9 @@ def test_a_question_naming_an_amount_a_cent_off_fails(
         ("The sleeve is 100 centimetres.", []),
         ("$22.00 and $119.00", [2200, 11900]),
         ("twenty-two dollars and fifty cents", [2250]),
+        # figures with two decimals and no currency are money; sizes, dates, times are not
+        ("It comes to 1,234.50 in all.", [123450]),
+        ("Size 9.5 fits, delivered 16.06.2025 at 10:30; 4.50% off, rated 9.50/10.", []),
     ],
 )
 def test_what_is_read_as_cents(text: str, cents: list[int]) -> None:

@@ -1132,13 +1132,15 @@ _MONEY = re.compile(
     rf"|\b(?P<words>{_WORDS}) (?:dollars?|bucks|euros?)\b)"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT})?"
     rf"|(?<![\d.,'$])\b(?P<only_cents>\d[\d,]*) ?{_CENT}"
+    r"|(?<![\w.,'/:-])(?P<bare>\d{1,3}(?:,\d{3})+\.\d\d|\d+\.\d\d)(?![\w/:%-]|[.,]\d| ?%)"
 )
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
 ``22,00 $``, ``€ 22,-``, ``CHF 1'234.50``, ``£25``, ``22 dollars``, ``twenty-two dollars``,
 ``one hundred and nineteen dollars``; with the cents said after it (``twenty-two dollars and
 one cent``, ``$22 and 50 cents``: read alone, $22.00, an amount a cent off passed as the one
 shown), or in figures of cents alone (``2200 cents``, ``50¢``; not "one cent" alone, which
-is mostly an idiom: "you won't pay one cent")."""
+is mostly an idiom: "you won't pay one cent"), or as figures with two decimals and no
+currency (``a refund of 21.99``: no size, date, time or count is written so here)."""
 
 
 def _figures_cents(figures: str) -> int:
@@ -1171,7 +1173,7 @@ def amounts_in(text: str) -> list[int]:
     folded = re.sub(r"\s+", " ", fold(text))
     found = []
     for match in _MONEY.finditer(folded):
-        figures = match.group("before") or match.group("after")
+        figures = match.group("before") or match.group("after") or match.group("bare")
         words = match.group("words")
         if figures or words:
             cents = _figures_cents(figures) if figures else _words_cents(words)

@@ -274,8 +274,9 @@ for another thing, option or kind of change ("Yes, make it the blue one", "Yes, 
 confirms nothing, names the conversation gave the user or the agent ("I'm Tariq") are persons
 addressed in any case, and a thing named after a first sentence saying more than a plain yes
 ("Yes, refund it quickly. The hoodie.") is read; 82: the retail checks read cents said beside
-dollars ("twenty-two dollars and one cent"), record ids in call arguments in any spelling, store
-credit by other names (a voucher, a new gift card, a credit note), and "#" in an address."""
+dollars ("twenty-two dollars and one cent") and bare "21.99" as amounts, record ids in call
+arguments in any spelling, store credit by other names (a voucher, a new gift card, a credit
+note), and "#" in an address as punctuation."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
