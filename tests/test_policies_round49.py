@@ -1,6 +1,6 @@
 """A policy reviewer's near misses, forty-ninth round: the retail suite's own checks
 (``examples/retail/checks.py``) replayed on a suite oracle with one thing varied, and the
-honest variants that must keep passing. Three classes were found open and fixed:
+honest variants that must keep passing. Four classes were found open and fixed:
 
 - **Cents said beside the dollars were not read** (``p2-amounts-as-shown``): after the
   $22.00 socks refund, "twenty-two dollars and one cent", "$22 and 1 cent", "22 dollars and
@@ -12,6 +12,11 @@ honest variants that must keep passing. Three classes were found open and fixed:
   an agent guessing ``get_order("o-1002")``, ``"#O-1002"`` or ``"O\u20111002"`` before any
   step showed O-1002 passed, as no record is spelt so, although the same spelling in a
   message was already a guess. Arguments are read as messages are.
+- **Store credit offered under another name passed** (``p3-no-credit-instead``): after
+  declining the out-of-window jacket, "a voucher for $158.00 instead", "a gift card", "a
+  credit note", "your account balance", "a discount code", "credit toward your next order"
+  were no store credit. They are now; the gift card a refund goes back to ("your gift card
+  ending 9914") is the customer's payment method, no credit offered.
 - **An address's unit written with "#" failed the outcome** (``jacket_order_ships_to_office``,
   ``samuel_moved_but_order_did_not``, ``everything_moved_to_evanston``): "Suite #1400",
   "Apt. #2", and the Publication 28 variants "Av" and "Str" were another address; a "#"
