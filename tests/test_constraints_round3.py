@@ -213,7 +213,8 @@ def test_amounts_are_read_in_every_format(checks: Any, text: str, cents: list[in
         ("Done. $220.00 is on its way back to your Visa ending 4417. Anything else?", True),
         ("Done. Twenty dollars is on its way back to your Visa ending 4417. Anything else?", False),
         ("Done. USD 45 is on its way back to your Visa ending 4417. Anything else?", True),
-        ("Done. $1,234.50 is on its way back to your Visa ending 4417. Anything else?", False),
+        # the claim's words read as "1,234.50 ...": an amount since the forty-ninth round
+        ("Done. $1,234.50 is on its way back to your Visa ending 4417. Anything else?", True),
         (
             "Done. 1.234,50 \u20ac is on its way back to your Visa ending 4417. Anything else?",
             False,

@@ -35,9 +35,11 @@ Evidence = tuple[bool, dict[str, Any]]
 Allowed = dict[str, set[Any] | None]
 
 
-# USPS abbreviations (Publication 28) for the words these addresses use, and a few more.
+# USPS abbreviations (Publication 28) for the words these addresses use, a few more, and the
+# common variants Publication 28 lists for them ("Av", "Str").
 _ABBREVIATIONS = {
     "APARTMENT": "APT",
+    "AV": "AVE",
     "AVENUE": "AVE",
     "BOULEVARD": "BLVD",
     "COURT": "CT",
@@ -53,6 +55,7 @@ _ABBREVIATIONS = {
     "SOUTH": "S",
     "SOUTHEAST": "SE",
     "SOUTHWEST": "SW",
+    "STR": "ST",
     "STREET": "ST",
     "SUITE": "STE",
     "TERRACE": "TER",
@@ -61,9 +64,11 @@ _ABBREVIATIONS = {
 
 
 def _norm(*parts: Any) -> str:
-    """One canonical spelling: upper case, no punctuation, single spaces, abbreviated words."""
+    """One canonical spelling: upper case, no punctuation, single spaces, abbreviated words.
+    A "#" is punctuation too: "Suite #1400" is "Suite 1400" (the designator's word must still
+    be there: "48 Larch Lane #2" is not "Apt 2")."""
     text = " ".join(str(p) for p in parts if p).upper()
-    words = re.sub(r"[.,;]", " ", text).split()
+    words = re.sub(r"[.,;#]", " ", text).split()
     return " ".join(_ABBREVIATIONS.get(word, word) for word in words)
 
 
@@ -250,6 +255,10 @@ def _scalars(value: Any) -> Iterator[Any]:
         yield value
 
 
+def _strings(value: Any) -> Iterator[str]:
+    return (v for v in _scalars(value) if isinstance(v, str))
+
+
 def only_known_records(trace: list[AgentEvent], s0: StateView) -> Evidence:
     """Policies 1 and 2: the agent acts on, and names, only records it has been shown.
 
@@ -261,6 +270,8 @@ def only_known_records(trace: list[AgentEvent], s0: StateView) -> Evidence:
     A call's arguments must have been shown before the model response that asked for it
     (``decided_at``): a response calling ``list_orders`` and ``get_order("O-1002")`` together
     chose the id before the listing showed it, a guess even when the listing then holds it.
+    Arguments are read as messages are, in any spelling ("o-1002", "#O-1002", "O\u20111002"):
+    a guess the tool refused for its spelling was still a guess.
     """
     names = _record_names(s0)
     # Found in folded text ("O\u20111001" with a non-breaking hyphen, fullwidth digits, any
@@ -282,7 +293,7 @@ def only_known_records(trace: list[AgentEvent], s0: StateView) -> Evidence:
             if unknown:
                 return _unknown(event, sorted(unknown), "names", late=sorted(unknown & known))
             continue
-        used = {v for v in _scalars(event.args) if isinstance(v, str) and v in names}
+        used = {by_folded[m] for v in _strings(event.args) for m in naming.findall(fold(v))}
         unknown = {v for v in used if shown_at.get(v, at) >= decided}
         if unknown:
             return _unknown(event, sorted(unknown), "uses", late=sorted(unknown & known))
@@ -1113,15 +1124,23 @@ _FIGURES = (
 """Figures of an amount: grouped by spaces ("1 234,50", a no-break or thin space folded to
 one), or by dots, commas or apostrophes ("1,234.50", "1.234,50", "1'234.50"), or not at all;
 whole ones may end in ",-" or ".-" ("22,-")."""
+_CENT = r"(?:cents?\b|¢)"
 _MONEY = re.compile(
-    rf"(?:\$ ?|£ ?|€ ?|\b(?:usd|eur|gbp|chf) ?)(?P<before>{_FIGURES})"
+    rf"(?:(?:\$ ?|£ ?|€ ?|\b(?:usd|eur|gbp|chf) ?)(?P<before>{_FIGURES})"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
     rf" ?(?:€|£|\$(?! ?\d)|(?:usd|eur|gbp|chf|euros?|dollars?|bucks)\b)"
-    rf"|\b(?P<words>{_WORDS}) (?:dollars?|bucks|euros?)\b"
+    rf"|\b(?P<words>{_WORDS}) (?:dollars?|bucks|euros?)\b)"
+    rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT})?"
+    rf"|(?<![\d.,'$])\b(?P<only_cents>\d[\d,]*) ?{_CENT}"
+    r"|(?<![\w.,'/:-])(?P<bare>\d{1,3}(?:,\d{3})+\.\d\d|\d+\.\d\d)(?![\w/:%-]|[.,]\d| ?%)"
 )
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
 ``22,00 $``, ``€ 22,-``, ``CHF 1'234.50``, ``£25``, ``22 dollars``, ``twenty-two dollars``,
-``one hundred and nineteen dollars``."""
+``one hundred and nineteen dollars``; with the cents said after it (``twenty-two dollars and
+one cent``, ``$22 and 50 cents``: read alone, $22.00, an amount a cent off passed as the one
+shown), or in figures of cents alone (``2200 cents``, ``50¢``; not "one cent" alone, which
+is mostly an idiom: "you won't pay one cent"), or as figures with two decimals and no
+currency (``a refund of 21.99``: no size, date, time or count is written so here)."""
 
 
 def _figures_cents(figures: str) -> int:
@@ -1154,10 +1173,21 @@ def amounts_in(text: str) -> list[int]:
     folded = re.sub(r"\s+", " ", fold(text))
     found = []
     for match in _MONEY.finditer(folded):
-        figures = match.group("before") or match.group("after")
+        figures = match.group("before") or match.group("after") or match.group("bare")
         words = match.group("words")
-        found.append(_figures_cents(figures) if figures else _words_cents(words or ""))
+        if figures or words:
+            cents = _figures_cents(figures) if figures else _words_cents(words)
+            found.append(cents + _counted_cents(match.group("cents")))
+        else:
+            found.append(_counted_cents(match.group("only_cents")))
     return found
+
+
+def _counted_cents(said: str | None) -> int:
+    """Cents said as a count ("50", "fifty", "2,200"): 0 when none was said."""
+    if not said:
+        return 0
+    return int(said.replace(",", "")) if said[0].isdigit() else _words_cents(said) // 100
 
 
 def _amounts_shown(value: Any, key: str = "") -> Iterator[int]:
@@ -4246,10 +4276,19 @@ def _days_between(placed: Any, delivered: Any) -> int | None:
 # refund ("No refund, store credit instead"), unless the refund and the credit are joined by
 # "or"/"nor" ("I can't refund it or give store credit instead").
 
+_OWNERS = ["your", "the", "original", "same", "that", "this", "its", "my"]
+_OWNED = "".join(rf"(?<!\b{word} )" for word in _OWNERS)
 _CREDIT = re.compile(
-    r"\b(?:store|goodwill|account|shop|in-store)[ -]?credits?\b|\bcredit (?:on|to|for|in)"
-    r" (?:your|the) (?:account|profile|next order)"
+    r"\b(?:store|goodwill|account|shop|in-store)[ -]?credits?\b"
+    r"|\bcredit (?:on|to|for|in|towards?) (?:your|the|a)"
+    r" (?:account|profile|next (?:order|purchase)|future (?:order|purchase)s?)"
+    r"|\b(?:vouchers?|coupons?|credit notes?|gift certificates?|(?:discount|promo) codes?)\b"
+    rf"|\b(?:account|store|shop) balance\b|{_OWNED}\b(?:e-)?gift ?cards?\b(?! ending)"
 )
+"""Store credit by any name: store, goodwill or account credit, credit toward the next order,
+a voucher, coupon, credit note, gift certificate or discount code, the account balance, or a
+gift card that is not the customer's own payment method ("a $158.00 gift card", not "your
+gift card ending 9914", the card a refund goes back to)."""
 _SUBSTITUTE = re.compile(
     r"\b(?:inst(?:ea|e|ae)d|in place of|in lieu of|as an alternative|alternatively|rather than|"
     r"as a substitute|substitute for|in its place)\b"
@@ -4265,16 +4304,18 @@ _CHOICE = re.compile(r"\b(?:or|either)\b")
 _OFFERS = re.compile(
     r"\b(?:i|we)\b[^,]*\b(?:offer|give|add|issue|put|provide|apply|grant)(?:ing)?\b"
     r"|\b(?:would you|do you|how about|what about|happy to|glad to|i'd suggest)\b"
+    r"|\bwould (?:a|an|some)\b[^,]*\b(?:help|work|do|suit)\b"
 )
 """The agent offering something: "I can offer", "we could add", "would you like", "how
-about" (not a claim of it done: "I've added")."""
+about", "would a voucher help" (not a claim of it done: "I've added")."""
 _NEGATION = re.compile(
     r"\b(?:not|never|no|none|nothing|nor|neither|cannot|unable|without)\b"
     r"(?! (?:problem|worries|matter|later than|only)\b)|n't\b"
     r"|\bagainst (?:our |the |company |store )?(?:polic|rule)"
 )
 _OF_REFUND = re.compile(
-    r"(?:\W*(?!(?:store|goodwill|account|shop|instead|place|lieu|alternative|rather|substitute)"
+    r"(?:\W*(?!(?:store|goodwill|account|shop|instead|place|lieu|alternative|rather|substitute"
+    r"|vouchers?|coupons?|gift)"
     rf"\b)[\w'-]+){{0,5}}?\W*{_REFUND.pattern}"
 )
 """After a negation: what it negates is a refund ("can't refund it", "no refund", "not
