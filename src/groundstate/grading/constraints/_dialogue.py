@@ -8,11 +8,18 @@ import json
 import marshal
 import re
 from collections.abc import Callable, Container, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import Any, TypeGuard
 
+from groundstate.grading.constraints._embedded import (
+    Repeated,
+    TooLarge,
+    UnreadableArgument,
+    unfolded,
+)
 from groundstate.grading.constraints._index import Before, TraceIndex
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._paths import resolve
@@ -1313,8 +1320,10 @@ def _owned_parts(event: AgentEvent) -> Iterator[tuple[set[str], frozenset[str]]]
     :func:`_names_part`)."""
     if not (isinstance(event, ToolCallEvent) and event.ok):
         return
-    for record in _records(event.output):
-        own = {normalise(str(v)) for k, v in record.items() if _ID_KEY.search(str(k))}
+    with _reading(event):
+        output = unfolded(event.output)
+    for record in _records(output):
+        own = {normalise(str(v)) for k, v in _members(record) if _ID_KEY.search(str(k))}
         words: set[str] = set()
         for inner in _records([v for v in record.values() if isinstance(v, dict | list)]):
             names = (str(v) for k, v in inner.items() if _ID_KEY.search(str(k)))
@@ -2057,7 +2066,8 @@ def _output_records(
     found: Sequence[tuple[tuple[str, ...], tuple[str, ...]]] = ()
     if isinstance(event, ToolCallEvent) and event.ok:
         content = _content(at, event, memo)
-        found = _records_of(event.output) if content is None else _records_kept(content)
+        with _reading(event):
+            found = _records_of(event.output) if content is None else _records_kept(content)
     if memo is not None:
         memo[key] = found
     return found
@@ -2066,12 +2076,29 @@ def _output_records(
 def _records_of(output: Any) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """:func:`_output_records` of a successful call's *output*, worked out."""
     found = []
-    for record in _records(output):
-        own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
-        names = tuple([str(v) for k, v in own.items() if _ID_KEY.search(str(k))])
-        values = tuple([value for value in map(str, own.values()) if len(value) <= _SPELLED])
+    for record in _records(unfolded(output)):
+        own = [(k, v) for k, v in _members(record) if isinstance(v, str | int | float)]
+        names = tuple([str(v) for k, v in own if _ID_KEY.search(str(k))])
+        values = tuple([value for value in (str(v) for _, v in own) if len(value) <= _SPELLED])
         found.append((names, values))
     return found
+
+
+def _members(record: dict[Any, Any]) -> Iterator[tuple[Any, Any]]:
+    """The members of a record, a key that JSON text repeats once for each of its values."""
+    for key, value in record.items():
+        for each in value if type(value) is Repeated else [value]:
+            yield key, each
+
+
+@contextmanager
+def _reading(event: AgentEvent) -> Iterator[None]:
+    """A scan of *event*'s output, where JSON text in it too large or deep to read fails the
+    check (as below the arguments: ``_embedded``)."""
+    try:
+        yield
+    except TooLarge as exc:
+        raise UnreadableArgument(event, str(exc), "output") from None
 
 
 LARGEST_KEPT = 16 * 1024
@@ -3576,11 +3603,12 @@ def _output_leaves(
     found: Sequence[tuple[tuple[str, ...], str, bool]] = ()
     if isinstance(event, ToolCallEvent) and event.ok:
         content = _content(at, event, memo)
-        found = (
-            _leaves_of(event.tool, event.output)
-            if content is None
-            else _leaves_kept(event.tool, content)
-        )
+        with _reading(event):
+            found = (
+                _leaves_of(event.tool, event.output)
+                if content is None
+                else _leaves_kept(event.tool, content)
+            )
     if memo is not None:
         memo[key] = found
     return found
@@ -3590,7 +3618,7 @@ def _leaves_of(tool: str, output: Any) -> list[tuple[tuple[str, ...], str, bool]
     """:func:`_output_leaves` of a successful call of *tool* with *output*, worked out."""
     return [
         (path, normalise(leaf), _ID_KEY.search(path[-1]) is not None)
-        for path, leaf in _leaves(output, (tool,))
+        for path, leaf in _leaves(unfolded(output), (tool,))
     ]
 
 
@@ -4140,7 +4168,8 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
     """Listed arguments of matching calls were said by the user before the call, and before
     the model response that asked for it, where one did: a call asked for beside the question
     ("What's your email?" and ``verify_identity`` in one response) had its values chosen
-    before the user answered, whatever the answer then said."""
+    before the user answered, whatever the answer then said. A value the user named only to
+    turn it down ("my email is maya@x.com, not eve@x.com") was not said (see ``chosen_at``)."""
     rule = constraint.provenance
     calls = index.hit_set(rule.match)
     if not calls:
@@ -4163,19 +4192,21 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
             if blank is not None:
                 return _blank_argument(constraint, event, name, blank, argument)
             for value in rendered(argument):
-                if not any(mentions(text, value) for text in heard):
-                    unheard = any(mentions(text, value) for _, text in said)
+                if not any(mentions(text, value, chosen=True) for text in heard):
+                    unheard = any(mentions(text, value, chosen=True) for _, text in said)
                     return _unsourced(constraint, event, name, value, events[:i], unheard)
     return passed(constraint.id, "provenance")
 
 
 def _argument(call: ToolCallEvent, name: str) -> Any:
     """The argument *name*, or the value at the path ``args.<name>`` (``address.zip``,
-    ``items.*.id``) when no argument has that name; None when absent (nothing to check)."""
+    ``items.*.id``) when no argument has that name; None when absent (nothing to check).
+    Every value a key repeated in JSON text holds is checked, as through ``*``: parsers
+    differ on which one the tool took."""
     if name in call.args:
         return call.args[name]
     found = resolve(call, f"args.{name}")
-    return found if found is None or "*" in name else found[0]
+    return found if found is None or "*" in name or len(found) > 1 else found[0]
 
 
 def _blank(value: Any) -> str | None:
