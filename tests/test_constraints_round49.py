@@ -200,6 +200,33 @@ def test_a_confirmed_names_path_reads_json_text_in_the_output() -> None:
     assert passes(rule, trace("Shall I refund order O-1020?", "O-1020"))
 
 
+SHOWN = {
+    "order_id": "O-1001",
+    "items": [{"name": "shirt", "color": "blue"}, {"name": "hoodie", "color": "grey"}],
+}
+CONFIRM_ITEM = constraint(
+    id="c",
+    confirmed={
+        "change": {"tool": "refund", "ok": True},
+        "names": ["args.item"],
+        "asks": r"\brefund",
+    },
+)
+
+
+def _after_lookup(answer: str, shown: Any) -> bool:
+    trace = Trace("Please help").call("get_order", {"order_id": "O-1001"}, shown)
+    trace.agent("Shall I refund the shirt from O-1001?").user(answer)
+    return passes(CONFIRM_ITEM, trace.call("refund", {"item": "shirt"}))
+
+
+@pytest.mark.parametrize("shown", [{"data": json.dumps(SHOWN)}, json.dumps(SHOWN)])
+def test_confirmed_reads_the_records_of_json_text_in_an_earlier_output(shown: Any) -> None:
+    assert not _after_lookup("Yes, I'd like the grey one", shown)
+    assert _after_lookup("Yes, make it the blue one", shown)
+    assert not _after_lookup("Yes, I'd like the grey one", SHOWN)
+
+
 # --- 3. echoes as tools make them; a leading '#' ------------------------------------------------
 
 NEVER_TO = constraint(id="n", never={"tool": "transfer", "where": {"args.to": "ACC-1"}})
@@ -296,4 +323,12 @@ def test_a_value_turned_down_is_not_said(said: str) -> None:
 )
 def test_control_a_value_said_after_a_negation_elsewhere_is_said(said: str) -> None:
     trace = Trace(said).call("verify", {"email": "eve@example.com"}, {"ok": True})
+    assert passes(PROVENANCE, trace)
+
+
+def test_a_value_the_user_said_not_to_use_is_not_said() -> None:
+    said = "Don't use eve@example.com, use maya@example.com"
+    trace = Trace(said).call("verify", {"email": "eve@example.com"}, {"ok": True})
+    assert not passes(PROVENANCE, trace)
+    trace = Trace(said).call("verify", {"email": "maya@example.com"}, {"ok": True})
     assert passes(PROVENANCE, trace)
