@@ -332,3 +332,29 @@ def test_a_value_the_user_said_not_to_use_is_not_said() -> None:
     assert not passes(PROVENANCE, trace)
     trace = Trace(said).call("verify", {"email": "maya@example.com"}, {"ok": True})
     assert passes(PROVENANCE, trace)
+
+
+# --- 5. an argument sent whole as JSON text is checked as what it holds -------------------------
+
+FORM = json.dumps({"email": "maya@example.com", "zip": "12345"})
+
+
+def test_provenance_of_an_argument_sent_as_json_text_reads_its_values() -> None:
+    rule = constraint(id="p", provenance={"match": {"tool": "verify"}, "args": ["form"]})
+    told = Trace("I'm maya@example.com, zip 12345").call("verify", {"form": FORM}, {"ok": True})
+    assert passes(rule, told)
+    half = Trace("I'm maya@example.com").call("verify", {"form": FORM}, {"ok": True})
+    found = result(rule, half)
+    assert not found.passed
+    assert found.evidence["value"] == "12345"
+
+
+def test_confirmed_names_of_an_argument_sent_as_json_text_read_its_values() -> None:
+    rule = constraint(id="c", confirmed={"change": {"tool": "update"}, "names": ["args.form"]})
+
+    def trace(question: str) -> Trace:
+        asked = Trace("Please update my details").agent(question).user("yes")
+        return asked.call("update", {"form": FORM}, {"ok": True})
+
+    assert passes(rule, trace("Shall I set your email to maya@example.com and zip to 12345?"))
+    assert not passes(rule, trace("Shall I set your email to maya@example.com?"))

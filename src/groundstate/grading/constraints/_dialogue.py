@@ -18,11 +18,12 @@ from groundstate.grading.constraints._embedded import (
     Repeated,
     TooLarge,
     UnreadableArgument,
+    embedded,
     unfolded,
 )
 from groundstate.grading.constraints._index import Before, TraceIndex
 from groundstate.grading.constraints._match import matches
-from groundstate.grading.constraints._paths import resolve
+from groundstate.grading.constraints._paths import READS_TEXT, resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import (
     MAX_READ_CHARS,
@@ -407,7 +408,7 @@ def confirming_questions(
     for i, answers in _changes(rule, index):
         change = index.events[i]
         if _check_change(constraint, change, answers, None, index.before(i)) is None:
-            values = _values({path: resolve(change, path) for path in rule.names})
+            values = _values(_named(change, rule.names))
             found[i] = _covering(rule, _naming(answers, values))[-1].question
     return found
 
@@ -894,7 +895,7 @@ def _check_change(
     for it came, when one did); else the failure. *earlier*: the trace before the change,
     whose tool outputs show the other records a yes may name instead."""
     rule = constraint.confirmed
-    named = {path: resolve(change, path) for path in rule.names}
+    named = _named(change, rule.names)
     missing = [path for path, values in named.items() if values is None]
     if missing:
         problem = f"{label(change)} has no value at {', '.join(missing)} to confirm"
@@ -1150,6 +1151,21 @@ def _resumed(answers: list[_Confirmation], covering: list[_Confirmation]) -> _Co
         return None
     later = _later(answers, covering[-1].at)
     return next((a for a in later if a.yes and _asks_to_go_on(a.question)), None)
+
+
+def _named(change: AgentEvent, paths: list[str]) -> dict[str, list[Any] | None]:
+    """The values at each of ``names``' *paths* in *change*; a value that is JSON text of an
+    object or a list read as what it holds (a ``form`` sent as text names its email, not the
+    text)."""
+    named: dict[str, list[Any] | None] = {}
+    for path in paths:
+        found = resolve(change, path)
+        root = path.split(".", 1)[0]
+        if found is not None and root in READS_TEXT:
+            with _reading(change, root):
+                found = [unfolded(value) for value in found]
+        named[path] = found
+    return named
 
 
 def _values(named: dict[str, Any]) -> list[str]:
@@ -2092,13 +2108,13 @@ def _members(record: dict[Any, Any]) -> Iterator[tuple[Any, Any]]:
 
 
 @contextmanager
-def _reading(event: AgentEvent) -> Iterator[None]:
-    """A scan of *event*'s output, where JSON text in it too large or deep to read fails the
-    check (as below the arguments: ``_embedded``)."""
+def _reading(event: AgentEvent, field: str = "output") -> Iterator[None]:
+    """A read of *event*'s output (or arguments), where JSON text in it too large or deep to
+    read fails the check (see ``_embedded``)."""
     try:
         yield
     except TooLarge as exc:
-        raise UnreadableArgument(event, str(exc), "output") from None
+        raise UnreadableArgument(event, str(exc), field) from None
 
 
 LARGEST_KEPT = 16 * 1024
@@ -4202,9 +4218,11 @@ def _argument(call: ToolCallEvent, name: str) -> Any:
     """The argument *name*, or the value at the path ``args.<name>`` (``address.zip``,
     ``items.*.id``) when no argument has that name; None when absent (nothing to check).
     Every value a key repeated in JSON text holds is checked, as through ``*``: parsers
-    differ on which one the tool took."""
+    differ on which one the tool took. An argument sent as JSON text of an object or a list
+    is checked as what it holds: the user said an email and a zip, not the text."""
     if name in call.args:
-        return call.args[name]
+        with _reading(call, "args"):
+            return embedded(call.args[name])
     found = resolve(call, f"args.{name}")
     return found if found is None or "*" in name or len(found) > 1 else found[0]
 
