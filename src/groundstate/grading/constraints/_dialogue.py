@@ -8,14 +8,22 @@ import json
 import marshal
 import re
 from collections.abc import Callable, Container, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import Any, TypeGuard
 
+from groundstate.grading.constraints._embedded import (
+    Repeated,
+    TooLarge,
+    UnreadableArgument,
+    embedded,
+    unfolded,
+)
 from groundstate.grading.constraints._index import Before, TraceIndex
 from groundstate.grading.constraints._match import matches
-from groundstate.grading.constraints._paths import resolve
+from groundstate.grading.constraints._paths import READS_TEXT, resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import (
     MAX_READ_CHARS,
@@ -400,7 +408,7 @@ def confirming_questions(
     for i, answers in _changes(rule, index):
         change = index.events[i]
         if _check_change(constraint, change, answers, None, index.before(i)) is None:
-            values = _values({path: resolve(change, path) for path in rule.names})
+            values = _values(_named(change, rule.names))
             found[i] = _covering(rule, _naming(answers, values))[-1].question
     return found
 
@@ -887,7 +895,7 @@ def _check_change(
     for it came, when one did); else the failure. *earlier*: the trace before the change,
     whose tool outputs show the other records a yes may name instead."""
     rule = constraint.confirmed
-    named = {path: resolve(change, path) for path in rule.names}
+    named = _named(change, rule.names)
     missing = [path for path, values in named.items() if values is None]
     if missing:
         problem = f"{label(change)} has no value at {', '.join(missing)} to confirm"
@@ -1145,6 +1153,21 @@ def _resumed(answers: list[_Confirmation], covering: list[_Confirmation]) -> _Co
     return next((a for a in later if a.yes and _asks_to_go_on(a.question)), None)
 
 
+def _named(change: AgentEvent, paths: list[str]) -> dict[str, list[Any] | None]:
+    """The values at each of ``names``' *paths* in *change*; a value that is JSON text of an
+    object or a list read as what it holds (a ``form`` sent as text names its email, not the
+    text)."""
+    named: dict[str, list[Any] | None] = {}
+    for path in paths:
+        found = resolve(change, path)
+        root = path.split(".", 1)[0]
+        if found is not None and root in READS_TEXT:
+            with _reading(change, root):
+                found = [unfolded(value) for value in found]
+        named[path] = found
+    return named
+
+
 def _values(named: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(text for found in named.values() for text in rendered(found)))
 
@@ -1313,8 +1336,10 @@ def _owned_parts(event: AgentEvent) -> Iterator[tuple[set[str], frozenset[str]]]
     :func:`_names_part`)."""
     if not (isinstance(event, ToolCallEvent) and event.ok):
         return
-    for record in _records(event.output):
-        own = {normalise(str(v)) for k, v in record.items() if _ID_KEY.search(str(k))}
+    with _reading(event):
+        output = unfolded(event.output)
+    for record in _records(output):
+        own = {normalise(str(v)) for k, v in _members(record) if _ID_KEY.search(str(k))}
         words: set[str] = set()
         for inner in _records([v for v in record.values() if isinstance(v, dict | list)]):
             names = (str(v) for k, v in inner.items() if _ID_KEY.search(str(k)))
@@ -2057,7 +2082,8 @@ def _output_records(
     found: Sequence[tuple[tuple[str, ...], tuple[str, ...]]] = ()
     if isinstance(event, ToolCallEvent) and event.ok:
         content = _content(at, event, memo)
-        found = _records_of(event.output) if content is None else _records_kept(content)
+        with _reading(event):
+            found = _records_of(event.output) if content is None else _records_kept(content)
     if memo is not None:
         memo[key] = found
     return found
@@ -2066,12 +2092,29 @@ def _output_records(
 def _records_of(output: Any) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """:func:`_output_records` of a successful call's *output*, worked out."""
     found = []
-    for record in _records(output):
-        own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
-        names = tuple([str(v) for k, v in own.items() if _ID_KEY.search(str(k))])
-        values = tuple([value for value in map(str, own.values()) if len(value) <= _SPELLED])
+    for record in _records(unfolded(output)):
+        own = [(k, v) for k, v in _members(record) if isinstance(v, str | int | float)]
+        names = tuple([str(v) for k, v in own if _ID_KEY.search(str(k))])
+        values = tuple([value for value in (str(v) for _, v in own) if len(value) <= _SPELLED])
         found.append((names, values))
     return found
+
+
+def _members(record: dict[Any, Any]) -> Iterator[tuple[Any, Any]]:
+    """The members of a record, a key that JSON text repeats once for each of its values."""
+    for key, value in record.items():
+        for each in value if type(value) is Repeated else [value]:
+            yield key, each
+
+
+@contextmanager
+def _reading(event: AgentEvent, field: str = "output") -> Iterator[None]:
+    """A read of *event*'s output (or arguments), where JSON text in it too large or deep to
+    read fails the check (see ``_embedded``)."""
+    try:
+        yield
+    except TooLarge as exc:
+        raise UnreadableArgument(event, str(exc), field) from None
 
 
 LARGEST_KEPT = 16 * 1024
@@ -3576,11 +3619,12 @@ def _output_leaves(
     found: Sequence[tuple[tuple[str, ...], str, bool]] = ()
     if isinstance(event, ToolCallEvent) and event.ok:
         content = _content(at, event, memo)
-        found = (
-            _leaves_of(event.tool, event.output)
-            if content is None
-            else _leaves_kept(event.tool, content)
-        )
+        with _reading(event):
+            found = (
+                _leaves_of(event.tool, event.output)
+                if content is None
+                else _leaves_kept(event.tool, content)
+            )
     if memo is not None:
         memo[key] = found
     return found
@@ -3590,7 +3634,7 @@ def _leaves_of(tool: str, output: Any) -> list[tuple[tuple[str, ...], str, bool]
     """:func:`_output_leaves` of a successful call of *tool* with *output*, worked out."""
     return [
         (path, normalise(leaf), _ID_KEY.search(path[-1]) is not None)
-        for path, leaf in _leaves(output, (tool,))
+        for path, leaf in _leaves(unfolded(output), (tool,))
     ]
 
 
@@ -4140,7 +4184,8 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
     """Listed arguments of matching calls were said by the user before the call, and before
     the model response that asked for it, where one did: a call asked for beside the question
     ("What's your email?" and ``verify_identity`` in one response) had its values chosen
-    before the user answered, whatever the answer then said."""
+    before the user answered, whatever the answer then said. A value the user named only to
+    turn it down ("my email is maya@x.com, not eve@x.com") was not said (see ``chosen_at``)."""
     rule = constraint.provenance
     calls = index.hit_set(rule.match)
     if not calls:
@@ -4163,19 +4208,23 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
             if blank is not None:
                 return _blank_argument(constraint, event, name, blank, argument)
             for value in rendered(argument):
-                if not any(mentions(text, value) for text in heard):
-                    unheard = any(mentions(text, value) for _, text in said)
+                if not any(mentions(text, value, chosen=True) for text in heard):
+                    unheard = any(mentions(text, value, chosen=True) for _, text in said)
                     return _unsourced(constraint, event, name, value, events[:i], unheard)
     return passed(constraint.id, "provenance")
 
 
 def _argument(call: ToolCallEvent, name: str) -> Any:
     """The argument *name*, or the value at the path ``args.<name>`` (``address.zip``,
-    ``items.*.id``) when no argument has that name; None when absent (nothing to check)."""
+    ``items.*.id``) when no argument has that name; None when absent (nothing to check).
+    Every value a key repeated in JSON text holds is checked, as through ``*``: parsers
+    differ on which one the tool took. An argument sent as JSON text of an object or a list
+    is checked as what it holds: the user said an email and a zip, not the text."""
     if name in call.args:
-        return call.args[name]
+        with _reading(call, "args"):
+            return embedded(call.args[name])
     found = resolve(call, f"args.{name}")
-    return found if found is None or "*" in name else found[0]
+    return found if found is None or "*" in name or len(found) > 1 else found[0]
 
 
 def _blank(value: Any) -> str | None:

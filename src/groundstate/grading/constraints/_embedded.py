@@ -17,8 +17,10 @@ element through ``*``. JSON text longer than the gateway lets a call's arguments
 a check reading below it fails, the agent having made its call too large to judge
 (:class:`UnreadableArgument`).
 
-Only the arguments are read so: they are the agent's words, shaped as it chose. An output,
-an error and the writes are the tool's report, compared as the tool made them.
+The arguments are read so, being the agent's words shaped as it chose, and so is a tool's
+output: JSON text a tool answers with (``{"data": "{\\"order_id\\": \\"#W1\\"}"}``) shows what
+it holds, to every condition on the output, as the object would. An error and the writes are
+compared as the tool made them.
 """
 
 from __future__ import annotations
@@ -59,6 +61,37 @@ def embedded(value: Any) -> Any:
     if isinstance(found, str):
         raise TooLarge(found)
     return value if found is None else found
+
+
+def unfolded(value: Any) -> Any:
+    """*value* with each string holding JSON text of an object or a list, at any depth,
+    replaced by what it holds (:func:`embedded`): what a scan of a whole tool output reads.
+    *value* itself where it holds no such text. Raises :class:`TooLarge`."""
+    return _unfold(value) if _holds_text(value) else value
+
+
+def _holds_text(value: Any) -> bool:
+    """Whether a string below *value* may hold JSON text (read level by level)."""
+    level = [value]
+    while level:
+        if any(type(v) is str and _OPENS.match(v) is not None for v in level):
+            return True
+        level = [
+            c
+            for v in level
+            if isinstance(v, dict | list)
+            for c in (v.values() if isinstance(v, dict) else v)
+        ]
+    return False
+
+
+def _unfold(value: Any) -> Any:
+    value = embedded(value)
+    if isinstance(value, dict):
+        return {key: _unfold(inner) for key, inner in value.items()}
+    if isinstance(value, list):
+        return type(value)([_unfold(inner) for inner in value])  # a Repeated kept so
+    return value
 
 
 SHORT = 4096
@@ -124,18 +157,21 @@ def _depth(value: Any) -> int:
 
 
 class UnreadableArgument(Unreadable):
-    """A call whose arguments hold JSON text a check must read below, too large or deep to
-    read: the check fails, as on an agent message too long to judge."""
+    """A call whose arguments (or output) hold JSON text a check must read below, too large
+    or deep to read: the check fails, as on an agent message too long to judge."""
 
-    def __init__(self, call: Any, reason: str) -> None:
+    def __init__(self, call: Any, reason: str, field: str = "args") -> None:
+        held = "the arguments" if field == "args" else f"the {field}"
+        verb, judged = ("hold", "they") if field == "args" else ("holds", "it")
         Exception.__init__(
             self,
-            f"the arguments of the call at step {call.step} ({call.tool}) hold {reason}: "
-            "they cannot be judged",
+            f"{held} of the call at step {call.step} ({call.tool}) {verb} {reason}: "
+            f"{judged} cannot be judged",
         )
         self.message = call
         self.step = call.step
         self.reason = reason
+        self.field = "arguments" if field == "args" else field
 
     def evidence(self) -> dict[str, Any]:
-        return {"step": self.step, "arguments": self.reason}
+        return {"step": self.step, self.field: self.reason}

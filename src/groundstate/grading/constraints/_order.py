@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from groundstate.grading.constraints._index import TraceIndex
-from groundstate.grading.constraints._paths import Bindings, capture, holds, values_at
+from groundstate.grading.constraints._paths import (
+    Bindings,
+    ambiguities,
+    capture,
+    holds,
+    values_at,
+)
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.records import CheckResult
 from groundstate.rounding import counted
@@ -100,10 +106,7 @@ def _unlicensed(
             return failed(constraint.id, "before", event, problem)
         problem += " before the model response that asked for it"
         return failed(constraint.id, "before", event, problem, unheard_firsts=unheard)
-    earlier: list[dict[str, Any]] = [
-        {"step": e.step, "captured": None if b is None else {k: v.values for k, v in b.items()}}
-        for e, b in firsts
-    ]
+    earlier = [_captured(e, b, rule.first.capture) for e, b in firsts]
     steps = ", ".join(str(e.step) for e, _ in firsts)
     problem = f"{label(event)}: no earlier 'first' step ({steps}) makes {_conditions(rule)} true"
     return failed(
@@ -115,6 +118,16 @@ def _unlicensed(
         values=values_at(event, list(rule.where)),
         earlier=earlier,
     )
+
+
+def _captured(event: AgentEvent, bound: Bindings | None, paths: dict[str, str]) -> dict[str, Any]:
+    """Evidence: what a ``first`` step captured, and why it captured nothing where a path
+    reached differing values (``ambiguous``)."""
+    captured = None if bound is None else {k: v.values for k, v in bound.items()}
+    found: dict[str, Any] = {"step": event.step, "captured": captured}
+    if bound is None and (unclear := ambiguities(event, paths)):
+        found["ambiguous"] = unclear
+    return found
 
 
 def _conditions(rule: BeforeRule) -> str:

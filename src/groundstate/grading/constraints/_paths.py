@@ -3,7 +3,8 @@
 A path starts at a field of the step (``args``, ``output``, ``error``, ``tool``, ``ok`` of a tool
 call; ``text``, ``role`` of a message) and walks dictionary keys; a number indexes a list and
 ``*`` maps over one. Resolving gives the values reached, or None when the path is missing.
-Below a string in the arguments, a path reads the JSON text it holds (``_embedded``).
+Below a string in the arguments or output, a path reads the JSON text it holds
+(``_embedded``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import literal, variable
 from groundstate.spec.strict import JsonScalar
 from groundstate.trace import AgentEvent
+
+READS_TEXT = frozenset({"args", "output"})
+"""The fields below whose strings a path reads the JSON text they hold: the arguments (the
+agent's words, shaped as it chose) and the output (a tool answering with an order as JSON
+text shows the order as surely as one answering with the object)."""
 
 Compare = Callable[[Any, Any], bool]
 """How a value reached is compared with the expected one: :func:`same`, or for a value in a
@@ -50,13 +56,13 @@ Bindings = dict[str, Bound]
 
 def resolve(event: AgentEvent, path: str) -> list[Any] | None:
     """The values at *path* in *event*: one without ``*`` (or each of a key JSON text in the
-    arguments repeats); None when any step is missing. Below a string in the arguments, the
-    JSON text it holds (see ``_embedded``)."""
+    arguments or output repeats); None when any step is missing. Below a string in the
+    arguments or output, the JSON text it holds (see ``_embedded``)."""
     root, *rest = _segments(path)
     if root not in _fields(type(event)):
         return None
     values = [getattr(event, root)]
-    texts = root == "args"
+    texts = root in READS_TEXT
     try:
         for segment in rest:
             reached: list[Any] = []
@@ -67,7 +73,7 @@ def resolve(event: AgentEvent, path: str) -> list[Any] | None:
                 reached.extend(found)
             values = reached
     except TooLarge as exc:
-        raise UnreadableArgument(event, str(exc)) from None
+        raise UnreadableArgument(event, str(exc), root) from None
     return values
 
 
@@ -115,7 +121,7 @@ def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
         segments = _segments(path)
         if "*" not in segments:
             values = resolve(event, path)
-            if values is None or values[0] is None:
+            if values is None or values[0] is None or ambiguous(values):
                 return None
             bindings[name] = Bound(values[:1], False)
             continue
@@ -128,13 +134,31 @@ def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
     return bindings
 
 
+def ambiguous(values: list[Any]) -> bool:
+    """Whether a path without ``*`` reached differing values: a key JSON text repeats with
+    two values, which parsers read as either. Such a capture binds nothing (the ``before``
+    needing it fails): binding the first would license what another parser's tool did."""
+    return any(not same(value, values[0]) for value in values[1:])
+
+
+def ambiguities(event: AgentEvent, paths: dict[str, str]) -> dict[str, list[Any]]:
+    """Evidence: the names of *paths* (without ``*``) whose values :func:`ambiguous` finds."""
+    found: dict[str, list[Any]] = {}
+    for name, path in paths.items():
+        if "*" not in _segments(path):
+            values = resolve(event, path)
+            if values is not None and ambiguous(values):
+                found[name] = values
+    return found
+
+
 def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | None:
     """:func:`resolve`, each value with the index it was reached at under each ``*``."""
     root, *rest = _segments(path)
     if root not in _fields(type(event)):
         return None
     reached: list[tuple[tuple[int, ...], Any]] = [((), getattr(event, root))]
-    texts = root == "args"
+    texts = root in READS_TEXT
     try:
         for segment in rest:
             after: list[tuple[tuple[int, ...], Any]] = []
@@ -151,7 +175,7 @@ def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | 
                 after.extend((at, item) for item in found)
             reached = after
     except TooLarge as exc:
-        raise UnreadableArgument(event, str(exc)) from None
+        raise UnreadableArgument(event, str(exc), root) from None
     return reached
 
 
@@ -312,13 +336,12 @@ def selects(event: AgentEvent, where: Conditions) -> bool:
     for field_name, inner in where.keys:
         if field_name not in _fields(type(event)):
             return False
-        texts = field_name == "args"
-        compare = _agreeing(event) if texts else same
+        compare = _agreeing(event) if field_name == "args" else same
         try:
-            if not inner.hold(getattr(event, field_name), compare, texts):
+            if not inner.hold(getattr(event, field_name), compare, field_name in READS_TEXT):
                 return False
         except TooLarge as exc:
-            raise UnreadableArgument(event, str(exc)) from None
+            raise UnreadableArgument(event, str(exc), field_name) from None
     return True
 
 

@@ -5,15 +5,16 @@
 ``2``, and a condition comparing the spelling would let a ``never`` be dodged by respelling
 the argument. The trace does not say how a tool reads its arguments, but it says what the
 tool did: an argument differing from the expected value only in spelling (case, surrounding
-or repeated whitespace, Unicode forms, a number written as text, its digits grouped or
-not) names it when the call's
+or repeated whitespace, Unicode forms, a leading ``#``, a number written as text, its digits
+grouped or not) names it when the call's
 output or writes show the expected value itself, so the tool served that record. Where they
 show another spelling only (a tool that tells ``a1`` from ``A1`` served record ``a1``), or
 nothing, the values stay apart: honest distinct values never collide. What the call echoes
-is not shown so (a value of its arguments repeated under their names, at any depth; a
-changed column's old value), judged so that an argument an agent adds beside the one judged
-cannot make the tool's record an echo (see :func:`shown`). Rows of one table the call wrote
-keyed by both spellings show the environment tells them apart, whatever the output. A tool
+is not shown so (a value of its arguments repeated under their names, at any depth, as
+written or tidied: trimmed, re-cased; a changed column's old value), judged so that an
+argument an agent adds beside the one judged cannot make the tool's record an echo (see
+:func:`shown`). Rows of one table the call wrote keyed by both spellings show the
+environment tells them apart, whatever the output. A tool
 repeating some arguments but not the one judged is read as echoing none: one call cannot
 tell it from a record served under an argument's name, and so an added argument flips
 nothing.
@@ -33,6 +34,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from groundstate.environments.base import Row, RowWrite
+from groundstate.grading.constraints._embedded import TooLarge, UnreadableArgument, embedded
 from groundstate.grading.constraints._text import fold
 from groundstate.spec.strict import is_number_value, read_number
 from groundstate.trace import AgentEvent
@@ -46,8 +48,9 @@ is no id, email or path a tool looks up."""
 
 def respelt(value: Any, expected: Any) -> bool:
     """Whether *value* differs from *expected* (not equal to it) only in spelling: strings
-    equal once folded and their whitespace runs made one space and stripped, or a number
-    and a string that reads as the same number."""
+    equal once folded, their whitespace runs made one space and stripped, and a leading
+    ``#`` dropped (``W1`` for ``#W1``), or a number and a string that reads as the same
+    number."""
     if type(value) is str and type(expected) is str:
         value, expected = " ".join(value.split()), " ".join(expected.split())
         if max(len(value), len(expected)) > LONGEST:
@@ -96,21 +99,21 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
         args = {}
     paths = _Paths()
     own: list[Any] = []  # the environment's: never an echo
-    echoable: list[Any] = [getattr(event, "output", None)]
+    echoable: list[tuple[Any, str]] = [(getattr(event, "output", None), "output")]
     for w in getattr(event, "writes", None) or []:
         own += [w.key, _kept(w)]
-        echoable.append(w.after)
+        echoable.append((w.after, ""))
     if _apart(getattr(event, "writes", None) or [], expected, value):
         return False
     if any(_is(leaf, expected) for root in own for _, leaf in paths.leaves(root)):
         return True
-    shown_here = [found for root in echoable for found in paths.leaves(root)]
+    shown_here = [found for root, field in echoable for found in paths.read(event, root, field)]
     found = Counter(path for path, leaf in shown_here if _is(leaf, expected))
     if not found:
         return False
-    given = list(paths.leaves(args))
+    given = list(paths.read(event, args, "args"))
     held = Counter(path for path, leaf in given if _is(leaf, expected))
-    repeated = sum(_is(leaf, value) for _, leaf in shown_here)
+    repeated = sum(_echoes(leaf, value, expected) for _, leaf in shown_here)
     if not held or not repeated:
         return True
     alike = sum(found[path] for path in paths.ending_alike(set(found), set(held)))
@@ -138,11 +141,27 @@ class _Paths:
             self.step.append(step)
         return number
 
-    def leaves(self, root: Any) -> Iterator[tuple[int, Any]]:
-        """Every value below *root* that is no object or list, with its path's number."""
+    def read(self, event: AgentEvent, root: Any, field: str) -> list[tuple[int, Any]]:
+        """:meth:`leaves`, in the arguments or output (*field*) reading the JSON text a
+        string holds as what it holds (see ``_embedded``): a tool echoing a ``payload`` sent
+        as JSON text may echo the object. Raises :class:`UnreadableArgument`."""
+        try:
+            return list(self.leaves(root, texts=bool(field), anew=field == "args"))
+        except TooLarge as exc:
+            raise UnreadableArgument(event, str(exc), field) from None
+
+    def leaves(
+        self, root: Any, texts: bool = False, anew: bool = False
+    ) -> Iterator[tuple[int, Any]]:
+        """Every value below *root* that is no object or list, with its path's number;
+        *texts*: below a string holding JSON text, its paths starting *anew* from what the
+        text holds (an argument ``payload`` sent as text is echoed as the object it holds,
+        not under ``payload``). Raises ``TooLarge``."""
         stack = [(0, root)]
         while stack:
             path, value = stack.pop()
+            if texts and type(value) is str and (read := embedded(value)) is not value:
+                path, value = (0 if anew else path), read
             if isinstance(value, dict):
                 stack.extend((self.child(path, k), v) for k, v in value.items())
             elif isinstance(value, list):
@@ -235,6 +254,12 @@ class _Ends:
         return found
 
 
+def _echoes(leaf: Any, value: Any, expected: Any) -> bool:
+    """Whether *leaf*, shown by the call, repeats the agent's *value* (not *expected*): as
+    written, or trimmed, re-cased or otherwise respelt by a tool tidying what it echoes."""
+    return _is(leaf, value) or (not _is(leaf, expected) and respelt(leaf, value))
+
+
 def _is(value: Any, expected: Any) -> bool:
     return value == expected and (
         type(value) is type(expected) or (is_number_value(value) and is_number_value(expected))
@@ -263,7 +288,9 @@ def _kept(write: RowWrite) -> Row | None:
 
 
 def _spelling(text: str) -> str:
-    return " ".join(fold(text).split())
+    """*text* folded, its whitespace runs one space, stripped, and without a leading ``#``:
+    a tool taking order ``W1`` for ``#W1`` (adding the sign its ids are written with)."""
+    return " ".join(fold(text).split()).removeprefix("#")
 
 
 def _numbers(text: str) -> set[float]:

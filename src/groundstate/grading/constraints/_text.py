@@ -379,14 +379,16 @@ _TURNED_DOWN = re.compile(
     r"(?:\b(?:not(?! (?:only|just|merely|simply)\b)|never|instead of|rather than|in place of"
     r"|in lieu of|as opposed to|except)|n't)"
     r"(?: (?:to|on|onto|in|into|for|from|with|by|of|the|a|an|your|my|our|its|their|this|that"
+    r"|use|using"
     r"|full|whole|entire|original|originally|remaining|complete|total|usual|standard|regular"
     r"|initial|outstanding|partial|only|just|merely|amount|price|sum|cost|value|balance"
     r"|charge|purchase))* ?$"
 )
 """Just before a value: "not", "instead of", "as opposed to" and after it at most
-prepositions, articles and the words describing the amount or thing turned down ("not to
-your", "instead of the full", "rather than the original price of"). "You don't need the
-bottle" does not turn the bottle down, nor does "not only the socks" (but also ...)."""
+prepositions, articles, "use" and the words describing the amount or thing turned down ("not
+to your", "instead of the full", "rather than the original price of", "don't use"). "You
+don't need the bottle" does not turn the bottle down, nor does "not only the socks" (but
+also ...)."""
 
 
 _SPELLED_CHARS = 500
