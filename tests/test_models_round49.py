@@ -14,6 +14,10 @@ Classes of defect fixed:
   ``harness_compatibility_failure`` counted against the system for the route's quirk. An id
   an earlier answer used is now renamed too, in the trace and in the history sent back. The
   loopback ``AnthropicCompatibleServer`` refuses such a history as the API does.
+
+The model-driven user reads a failure in its answer's choice the same way: its partial text
+(``"It's 12"``, cut by the upstream error) went to the agent as the user's message; now it is
+a malformed answer, retried, and for good the user simulator's failure (invalid).
 """
 
 from __future__ import annotations
@@ -30,10 +34,19 @@ from groundstate.agents.python import load_agent
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
-from groundstate.testing import AnthropicCompatibleServer, Raw, Reply, ToolCall, attempt
+from groundstate.testing import (
+    AnthropicCompatibleServer,
+    FunctionAgent,
+    OpenAICompatibleServer,
+    Raw,
+    Reply,
+    ToolCall,
+    attempt,
+)
 from groundstate.trace import ModelCallEvent, ToolCallEvent
 
 from .model_harness import PROVIDERS, Harness, _harness
+from .test_model_users import bank_agent_system, model_user, polite_transfer
 from .test_models_round17 import LOOKUP, _message, _oracle, _raw, _render
 
 SERVING = "environment_failure/model_serving"
@@ -242,3 +255,36 @@ def test_the_loopback_messages_server_refuses_a_repeated_id_as_the_api_does() ->
         status, body = _post(server, [*opening, *_tool_turn("a"), *_tool_turn("b")])
         assert status == 200 and body["content"][0]["text"] == "fine"
         assert len(server.requests) == 2 and not server.exhausted
+
+
+# --- the model-driven user ------------------------------------------------------------------
+
+
+def _user_cut_by_upstream() -> Raw:
+    body = _render("openai", Reply(text="It's 12"))
+    body["choices"][0] |= {"finish_reason": "error", "error": {"message": "upstream died"}}
+    return _raw(body)
+
+
+def test_a_user_models_answer_with_a_failure_in_its_choice_is_retried(bank: Suite) -> None:
+    """What the upstream error left of the user's answer is not said to the agent."""
+    answers = [
+        _user_cut_by_upstream(),
+        Reply(text="It's 1234."),
+        Reply(text="No, that's all, thanks. ###STOP###"),
+    ]
+    with OpenAICompatibleServer(answers) as server:
+        system = bank_agent_system(model_user(server))
+        out = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system, seed=7)
+    assert out.run.terminal_reason == "success", out.run.infrastructure_status
+    said = [e.text for e in out.run.observation_action_log if e.kind == "message"]
+    assert "It's 1234." in said and "It's 12" not in said
+
+
+def test_a_user_model_failing_in_its_choice_for_good_is_the_instruments(bank: Suite) -> None:
+    with OpenAICompatibleServer(lambda request: _user_cut_by_upstream()) as server:
+        system = bank_agent_system(model_user(server))
+        out = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system, seed=7)
+    assert out.run.terminal_reason == "environment_failure/user_simulator"
+    assert not out.run.valid
+    assert "upstream died" in str(out.run.infrastructure_status)

@@ -266,7 +266,7 @@ async def call_sdk(
             "server_error",
             f"malformed response: a body that is not JSON (a stream?): {answer[:200]!r}",
         )
-    failed = _error_in(answer)
+    failed = error_in_answer(answer)
     if failed is not None:  # OpenRouter and some proxies answer a failure with a 200
         raise ServingError(
             "server_error",
@@ -297,7 +297,7 @@ FAILED_FINISH_REASONS = frozenset({"error", "abort"})
 ``abort``): no model stops so; what the choice holds is not the model's answer."""
 
 
-def _error_in(answer: Any) -> str | None:
+def error_in_answer(answer: Any) -> str | None:
     """The error a 200 answer carries instead of an answer, if any: ``{"error": {...}}``, or
     in its choice (OpenRouter's ``choices[0].error``, an upstream failure mid-answer, with a
     ``finish_reason`` of ``error``). Read as the answer, a choice's error was an empty final
