@@ -227,6 +227,10 @@ class ScriptedModelServer:
         """The API's success body for *reply*."""
         raise NotImplementedError
 
+    def invalid(self, request: dict[str, Any]) -> str | None:
+        """Why the API refuses *request* (HTTP 400) whatever the script says, if it does."""
+        return None
+
     def error_body(self, fail: Fail) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -244,6 +248,12 @@ class ScriptedModelServer:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                refused = server.invalid(body)
+                if refused is not None:
+                    with server._lock:
+                        server.requests.append(body)
+                    self._send(400, server.error_body(Fail(400, refused)), len(server.requests))
+                    return
                 answer = server._answer_for(body)
                 number = len(server.requests)
                 if answer is not None and answer.delay and server._closing.wait(answer.delay):
@@ -384,6 +394,19 @@ class AnthropicCompatibleServer(ScriptedModelServer):
                 "cache_creation_input_tokens": 0,
             },
         }
+
+    def invalid(self, request: dict[str, Any]) -> str | None:
+        """As the API: a ``tool_use`` id repeated anywhere in the history is refused."""
+        seen: set[Any] = set()
+        for m, message in enumerate(request.get("messages") or []):
+            content = message.get("content") if isinstance(message, dict) else None
+            for c, block in enumerate(content if isinstance(content, list) else []):
+                if not isinstance(block, dict) or block.get("type") != "tool_use":
+                    continue
+                if block.get("id") in seen:
+                    return f"messages.{m}.content.{c}: `tool_use` ids must be unique"
+                seen.add(block.get("id"))
+        return None
 
     def error_body(self, fail: Fail) -> dict[str, Any]:
         kind = "rate_limit_error" if fail.status == 429 else "invalid_request_error"

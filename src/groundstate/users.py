@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any, Protocol
 
-from groundstate.agents.model_loop import bounded_message, hide_secret
+from groundstate.agents.model_loop import bounded_message, error_in_answer, hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.grading.constraints._text import within_bound
 from groundstate.grading.model_judge import shortened
@@ -303,6 +303,7 @@ class ModelUser(TurnLimit):
             text = answer.choices[0].message.content
             refusal = getattr(answer.choices[0].message, "refusal", None)
             filtered = answer.choices[0].finish_reason == "content_filter"
+            failed = error_in_answer(answer)
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
             if _content_filtered(exc):
@@ -322,6 +323,8 @@ class ModelUser(TurnLimit):
             AnswerTooLarge,  # read outside the SDK's retries
         ) as exc:
             raise _Malformed(f"{type(exc).__name__}: {exc}") from None
+        if failed is not None:  # a provider's failure mid-answer: what it left is no message
+            raise _Malformed(f"an error in a 200 answer: {failed}")
         if filtered:  # what the filter left of it is no message the user chose to send
             raise _Malformed(f"a content filter stopped its answer ({str(text)[:200]!r})")
         refused = refusal if isinstance(refusal, str) and refusal else None

@@ -266,7 +266,7 @@ async def call_sdk(
             "server_error",
             f"malformed response: a body that is not JSON (a stream?): {answer[:200]!r}",
         )
-    failed = _error_in(answer)
+    failed = error_in_answer(answer)
     if failed is not None:  # OpenRouter and some proxies answer a failure with a 200
         raise ServingError(
             "server_error",
@@ -292,30 +292,48 @@ async def call_sdk(
         ) from None
 
 
-def _error_in(answer: Any) -> str | None:
-    """The error a 200 answer carries instead of an answer (``{"error": {...}}``), if any."""
-    error = getattr(answer, "error", None)
-    if isinstance(error, dict):
-        return str(error.get("message") or error)
-    return error if isinstance(error, str) and error else None
+FAILED_FINISH_REASONS = frozenset({"error", "abort"})
+"""Finish reasons of a choice the server failed to finish (OpenRouter's ``error``, vLLM's
+``abort``): no model stops so; what the choice holds is not the model's answer."""
 
 
-def _distinct_ids(turn: Turn) -> Turn:
-    """*turn* with distinct tool call ids: a later call sharing an earlier one's id is renamed
+def error_in_answer(answer: Any) -> str | None:
+    """The error a 200 answer carries instead of an answer, if any: ``{"error": {...}}``, or
+    in its choice (OpenRouter's ``choices[0].error``, an upstream failure mid-answer, with a
+    ``finish_reason`` of ``error``). Read as the answer, a choice's error was an empty final
+    reply: the provider's failure scored as the agent's incorrect state."""
+    choices = getattr(answer, "choices", None)
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    for error in (getattr(answer, "error", None), getattr(choice, "error", None)):
+        if isinstance(error, dict) and error:  # some servers send ``"error": {}`` with answers
+            return str(error.get("message") or error)
+        if isinstance(error, str) and error:
+            return error
+    reason = getattr(choice, "finish_reason", None)
+    if reason in FAILED_FINISH_REASONS:
+        return f"the answer's finish_reason is {reason!r}"
+    return None
+
+
+def _distinct_ids(turn: Turn, taken: frozenset[str] = frozenset()) -> Turn:
+    """*turn* with distinct tool call ids: a later call sharing an earlier one's id, in this
+    answer or among *taken* (the ids of the conversation's earlier answers), is renamed
     (``call_1_2``) in the answer and in the history sent back. Sent back as given, their
     results could not be told apart, and an API requiring unique ids rejected the next request
     (``harness_compatibility_failure``, the system's, for a quirk of the serving route); the
     calls themselves are the model's actions and run as any others. An empty id is given one
     the same way (``call_1``): passed on as given, no result could name its call, and an API
-    rejected the history with it. The new ids keep to ``[A-Za-z0-9_-]``, all Anthropic's API
-    takes in an id."""
+    rejected the history with it. An id an earlier answer used is renamed too: a server that
+    numbers its calls afresh in each answer (``call_0`` every time) is unique within one, and
+    Anthropic's API refuses a request whose history repeats an id ("tool_use ids must be
+    unique"). The new ids keep to ``[A-Za-z0-9_-]``, all Anthropic's API takes in an id."""
     ids = [call.id for call in turn.response.tool_calls]
-    if len(set(ids)) == len(ids) and all(ids):
+    if len(set(ids)) == len(ids) and all(ids) and taken.isdisjoint(ids):
         return turn
     renamed: list[str] = []
     for number, given in enumerate(ids, start=1):
         new = given
-        while not new or new in renamed or (new != given and new in ids):
+        while not new or new in renamed or new in taken or (new != given and new in ids):
             new = f"{given or 'call'}_{number}"
             number += 1
         renamed.append(new)
@@ -500,10 +518,13 @@ class History:
         self._opening = opening
         self._turns: list[list[dict[str, Any]]] = []
         self._keep = keep_turns
+        self.call_ids: frozenset[str] = frozenset()
+        """The tool call ids of every answer so far (see :func:`_distinct_ids`)."""
 
-    def add_turn(self, messages: list[dict[str, Any]]) -> None:
-        """One turn: the model's answer and the results of its tool calls."""
-        self._turns.append(messages)
+    def add_turn(self, turn: Turn, results: list[dict[str, Any]]) -> None:
+        """One turn: the model's answer and the messages giving its tool calls' results."""
+        self._turns.append([turn.assistant, *results])
+        self.call_ids |= {call.id for call in turn.response.tool_calls}
 
     def messages(self) -> list[dict[str, Any]]:
         turns = self._turns if self._keep is None else self._turns[-self._keep :]
@@ -611,7 +632,7 @@ class ModelAgent(ABC):
                     content, is_error, took_step = await self._execute(session, call, cut)
                     outputs.append((call, content, is_error))
                     acted = acted or took_step
-                history.add_turn([turn.assistant, *self.results(turn, outputs)])
+                history.add_turn(turn, self.results(turn, outputs))
                 idle = 0 if acted else idle + 1
                 if idle >= MAX_IDLE_TURNS:
                     session.give_up(f"the model took no valid action in {idle} turns in a row")
@@ -652,6 +673,7 @@ class ModelAgent(ABC):
             )
         except Exhausted as exc:
             raise self._failure(exc.error, exc.tries) from None
+        turn = _distinct_ids(turn, history.call_ids)
         cost = cost_of(turn.usage, self.settings.prices) if turn.usage.known else None
         usage = turn.usage.model_copy(update={"cost": cost})
         self._record(session, try_number, digest, started, turn=turn, usage=usage)
