@@ -1322,7 +1322,7 @@ _STATUS = re.compile(
     rf"|{_NEW_CLAUSE}))"
     r"(?!,? (?:(?:refunded|cancell?ed|exchanged|credited),? )*or\b)"
     rf"|\baddress(?: change)?s? ?{_STATUS_MARK}? ?(?:(?:successfully|now) )*"
-    r"(?:done|updated|changed)\b"
+    r"(?:done|updated|changed)\b(?: (?:to|for) [^,;|\u2014\u2013]{1,80}?)?"
     rf"(?=[\s.!)\]*_]*(?:$|[|(,\u2014\u2013]|- |[{_TICKS}]|{_NEW_CLAUSE}))"
     r"|(?:^|(?<=[,;:\u2014\u2013] )|(?<= - ))[\W_]*"
     r"(?:(?!(?:will|be|being|been|to|gets?|got|not|is|are|was|were|has|have|had)\b)"
@@ -1336,7 +1336,8 @@ _STATUS = re.compile(
 """A change's status laid out, not said in a sentence: a label or a table cell ("Socks \u2014
 refunded", "| Socks | Refunded |", "Status: refunded, ..."), a short line ending in it ("## Order
 cancelled", "Thanks \u2014 socks refunded"), an address's ("Address: updated"), followed by
-a clause of its own ("O-1002 \u2014 cancelled and you won't be charged"), a change ticked off
+a clause of its own ("O-1002 \u2014 cancelled and you won't be charged"), or its new value
+("Address: updated to 200 W Adams Street"), a change ticked off
 ("- Refund: $22.00 \u2705", "Refund \U0001f7e2"), a clause of its own ("No worries,
 refunded."); not a list of them joined by "or" (a policy's). The state
 the change leaves, as a plan shows it too ("Here's the plan: Socks \u2014 refunded. Shall I
@@ -2739,7 +2740,11 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             "",
         ),
         (r"\b(?:appears?|seems?) to have\b", "has"),
-        (rf"\b(?:appears?|seems?) to be (?=(?:now |all |fully |successfully )*{_STATE_WORD})", "is "),
+        (
+            r"\b(?:appears?|seems?) to be (?=(?:now |all |fully |successfully )*"
+            rf"(?:{_STATE_WORD}|\w+ing\b))",
+            "is ",
+        ),
         # a change under way told as one made: "The socks are being refunded"
         (rf"\b(is|are) being (?={_STATE_WORD})", r"\1 "),
         # a claim of "not only" one thing "but also" another, no negation: "I have not only
@@ -2754,7 +2759,7 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         (
             r"\b(?:our|the) (?:[\w-]+ )?(?:team|system|department|staff|colleagues?|warehouse"
             r"|store|specialists?)s? (?:has |have |had )?(?=(?:just |now |also |already "
-            rf"|successfully )*(?:{_STATE_WORD}|processed|issued)\b)",
+            rf"|successfully )*(?:{_STATE_WORD}|processed|issued|updated|changed|redirected)\b)",
             "we have ",
         ),
         # a hedge inside a claim: "Your refund is probably done", "It's most likely processed"
