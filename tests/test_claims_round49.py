@@ -34,6 +34,7 @@ from ._claims_builders import (
     ADDRESS,
     CLAIMS,
     SOCKS,
+    TELLS,
     _after_refused,
     _claim_read,
     _honest_after_refusal,
@@ -47,7 +48,6 @@ from .test_constraints_round12 import _final, oracles, retail
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
 CHECKS = load_module(EXAMPLES / "retail" / "checks.py", "checks")
-TELLS = "p9-reply-tells-what-was-done"
 
 # --- 1. a word in "-ness" or "-ity" is a quality only when built on an adjective -----------------
 
@@ -330,4 +330,3 @@ def test_the_oracle_saying_not_only_tells_what_was_done(
 ) -> None:
     said = "I have not only refunded the socks but also emailed the receipt."
     assert TELLS not in failing(retail, SOCKS, _final(oracles[SOCKS], said))
-

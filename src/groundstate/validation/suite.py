@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 81
+VALIDATOR_REVISION = 82
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -273,7 +273,12 @@ says «ship it to Evanston»'); 81: the constraint language's yes followed by an
 for another thing, option or kind of change ("Yes, make it the blue one", "Yes, exchange it")
 confirms nothing, names the conversation gave the user or the agent ("I'm Tariq") are persons
 addressed in any case, and a thing named after a first sentence saying more than a plain yes
-("Yes, refund it quickly. The hoodie.") is read."""
+("Yes, refund it quickly. The hoodie.") is read; 82: policy 9's claims read a bare word in
+"-ness" or "-ity" after "to" as a place unless built on an adjective ("to trinity"), each state
+of a clause of two kinds as its own ("The headlamp is refunded and the beanie is cancelled"),
+"each", "either" or no subject after a list as each record, "not only ... but" as no negation,
+and a change under way, hedged, by "the team", or an address's status with its new value as a
+claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
