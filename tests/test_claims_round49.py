@@ -216,6 +216,7 @@ def test_each_either_or_no_subject_after_a_list_claims_each_record_of_it(
         f"{LISTED} Neither was refunded.",
         f"{LISTED} None of them went through.",
         "I refunded the headlamp. Refunded.",
+        f"{LISTED} Either way, it's refunded: the headlamp.",
         f"{LISTED} Neither one has been refunded yet. Actually the headlamp is refunded.",
     ],
 )

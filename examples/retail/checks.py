@@ -3337,12 +3337,14 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
 
 
 _THEY = re.compile(
-    r"\b(?:they|them|both|these|those|the two|all of them|each|either)\b"
+    r"\b(?:they|them|both|these|those|the two|all of them"
+    r"|(?:each|either)(?= one\b| of\b| (?:has|have|is|are|was|were|got)\b))\b"
     r"|^\W*(?:(?:all|now|also|fully|successfully) )*(?:refunded|cancell?ed|exchanged|credited)"
     r"\b[\W_]*$"
 )
 """A plural pronoun that may point back at the records a list just named ("they", "each has
-been refunded", "either one was"), or a claim said with no subject at all ("Refunded.")."""
+been refunded", "either one was"; not "either way"), or a claim said with no subject at all
+("Refunded.")."""
 _RESPECTIVELY = re.compile(
     r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b.*"
     r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b"
