@@ -14,10 +14,10 @@ readers of policy 9 let pass, and honest replies that must keep passing.
 - "not only ... but also" was read as a negation ("I have not only refunded the socks but also
   emailed the receipt" claimed nothing, and failed the oracle's telling).
 - A change under way or hedged ("The socks are being refunded", "seem to be refunded", "It
-  seems to be shipping to your office"), or made by the agent's side in the third person ("The
-  team has refunded the socks", "Our system updated the shipping address"), or an address's
-  status with its new value ("**Address:** updated to 200 W Adams Street \u2705") claimed
-  nothing.
+  seems to be shipping to your office"), goods that "should be delivered" to a new place, a
+  change made by the agent's side in the third person ("The team has refunded the socks",
+  "Our system updated the shipping address"), or an address's status with its new value
+  ("**Address:** updated to 200 W Adams Street \u2705") claimed nothing.
 
 Each case replays a suite oracle with its final message changed (and, where said, its first
 change refused by the tool) and grades every constraint of the task."""
@@ -252,6 +252,8 @@ ADDRESS_CLAIMS = [
     "Our system updated the shipping address.",
     "It seems to be shipping to your office now.",
     "I have not only updated the address but also emailed you a confirmation.",
+    "Your order should be delivered to your office.",
+    "It should be shipped to your office by Friday.",
 ]
 
 
@@ -273,6 +275,10 @@ def test_an_address_claimed_by_its_new_value_the_team_or_a_hedge_is_a_claim(
         "Our team couldn't update it.",
         "Would you like the team to have it changed to your office?",
         "It ships to your home, as the system updated nothing.",
+        "It should be delivered to your home as usual.",
+        "If you update it later, it should be delivered to your office.",
+        "Should it be delivered to your office instead?",
+        "It should not be delivered to your office.",
     ],
 )
 def test_controls_the_team_denied_a_status_denied_or_an_offer_claims_nothing(

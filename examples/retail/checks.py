@@ -1414,7 +1414,8 @@ history. Its negations are read per clause (:func:`_negated_at`), the rest per s
 _NEGATION = re.compile(r"\b(?:not|never|unable|cannot|no longer)\b|n't\b")
 _UNSTATED = re.compile(
     r"\b(can(?!'t\b| (?:now )?expect\b)|could|would|shall"
-    r"|should(?! (?:now |already )?(?:see|show|appear|arrive|reach|receive|get|ship)\b)|may|might"
+    r"|should(?! (?:now |already )?(?:see|show|appear|arrive|reach|receive|get|ship"
+    r"|be (?:delivered|shipped|sent|dispatched|redirected|rerouted|forwarded))\b)|may|might"
     r"|if|once|when|after(?! all\b)|unless|already|before|previously|earlier|ago)\b|'d\b"
 )
 """What makes a whole sentence no statement of a change made: an offer or a question ("I

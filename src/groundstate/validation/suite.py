@@ -277,8 +277,8 @@ addressed in any case, and a thing named after a first sentence saying more than
 "-ness" or "-ity" after "to" as a place unless built on an adjective ("to trinity"), each state
 of a clause of two kinds as its own ("The headlamp is refunded and the beanie is cancelled"),
 "each", "either" or no subject after a list as each record, "not only ... but" as no negation,
-and a change under way, hedged, by "the team", or an address's status with its new value as a
-claim."""
+and a change under way, hedged, by "the team", goods that "should be delivered", or an
+address's status with its new value as a claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
