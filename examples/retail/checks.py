@@ -1352,7 +1352,7 @@ _STATUS = re.compile(
     rf"|{_NEW_CLAUSE}))"
     r"(?!,? (?:(?:refunded|cancell?ed|exchanged|credited),? )*or\b)"
     rf"|\baddress(?: change)?s? ?{_STATUS_MARK}? ?(?:(?:successfully|now) )*"
-    r"(?:done|updated|changed)\b"
+    r"(?:done|updated|changed)\b(?: (?:to|for) [^,;|\u2014\u2013]{1,80}?)?"
     rf"(?=[\s.!)\]*_]*(?:$|[|(,\u2014\u2013]|- |[{_TICKS}]|{_NEW_CLAUSE}))"
     r"|(?:^|(?<=[,;:\u2014\u2013] )|(?<= - ))[\W_]*"
     r"(?:(?!(?:will|be|being|been|to|gets?|got|not|is|are|was|were|has|have|had)\b)"
@@ -1366,7 +1366,8 @@ _STATUS = re.compile(
 """A change's status laid out, not said in a sentence: a label or a table cell ("Socks \u2014
 refunded", "| Socks | Refunded |", "Status: refunded, ..."), a short line ending in it ("## Order
 cancelled", "Thanks \u2014 socks refunded"), an address's ("Address: updated"), followed by
-a clause of its own ("O-1002 \u2014 cancelled and you won't be charged"), a change ticked off
+a clause of its own ("O-1002 \u2014 cancelled and you won't be charged"), or its new value
+("Address: updated to 200 W Adams Street"), a change ticked off
 ("- Refund: $22.00 \u2705", "Refund \U0001f7e2"), a clause of its own ("No worries,
 refunded."); not a list of them joined by "or" (a policy's). The state
 the change leaves, as a plan shows it too ("Here's the plan: Socks \u2014 refunded. Shall I
@@ -1443,7 +1444,8 @@ history. Its negations are read per clause (:func:`_negated_at`), the rest per s
 _NEGATION = re.compile(r"\b(?:not|never|unable|cannot|no longer)\b|n't\b")
 _UNSTATED = re.compile(
     r"\b(can(?!'t\b| (?:now )?expect\b)|could|would|shall"
-    r"|should(?! (?:now |already )?(?:see|show|appear|arrive|reach|receive|get|ship)\b)|may|might"
+    r"|should(?! (?:now |already )?(?:see|show|appear|arrive|reach|receive|get|ship"
+    r"|be (?:delivered|shipped|sent|dispatched|redirected|rerouted|forwarded))\b)|may|might"
     r"|if|once|when|after(?! all\b)|unless|already|before|previously|earlier|ago)\b|'d\b"
 )
 """What makes a whole sentence no statement of a change made: an offer or a question ("I
@@ -1742,6 +1744,27 @@ delivery, a standard (:data:`_TO_A_STANDARD`), a way of paying, a unit's word (i
 is read by :data:`_UNIT`), a day; a word before its object, a verb ("ships to replace your
 jacket", "to beat the rush", "to match it": no place is followed by "your" or "it"; "to
 denver the next day" is a place and a time)."""
+_ADJECTIVE_IN_NESS = (
+    r"[^\W\d_]+(?:[iy]|ful|less|ous|ive|ed|ing|ish|some|ent|ant|al|ic|ble|ct|ght|ck|sh|ear|ate"
+    r"|ete|ite|ute|ose|ise|ure|ane|ene|ine|ile|ict|rt|rp|nd|ld|nt|ft|ff|ll)"
+    r"|fit|firm|dark|wet|hot|thin|slow|raw|calm|dim|grim|prim|trim|keen|mean|lean|clean|plain"
+    r"|open|even|ripe|rude|late|like|loose|close|coarse|dense|false|sure|whole|aware|fine|same"
+    r"|smooth|true|due|blue|vague|cool|dull|foul|full|still|tall|small|cheap|deep|steep|crisp"
+    r"|damp|limp|stiff|rough|tough|weak|quick|slick|thick|sick|black|bleak|meek|sleek|fair"
+    r"|clear|near|dear|poor|sour|tender|bitter|clever|proper|eager|slender|good|kind|great|sad"
+    r"|mad|bad|glad|flat|fat|apt|neat|wide|brisk|warm|lukewarm|harsh|fresh|brash|lax|new"
+)
+"""The adjectives a noun of a quality in "-ness" is built on ("readiness", "correctness",
+"completeness", "firmness"): by an adjective's ending, or a short one of a list; a name in
+"-ness" is built on none ("Inverness", "Caithness", "Skegness")."""
+_ADJECTIVE_IN_ITY = (
+    r"[^\W\d_]+(?:bil|il|al|ar|iv|v|os|oc|ic|id|ur|ac|ens|ers|ess|es|or|u|an|en|gn|gr|br|cr"
+    r"|rc|ent|ant|od|rm|rn|im|em|ym|fin|vin|cin|lin|nin|gin|mun|tun)|[^\W\d_]{3,}er"
+)
+"""The adjectives (Latin's, most of them) a noun of a quality in "-ity" is built on, by their
+endings ("capacity", "quality", "priority", "security", "density", "activity", "humanity",
+"conformity", "affinity", "community"); a name in "-ity" is built on none ("Trinity",
+"Unity", "Amity")."""
 _NOUN_IN_ANCE = (
     "toler|conform|compli|perform|clear|mainten|insur|accept|assur|allow|guid|fin|assist|resist"
     "|import|appear|attend|avoid|accord|ch|circumst|subst|dist|inst|bal|adv|enh|entr|govern"
@@ -1749,23 +1772,30 @@ _NOUN_IN_ANCE = (
     "|correspond|audi|sci|sequ|sent|sil|pati|abs|pres|influ|comm|depend|emerg|intellig|compet"
     "|persist|perman|consist|coher|inher|recurr|occurr|transfer|confer|lic|def|off|disturb"
     "|endur|obedi|nuis|griev|insist|infer|remitt|admitt|ignor|signific|relev|observ|convey"
+    "|abey|rever|surveill|forbear|remembr|deliver|ordin|quitt|acquaint|ambi"
+    "|conting|impud|insolv|solv|complac|dilig|neglig|vigil|reluct|eleg|arrog|fragr|radi"
+    "|viol|turbul|abund|redund|resembl|utter|sever|hindr|annoy|conniv|contriv|ambul"
 )
 """The stems of the nouns of a quality, an act or a state (or verbs) in "-ance" and "-ence"
 that "to" may take bare ("ships to tolerance", "to conformance", "sent to clearance", "set to
-commence"; after "non-" or "re-": "to nonconformance"). Names of places and people bear these
-endings too ("Florence", "Torrance", "Clemence", "France"), an open class: a word of these
-endings is a quality only when its stem is one of these, so any other ("to clemence") is a
-place."""
+commence", "held in abeyance"; after "non-" or "re-": "to nonconformance"). Names of places
+and people bear these endings too ("Florence", "Torrance", "Clemence", "France"), an open
+class: a word of these endings is a quality only when its stem is one of these, or it ends in
+"-escence" ("to obsolescence", "to adolescence"), so any other ("to clemence") is a place."""
 _QUALITY = re.compile(
     r"(?!(?:mission|junction|station)\b)"
-    r"[^\W\d_]{2,}(?:ancy|ency|tion|sion|ment|ness|(?<!c)ity|ism|ure|ship|hood)s?"
-    rf"|(?:non-?|re)?(?:{_NOUN_IN_ANCE})(?:ance|ence)s?"
+    r"[^\W\d_]{2,}(?:ancy|ency|tion|sion|ment|ism|ure|ship|hood)s?"
+    rf"|(?:non-?|un)?(?:{_ADJECTIVE_IN_NESS})ness(?:es)?"
+    rf"|(?:{_ADJECTIVE_IN_ITY})it(?:y|ies)"
+    rf"|(?:non-?|re)?(?:{_NOUN_IN_ANCE}|[^\W\d_]+esc)(?:ance|ence)s?"
 )
 """A noun of a quality, an act or a state, no place: by its ending, the bare word after "to"
 in "ships to specification", "to requirements", "to perfection", "to completion" (not the
-cities of the list: "to grand junction"); in "-ance" and "-ence", the endings of many names,
-by its stem too (:data:`_NOUN_IN_ANCE`: "to tolerance", not "to torrance"). A place is one
-when capitalised ("to Florence"), or shown as one by the customer or the tools
+cities of the list: "to grand junction"); in "-ness" and "-ity", the endings of names too,
+by the adjective it is built on (:data:`_ADJECTIVE_IN_NESS`, :data:`_ADJECTIVE_IN_ITY`: "to
+readiness", "to capacity", not "to inverness", "to trinity"); in "-ance" and "-ence", by its
+stem (:data:`_NOUN_IN_ANCE`: "to tolerance", not "to torrance"). A place is one when
+capitalised ("to Florence"), or shown as one by the customer or the tools
 (:attr:`_Places.shown`)."""
 _MOVED = (
     "shipped|delivered|forwarded|routed|rerouted|redirected|mailed|posted|dispatched|addressed"
@@ -2693,6 +2723,8 @@ _PARTICIPLE_EN = (
     r"refunded|reimbursed|cancell?ed|exchanged|swapped|credited|processed|updated|changed"
     r"|issued|applied|completed|handled|submitted"
 )
+_STATE_WORD = r"(?:refunded|reimbursed|cancell?ed|exchanged|credited)\b"
+"""A word of the state a change leaves a record in."""
 _OBJECT = r"(?:the|your|a|an|both|all|o-\d+|it|that|this|them|these|those)\b"
 """The start of a record named as a verb's object: "the socks", "O-1002", "it"."""
 _PLAIN: list[tuple[re.Pattern[str], str]] = [
@@ -2739,6 +2771,28 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
             "",
         ),
         (r"\b(?:appears?|seems?) to have\b", "has"),
+        (
+            r"\b(?:appears?|seems?) to be (?=(?:now |all |fully |successfully )*"
+            rf"(?:{_STATE_WORD}|\w+ing\b))",
+            "is ",
+        ),
+        # a change under way told as one made: "The socks are being refunded"
+        (rf"\b(is|are) being (?={_STATE_WORD})", r"\1 "),
+        # a claim of "not only" one thing "but also" another, no negation: "I have not only
+        # refunded the socks but also emailed the receipt" (not "Not only have I ...")
+        (
+            r"\bnot only (?!(?:have|has|had|did|do|does|is|are|was|were|will|can|could|would)\b)"
+            r"([^.!?;]*?),? but(?: also)?\b",
+            r"\1 and also",
+        ),
+        # the agent's side named for the agent: "The team has refunded the socks", "Our system
+        # cancelled O-1002" is "we have ..."
+        (
+            r"\b(?:our|the) (?:[\w-]+ )?(?:team|system|department|staff|colleagues?|warehouse"
+            r"|store|specialists?)s? (?:has |have |had )?(?=(?:just |now |also |already "
+            rf"|successfully )*(?:{_STATE_WORD}|processed|issued|updated|changed|redirected)\b)",
+            "we have ",
+        ),
         # a hedge inside a claim: "Your refund is probably done", "It's most likely processed"
         (
             r"\b(is|are|has been|have been|'s|'re|will|'ll) (?:probably|likely|most likely"
@@ -2831,7 +2885,7 @@ _PLAIN: list[tuple[re.Pattern[str], str]] = [
         # swapped for a size 9!" (not "Cancelled orders can't ...", "Changed your mind?")
         (
             r"(^|[.!?;] |\b(?:ok|okay|great|perfect|sure|alright|all right"
-            r"|good news|done|thanks|thank you|be assured)[,!:] )"
+            r"|good news|done|thanks|thank you|be assured)(?:[,!:]| [\u2014\u2013-]) )"
             r"((?:(?:just|also|now|successfully|already) )*(?:(?:went|gone) ahead and )?)"
             rf"(?=(?:{_PARTICIPLE_EN}|{_GENERIC_VERBS}) (?:{_OBJECT}|everything|for|to|into"
             r"|onto)\b)(?![^.!?]*\?)",
@@ -3026,17 +3080,42 @@ def _states(text: str) -> Iterator[tuple[str, str]]:
         sentence = _after_turn(said)
         if sentence.endswith("?"):
             continue
-        for found in _STATE.finditer(sentence):
+        states = list(_STATE.finditer(sentence))
+        for at, found in enumerate(states):
             before = sentence[: found.start()]
             if _THEN_FAILED.match(sentence[found.end() :]):
                 continue
             if _unstated_at(sentence, *found.span()) or _negated_at(sentence, *found.span()):
                 continue
-            clause = _clause_at(sentence, found.start())
+            clause = _own_state(sentence, states, at)
             if _denied_subject(before) or _states_policy(before + found.group()):
                 continue
             if not _RULE_STATE.match(clause):
                 yield _KIND_VERBS[found.group(1)], clause
+
+
+_NEXT_SUBJECT = re.compile(r".*\b(?:and|while|whereas|but|plus)\b|.*&", re.DOTALL)
+"""Where the subject of a later clause begins, after the last word joining it: "the headlamp
+is refunded| and the beanie is cancelled"."""
+
+
+def _own_state(sentence: str, states: list[re.Match[str]], at: int) -> str:
+    """The clause of *sentence* around the state *states[at]* says (:func:`_clause_at`), less
+    a neighbouring state of another kind and its subject: "The headlamp is refunded and the
+    beanie is cancelled" says the headlamp is refunded and the beanie is cancelled, not that
+    both are refunded and both cancelled."""
+    found = states[at]
+    kind = _KIND_VERBS[found.group(1)]
+    start = _CLAUSE_END.split(sentence[: found.start()])[-1]
+    start_at, end_at = found.start() - len(start), found.end()
+    end_at += len(_CLAUSE_END.split(sentence[end_at:])[0])
+    if at > 0 and _KIND_VERBS[states[at - 1].group(1)] != kind:
+        start_at = max(start_at, states[at - 1].end())
+    if at + 1 < len(states) and _KIND_VERBS[states[at + 1].group(1)] != kind:
+        joined = _NEXT_SUBJECT.match(sentence, found.end(), states[at + 1].start())
+        if joined is not None:
+            end_at = min(end_at, joined.end())
+    return sentence[start_at:end_at]
 
 
 _RULE_STATE = re.compile(
@@ -3288,8 +3367,15 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
     return True, {}
 
 
-_THEY = re.compile(r"\b(?:they|them|both|these|those|the two|all of them|each of them)\b")
-"""A plural pronoun that may point back at the records a list just named."""
+_THEY = re.compile(
+    r"\b(?:they|them|both|these|those|the two|all of them"
+    r"|(?:each|either)(?= one\b| of\b| (?:has|have|is|are|was|were|got)\b))\b"
+    r"|^\W*(?:(?:all|now|also|fully|successfully) )*(?:refunded|cancell?ed|exchanged|credited)"
+    r"\b[\W_]*$"
+)
+"""A plural pronoun that may point back at the records a list just named ("they", "each has
+been refunded", "either one was"; not "either way"), or a claim said with no subject at all
+("Refunded.")."""
 _RESPECTIVELY = re.compile(
     r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b.*"
     r"\b(?:refunded|cancell?ed|exchanged|credited|respectively)\b"

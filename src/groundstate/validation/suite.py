@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 83
+VALIDATOR_REVISION = 84
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -276,9 +276,14 @@ addressed in any case, and a thing named after a first sentence saying more than
 ("Yes, refund it quickly. The hoodie.") is read; 82: the retail checks read cents said beside
 dollars ("twenty-two dollars and one cent") and bare "21.99" as amounts, record ids in call
 arguments in any spelling, store credit by other names (a voucher, a new gift card, a credit note),
-and "#" in an address as punctuation; 83: a capture of a key JSON text repeats with differing
-values binds nothing, JSON text in a tool's output is read below, trimmed or re-cased echoes are
-echoes, a leading '#' is a spelling, a value the user turned down is not said for provenance."""
+and "#" in an address as punctuation; 83: a capture of a key JSON text repeats with differing values
+binds nothing, JSON text in a tool's output is read below, trimmed or re-cased echoes are echoes, a
+leading '#' is a spelling, a value the user turned down is not said for provenance; 84: policy 9's
+claims read a bare word in "-ness" or "-ity" after "to" as a place unless built on an adjective ("to
+trinity"), each state of a clause of two kinds as its own ("The headlamp is refunded and the beanie
+is cancelled"), "each", "either" or no subject after a list as each record, "not only ... but" as no
+negation, and a change under way, hedged, by "the team", goods that "should be delivered", or an
+address's status with its new value as a claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
