@@ -14,6 +14,15 @@ Trials of two Terminal-Bench runs merged in one ``results.json`` (a task's attem
 run, attempt 2 from another, each trial's name ending with its run's id) were read as one
 run's attempts unless a ``run_metadata.json`` lay beside the file; merged runs with different
 ``n_attempts`` were already refused. They are refused by their run ids now too.
+
+A τ² ``termination_reason`` spelled otherwise than τ² writes it (``"MAX_STEPS"``, ``"Max
+Steps"``) was read as an end not known here and decided by its reward: an edited stop scored
+1 was a success where ``max_steps`` is a failure. It is refused, as Terminal-Bench's failure
+modes of another spelling were (one helper for both now).
+
+Integer attempt labels spanning more attempts than any task has (τ-bench trials 0 and 2 of
+every task, trial 1 of none) were a lost attempt in every task without a word: the warning on
+tasks with fewer attempts than others sees only tasks that differ. It is named now.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 import pytest
 
 from tests.test_imports_formats import EVAL, PLAN, Store, log, sample, write_json
+from tests.test_imports_round4 import simulation, tau2_file
 from tests.test_imports_round14 import tb_run, tb_trial
 from tests.test_imports_round43 import _imported, _reasons
 
@@ -166,3 +176,64 @@ def test_trials_of_one_run_are_read(store: Store, tmp_path: Path) -> None:
     trials = [tb_trial("hello", 1, True), tb_trial("hello", 2, False), tb_trial("fix", 1, True)]
     batch, _ = _imported(store, write_json(tmp_path / "results.json", tb_run(trials)))
     assert _reasons(store, batch)[("hello", 2)] == "agent_failure/incorrect"
+
+
+# --- τ² ends of another spelling -------------------------------------------------------
+
+
+@pytest.mark.parametrize("end", ["MAX_STEPS", "Max Steps", "max-steps", " max_steps", "USER_STOP"])
+def test_a_tau2_end_spelled_otherwise_is_refused(store: Store, tmp_path: Path, end: str) -> None:
+    sims = [simulation("1", 0, 1.0), simulation("1", 1, 1.0, termination_reason=end)]
+    path = write_json(tmp_path / "results.json", tau2_file(sims))
+    err = store.refused(path)
+    assert f"{path}:simulations[1]: termination_reason: {end!r} is not how τ² writes" in err
+
+
+def test_tau2_ends_as_written_and_new_ones_are_read(store: Store, tmp_path: Path) -> None:
+    sims = [
+        simulation("1", 0, 1.0),
+        simulation("1", 1, 1.0, termination_reason="max_steps"),
+        simulation("1", 2, 0.0, termination_reason="some_new_end"),  # a later version's
+    ]
+    batch, err = _imported(store, write_json(tmp_path / "results.json", tau2_file(sims)))
+    reasons = _reasons(store, batch)
+    assert reasons[("1", 2)] == "agent_failure/step_limit"
+    assert "'some_new_end' has no mapping" in err
+
+
+# --- integer labels no task fills ------------------------------------------------------
+
+
+def _tau(trials: list[int]) -> list[dict[str, Any]]:
+    return [{"task_id": task, "reward": 1.0, "info": {}, "traj": [], "trial": trial}
+            for task in (0, 1) for trial in trials]  # fmt: skip
+
+
+def _skipped_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "but no task has more than" in line]
+
+
+def test_a_trial_every_task_lacks_is_named(store: Store, tmp_path: Path) -> None:
+    _, err = _imported(store, write_json(tmp_path / "t.json", _tau([0, 2])))
+    (line,) = _skipped_lines(err)
+    assert "labels run from 0 to 2 (3 attempts), but no task has more than 2" in line
+
+
+def test_an_epoch_every_sample_lacks_is_named(store: Store, tmp_path: Path) -> None:
+    samples = [sample(i, e, _scores("C")) for i in (1, 2) for e in (1, 3)]
+    _, err = _imported(store, write_json(tmp_path / "l.json", log(samples)))
+    assert len(_skipped_lines(err)) == 1
+
+
+def test_a_row_file_skipping_an_attempt_everywhere_is_named(store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text("task_id,attempt,success\nt1,1,true\nt1,3,false\nt2,1,true\nt2,3,false\n")
+    assert len(_skipped_lines(_imported(store, path)[1])) == 1
+
+
+@pytest.mark.parametrize("trials", [[0, 1, 2], [0], [1, 2]])
+def test_labels_each_task_fills_say_nothing_of_it(
+    store: Store, tmp_path: Path, trials: list[int]
+) -> None:
+    _, err = _imported(store, write_json(tmp_path / "t.json", _tau(trials)))
+    assert _skipped_lines(err) == []

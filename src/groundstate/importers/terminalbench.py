@@ -36,6 +36,7 @@ from groundstate.importers.rows import (
     mapping,
     planned,
     read_json_object,
+    respelled,
     task_key,
 )
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
@@ -134,8 +135,7 @@ def _mode(where: str, trial: dict[str, Any]) -> str:
     mode = trial["failure_mode"]
     if not isinstance(mode, str):
         raise SpecError(where, "failure_mode", f"must be text, got {mode!r}")
-    spelled = mode.strip().lower().replace("-", "_").replace(" ", "_")
-    if mode not in KNOWN_MODES and spelled in KNOWN_MODES:
+    if (spelled := respelled(mode, KNOWN_MODES)) is not None:
         raise SpecError(
             where, "failure_mode", f"{mode!r} is not how Terminal-Bench writes {spelled!r} (its "
             "failure modes are lower case): a file it did not write",
