@@ -694,6 +694,22 @@ def _first_duplicate(source: ResultSource, kept: Iterator[_Kept], attempts: _Att
     return SpecError(source.path, "attempt", "an attempt appears twice")
 
 
+def _skipped_labels(source: ResultSource, plan: _Plan, most: int) -> str | None:
+    """Integer labels spanning more attempts than any task has: every task lacks one (τ-bench
+    trials 0 and 2 of each task, trial 1 of none), an attempt missing that the warning on
+    tasks with fewer attempts than others does not see (each has as many)."""
+    if plan.text_labels or plan.lowest is None or plan.highest is None:
+        return None
+    span = plan.highest - plan.lowest + 1
+    if most >= span:
+        return None
+    return (
+        f"{source.path}: attempt labels run from {plan.lowest} to {plan.highest} ({span} "
+        f"attempts), but no task has more than {most}: every task lacks an attempt of that "
+        "range (a lost trial or epoch), which is in no denominator"
+    )
+
+
 def _report(
     source: ResultSource,
     plan: _Plan,
@@ -712,6 +728,8 @@ def _report(
             f"{len(counts)} fewer than {max(counts)}): a missing attempt is in no denominator, "
             "and pass@k and pass^k stop at the fewest valid attempts a task has"
         )
+    if (skipped := _skipped_labels(source, plan, max(counts))) is not None:
+        warnings.append(skipped)
     if (lookalikes := _lookalikes(source, plan)) is not None:
         warnings.append(lookalikes)
     if plan.ignored:

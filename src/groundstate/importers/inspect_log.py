@@ -144,6 +144,9 @@ class InspectSource:
     _logged: set[tuple[str, int]] = field(default_factory=set)
     """The (sample id, epoch) of each sample read: what the log's own lists of its samples
     (summaries, early stops) are checked against."""
+    _unlisted: list[tuple[str, int]] = field(default_factory=list)
+    """The (sample id, epoch) of each sample held that a finished archive's
+    ``summaries.json`` does not list (named in a warning)."""
 
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
@@ -205,6 +208,8 @@ class InspectSource:
             )
         if (unplanned := self._unplanned()) is not None:
             warnings.append(unplanned)
+        if self._unlisted:
+            warnings.append(self._unlisted_warning())
         if self._nan:
             warnings.append(
                 f"{self.path}: {counted(self._nan, 'sample')} scored NaN (Inspect's "
@@ -212,6 +217,8 @@ class InspectSource:
                 "such samples out): imported as grader_failure, invalid attempts, out of the "
                 "valid attempts' rates as out of Inspect's, and failures in the strict view"
             )
+        if self._unscored:  # with none scored at all, rows() refused the log
+            warnings.append(self._unscored_warning())
         if self._edited:
             warnings.append(
                 f"{self.path}: {counted(self._edited, 'sample')} "
@@ -256,7 +263,9 @@ class InspectSource:
         denominator. A sample held and also among the early stops (which Inspect never runs,
         so never logs) is a log that contradicts itself. Either is refused: which to believe
         is not this reader's to guess."""
+        listed: set[tuple[str, int]] = set()
         for where, sample_id, epoch in self._listed():
+            listed.add((sample_id, epoch))
             if (sample_id, epoch) not in self._logged:
                 raise SpecError(
                     where, "id", f"sample {sample_id!r} epoch {epoch} is listed, but the "
@@ -264,6 +273,8 @@ class InspectSource:
                     "a sample record lost or taken out would leave its attempt out of every "
                     "denominator",
                 )  # fmt: skip
+        if listed and self._finished_list():  # a journal's may lag its samples (a crash)
+            self._unlisted = sorted(self._logged - listed, key=str)
         results = self._header().get("results")
         for index, stop in enumerate(_early_stops(results)):
             key = _stop_key(stop)
@@ -273,6 +284,12 @@ class InspectSource:
                     f"sample {key[0]!r} epoch {key[1]} is listed as stopped early (never run), "
                     "but the log holds its record: the log contradicts itself",
                 )  # fmt: skip
+
+    def _finished_list(self) -> bool:
+        """The archive lists its samples in ``summaries.json``, which Inspect writes once
+        the eval ends, every sample it wrote in it."""
+        with self._archive() as archive:
+            return _summary_members(archive) == [SUMMARIES]
 
     def _listed(self) -> Iterator[tuple[str, str, int]]:
         """An archive's sample summaries: where each is, its sample's id and epoch (none for
@@ -316,6 +333,33 @@ class InspectSource:
                 "samples added to the log after its run are imported as given"
             )
         return None
+
+    def _unscored_warning(self) -> str:
+        """The samples that ended normally (no error, no limit) without the deciding score: a
+        scorer that returns ``None`` gives none (Inspect's metrics leave the sample out), as
+        does a log scored by another scorer for some samples. Out of the valid attempts'
+        rates, as a NaN score is, and so named as it is, not left to the mapping's counts."""
+        chosen = f"from --scorer {self.scorer}" if self.scorer else "at all"
+        return (
+            f"{self.path}: {counted(self._unscored, 'sample')} ended without an error or a "
+            f"limit and with no score {chosen}: imported as grader_failure, invalid attempts, "
+            "out of the valid attempts' rates as out of Inspect's, and failures in the strict "
+            "view"
+        )
+
+    def _unlisted_warning(self) -> str:
+        """The samples held that the archive's ``summaries.json`` does not list: Inspect lists
+        every sample it writes there, so each was added to the archive after the run (a
+        sample member written in, a success as easily as a failure)."""
+        named = [f"{i!r} epoch {e}" for i, e in self._unlisted[:5]]
+        more = len(self._unlisted) - len(named)
+        shown = ", ".join(named) + (f" and {more} more" if more else "")
+        one = len(self._unlisted) == 1
+        return (
+            f"{self.path}: {counted(len(self._unlisted), 'sample')} held "
+            f"{'is' if one else 'are'} not in the archive's {SUMMARIES} ({shown}), which lists "
+            "every sample Inspect wrote: added to the log after its run; imported as given"
+        )
 
     def _plan(self) -> tuple[int | None, list[str] | None, int | None]:
         """What the log's header says the eval would run: its epochs

@@ -50,6 +50,16 @@ agent can provoke one (a state the tests hang on) as easily as a broken grader c
 follows ``--errors`` too, as a state that could not be graded rather than a crash."""
 
 
+def respelled(value: str, known: Iterable[str]) -> str | None:
+    """The name of *known* that *value* is another spelling of (``"MAX_STEPS"``, ``"Max
+    Steps "`` for ``max_steps``), or ``None``: a harness writes its own names one way, so
+    another spelling is a file it did not write, which read as a name not known here would
+    be decided as no stop."""
+    spelled = value.strip().lower().replace("-", "_").replace(" ", "_")
+    names = set(known)
+    return spelled if value not in names and spelled in names else None
+
+
 def raised(error: Any) -> bool:
     """An error field (τ-bench's ``info.error``, an Inspect sample's ``error``) says the attempt
     raised: any value but null. An exception without a message is still one: τ-bench writes

@@ -43,6 +43,7 @@ from groundstate.importers.rows import (
     number,
     raised,
     read_json_object,
+    respelled,
     reward_kind,
     reward_verdict,
     task_key,
@@ -624,11 +625,25 @@ def _same(said: Any, value: Any) -> bool:
     return str(said) == str(value)
 
 
-def _tau2_row(where: str, index: int, item: Any, stopped: StoppedRewards) -> ImportedRow:
-    item = mapping(where, "simulation", item)
-    end = item.get("termination_reason")
+def _tau2_end(where: str, end: Any) -> str:
+    """The simulation's ``termination_reason``: text, and not another spelling of one τ²
+    writes (its ``TerminationReason`` values, lower case): ``"MAX_STEPS"`` or ``"Max Steps"``,
+    read as an end not known here, was decided by its reward, so an edited stop scored 1 was
+    a success where ``max_steps`` is a failure. An end of another spelling altogether is a
+    later version's: decided by its reward, with a warning."""
     if not isinstance(end, str):
         raise SpecError(where, "termination_reason", f"required: text, got {end!r}")
+    if (spelled := respelled(end, TAU2_ENDS)) is not None:
+        raise SpecError(
+            where, "termination_reason", f"{end!r} is not how τ² writes {spelled!r} (its "
+            "termination reasons are lower case): a file it did not write",
+        )  # fmt: skip
+    return end
+
+
+def _tau2_row(where: str, index: int, item: Any, stopped: StoppedRewards) -> ImportedRow:
+    item = mapping(where, "simulation", item)
+    end = _tau2_end(where, item.get("termination_reason"))
     scored = _reward_info(where, item)
     reward = (
         None

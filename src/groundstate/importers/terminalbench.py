@@ -36,6 +36,7 @@ from groundstate.importers.rows import (
     mapping,
     planned,
     read_json_object,
+    respelled,
     task_key,
 )
 from groundstate.importers.stream import RECORD_LIMIT, json_stream
@@ -134,8 +135,7 @@ def _mode(where: str, trial: dict[str, Any]) -> str:
     mode = trial["failure_mode"]
     if not isinstance(mode, str):
         raise SpecError(where, "failure_mode", f"must be text, got {mode!r}")
-    spelled = mode.strip().lower().replace("-", "_").replace(" ", "_")
-    if mode not in KNOWN_MODES and spelled in KNOWN_MODES:
+    if (spelled := respelled(mode, KNOWN_MODES)) is not None:
         raise SpecError(
             where, "failure_mode", f"{mode!r} is not how Terminal-Bench writes {spelled!r} (its "
             "failure modes are lower case): a file it did not write",
@@ -251,7 +251,7 @@ class TerminalBenchSource:
     def rows(self) -> Iterator[ImportedRow]:
         seen: list[_Seen] = []
         once = OnceEach("trial")
-        planned: tuple[int, int] | None = None  # the run's n_attempts, and the first to say it
+        planned: tuple[int, int, str] | None = None  # n_attempts, the first to say it, run id
         plan = self._metadata
         tried: Counter[Any] = Counter()  # each task's trials so far
         for index, given in enumerate(self._trials(), start=1):
@@ -266,13 +266,9 @@ class TerminalBenchSource:
                 plan.check(self.place(index), name, attempt)
                 plan.within(self.place(index), trial.get("task_id"), tried)
             if attempt is not None and planned is None:
-                planned = (attempt[1], index)
-            elif attempt is not None and planned is not None and attempt[1] != planned[0]:
-                raise SpecError(
-                    self.place(index), "trial_name", f"{name!r} is of "
-                    f"{attempt[1]} attempts, but {self.place(planned[1])} is of {planned[0]}: "
-                    "one tb run has one n_attempts (merged runs are imported one at a time)",
-                )  # fmt: skip
+                planned = (attempt[1], index, _run_of(name))
+            elif attempt is not None and planned is not None:
+                _same_run(self.place(index), name, attempt[1], planned, self.place(planned[1]))
             resolved = trial.get("is_resolved") is True
             invalid = row.terminal_reason.split("/")[0] in INVALID_REASONS
             end = (row.mapped or "").split(" -> ")[0] if invalid else None
@@ -436,6 +432,30 @@ def _attempt(where: str, name: str) -> tuple[int, int] | None:
     return number, planned
 
 
+def _run_of(name: str) -> str:
+    """The run id a trial's name ends with (``hello.2-of-3.<run_id>``; empty: none)."""
+    found = ATTEMPT.search(name)
+    return "" if found is None else name[found.end() :]
+
+
+def _same_run(where: str, name: str, attempts: int, first: tuple[int, int, str], at: str) -> None:
+    """A trial is of the run the file's first named trial is of: one tb run has one
+    ``n_attempts`` and one run id, which ends every trial's name. Trials of two runs merged
+    in one file (the same task's attempt 1 from one, attempt 2 from another: two systems or
+    two configurations, perhaps) read as one run's attempts."""
+    if attempts != first[0]:
+        raise SpecError(
+            where, "trial_name", f"{name!r} is of {attempts} attempts, but {at} is of "
+            f"{first[0]}: one tb run has one n_attempts (merged runs are imported one at a time)",
+        )  # fmt: skip
+    if _run_of(name) != first[2]:
+        raise SpecError(
+            where, "trial_name", f"{name!r} is of run {_run_of(name)!r}, but {at} is of run "
+            f"{first[2]!r}: one tb run names every trial with its run id (merged runs are "
+            "imported one at a time)",
+        )  # fmt: skip
+
+
 def _of_task(where: str, name: str, task: Any) -> None:
     """A trial named ``<task>.<k>-of-<n>...`` is of that task: one whose ``task_id`` is another
     is none ``tb run`` wrote (its results copied or edited across tasks), and read as given
@@ -471,8 +491,7 @@ class _Plan:
                 at, "trial_name", f"{name!r} is of {attempt[1]} attempts, but {self.where} "
                 f"plans n_attempts {self.attempts}: a trial of another run, or another plan",
             )  # fmt: skip
-        found = ATTEMPT.search(name)
-        rest = "" if found is None else name[found.end() :]
+        rest = _run_of(name)
         if self.run_id is not None and rest and rest != self.run_id:
             raise SpecError(
                 at, "trial_name", f"{name!r} is of run {rest!r}, but {self.where} is of run "
