@@ -782,15 +782,13 @@ def line_of(path: Path, field: str | None) -> int | None:
     its parent; None for a missing top-level field, or a file that cannot be parsed (its own
     error says where).
     """
-    try:
-        node = yaml.compose(read_text(path), Loader=yaml.SafeLoader)
-    except (SpecError, yaml.YAMLError, ValueError, RecursionError):
+    composed = _composed(path)
+    if composed is None:
         return None
-    if node is None:
-        return None
+    node, keys = composed
     line = None
     for index, name in _FIELD_PART.findall(field or ""):
-        found = _child(node, int(index) if index else name)
+        found = _child(node, int(index) if index else name, keys)
         if found is None:
             break
         line, node = found
@@ -811,14 +809,46 @@ def with_line(error: SpecError) -> SpecError:
     return located
 
 
-def _child(node: yaml.Node, part: int | str) -> tuple[int, yaml.Node] | None:
+_Keys = dict[int, dict[str, tuple[int, yaml.Node]]]
+"""A composed file's mappings, by the node's id: each key's line and value node."""
+
+_COMPOSED: dict[tuple[str, int, int, int], tuple[yaml.Node, _Keys]] = {}
+"""The last YAML file :func:`line_of` composed, by its path and stat (inode, size and
+modification time): a file with many errors was composed again for each, and each mapping
+searched key by key, so 300,000 unknown keys (3 MB) took hours to report."""
+
+
+def _composed(path: Path) -> tuple[yaml.Node, _Keys] | None:
+    """*path* composed (with its mappings' key index, filled as they are searched), or None
+    when it cannot be read or parsed."""
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        found = _COMPOSED.get(key)
+        if found is None:
+            node = yaml.compose(read_text(path), Loader=yaml.SafeLoader)
+            if node is None:
+                return None
+            found = (node, {})
+            _COMPOSED.clear()  # one file kept: its nodes may be large
+            _COMPOSED[key] = found
+    except (OSError, SpecError, yaml.YAMLError, ValueError, RecursionError):
+        return None
+    return found
+
+
+def _child(node: yaml.Node, part: int | str, keys: _Keys) -> tuple[int, yaml.Node] | None:
     """A child node and the line that names it (a mapping key's line, a list item's line)."""
     if isinstance(part, int) and isinstance(node, yaml.SequenceNode):
         if part < len(node.value):
             item: yaml.Node = node.value[part]
             return item.start_mark.line + 1, item
     elif isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                return key.start_mark.line + 1, value
+        if id(node) not in keys:  # the first key written wins, as the search found it
+            index: dict[str, tuple[int, yaml.Node]] = {}
+            for name, value in node.value:
+                if isinstance(name, yaml.ScalarNode):
+                    index.setdefault(name.value, (name.start_mark.line + 1, value))
+            keys[id(node)] = index
+        return keys[id(node)].get(str(part))
     return None
