@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 81
+VALIDATOR_REVISION = 82
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -273,7 +273,9 @@ says «ship it to Evanston»'); 81: the constraint language's yes followed by an
 for another thing, option or kind of change ("Yes, make it the blue one", "Yes, exchange it")
 confirms nothing, names the conversation gave the user or the agent ("I'm Tariq") are persons
 addressed in any case, and a thing named after a first sentence saying more than a plain yes
-("Yes, refund it quickly. The hoodie.") is read."""
+("Yes, refund it quickly. The hoodie.") is read; 82: a yes whose clause opens with another
+verb and its object ("Yes, deliver it to my sister", "yes, just do half") or "provided" ("Yes,
+provided the fee is waived") confirms nothing, and a reply over 4,096 characters is read whole."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
