@@ -1615,11 +1615,12 @@ _GOING_AHEAD = _words(
     "do process proceed handle complete finish finalise finalize submit confirm approve"
     " authorise authorize start issue action execute run book sort push put get make let"
     " appreciate love like want need mean understand accept thank thanks got have take care"
-    " see hear know cheers say said go going doing done keep enjoy wish"
+    " see hear know cheers say said go going doing done keep enjoy wish check"
     # not verbs: prepositions, determiners, conjunctions, pronouns, courtesies
     " for with from into onto about after before over under through via per than like"
     " all both each just only exactly also even not especially including except perhaps"
-    " maybe probably definitely certainly absolutely whatever whichever regardless same"
+    " maybe probably possibly definitely certainly absolutely whatever whichever regardless"
+    " same provided providing assuming given"
     " that's it's that this what which who whom whose where when why how you your yours"
     " and but then the please cheers yes yeah yep yup sure okay fine great perfect cool"
     " sounds looks thats its was were are is been being had has will would could should"
@@ -1632,8 +1633,11 @@ def _other_verb(text: str, question: str, asks: re.Pattern[str] | None) -> str |
     goes ahead (:data:`_GOING_AHEAD`) nor orders a change of the question's family nor is a
     word of the *question*: "Refund the shirt?" "Yes, deliver it to my sister"."""
     said: set[str] | None = None
+    read = {found.start("verb") for found in _INSTRUCTION.finditer(text)}
     for found in _VERB_WITH_OBJECT.finditer(text):
         verb = found.group("verb")
+        if found.start("verb") in read:  # an instruction, read as one ("Yes, use the card")
+            continue
         if verb in _GOING_AHEAD or verb in _REPLY_WORDS or verb in _CLAUSE_WORDS:
             continue
         if _ABOUT_A_CHANGE.match(verb):
@@ -4069,7 +4073,8 @@ def _read_once(reading: Callable[[str], _Reading], text: str) -> _Reading:
     read every time (its methods could answer otherwise from one call to the next)."""
     if type(text) is not str or len(text) > READ_ONCE_CHARS:
         return reading(text)
-    return _read_remembered(reading, text)
+    remembered: _Reading = _read_remembered(reading, text)  # the cache's type is lost
+    return remembered
 
 
 @lru_cache(maxsize=4096)
