@@ -166,8 +166,11 @@ _TOLD_ELSEWHERE = (
 _DEFERRED_ELSEWHERE = (
     # a clause opening with "first" and asking ("Sí, primero dime el total", "Oui, d'abord,
     # quel est le total ?", "Ja, zuerst den Betrag bitte"); "antes" and the like only with a
-    # request ("Sí, antes dime el total", not "Sí, antes era más caro")
-    rf"(^|[.!?,;:¡¿]|\b(y|et|und|e|pero|mais|aber|mas|luego|puis)\b)[\W_]*({_FIRST}\b[^.!?;]{{0,80}}"
+    # request ("Sí, antes dime el total", not "Sí, antes era más caro"); the marks between the
+    # opening and "first" are bounded (40), so that a reply of "; ; ; ..." is read in linear
+    # time (each of its openings scanned the marks to the end: quadratic)
+    rf"(^|[.!?,;:¡¿]|\b(y|et|und|e|pero|mais|aber|mas|luego|puis)\b)[\W_]{{0,40}}({_FIRST}\b"
+    r"[^.!?;]{0,80}"
     rf"\b({_ASKING_ELSEWHERE}|{_ASKED_ELSEWHERE})|{_EARLIER}\b[,:]?[\W_]*{_ASKING_ELSEWHERE})\b"
     # a request then "first" ("dime el total primero", "sag mir zuerst", "dime antes el total")
     rf"|\b{_ASKING_ELSEWHERE}\b([^.!?;]{{0,80}}\b{_FIRST}|( (me|moi|mir))? {_EARLIER})\b"
@@ -340,6 +343,10 @@ _TERMS = (
     r"|alright|all right|possible|the (policy|case))\b"
     r"|it's (ok|okay|fine|alright|all right|possible)\b)"
     rf"|\bprovided(?! (that )?{_DEFERRING_IF}) (that|it|you|they)\b"
+    # ... or opening the clause after a yes or a comma, before any subject ("Yes, provided the
+    # fee is waived", "OK provided there's no fee"; not "the details I provided the agent")
+    rf"|(^|[,;:]|\b(yes+|yeah|yep|sure|ok|okay|fine|alright)\b)[\W_]{{0,3}}provided\b"
+    rf"(?! (that )?{_DEFERRING_IF})"
     # ... in the other languages the default reads ("Sí, si mi esposa está de acuerdo", "Oui,
     # si c'est le plein tarif", "Ja, wenn meine Frau zustimmt", "Sì, se va sulla Visa", "Sim, se
     # for para o PayPal", "Ja, als het naar PayPal gaat"); not "Sí, si es posible"
@@ -359,7 +366,9 @@ _TERMS = (
     # a go-ahead for when something else has happened ("Proceed once my wife agrees", "Yes,
     # as soon as the package arrives", "Once my bank confirms, go ahead"): no consent now;
     # not when the agent is ready ("Go ahead when you can", "Yes, if possible")
-    rf"|^[\W_]*(({_GRANTING})\b[\W_]*)+((but|only|then|just|please)\b[\W_]*)*"
+    # (the run of yeses is possessive, ``++``: "please" of both runs made a reply of 95,000
+    # characters of "please, please, ..." split between them every way, quadratic)
+    rf"|^[\W_]*(({_GRANTING})\b[\W_]*)++((but|only|then|just|please)\b[\W_]*)*"
     rf"{_FOR_LATER}"
     rf"|\b(go ahead|proceed|do it|refund it|cancel it|process it|you can|you may)\b,? "
     rf"((but|only|then|just|please)\b[\W_]*)*{_FOR_LATER}"
@@ -373,7 +382,7 @@ _TERMS = (
     # for the answer ("Yes, the first one", "I ordered it first", "before you go, thanks" are
     # consent)
     rf"|\b{_ASKING_FOR}\b[^.!?;]{{0,80}}\bfirst\b(?=\W*($|[.!?,;)]|(and )?then\b|please\b))"
-    rf"|(^|[.!?,;:]|\band)\W*first\b\W*(please\W+)?{_ASKING_FOR}\b"
+    rf"|(^|[.!?,;:]|\band)\W{{0,40}}first\b\W*(please\W+)?{_ASKING_FOR}\b"
     r"|\bbefore (you|u|we) (do|go ahead|proceed|process|refund|cancel|exchange|return|submit"
     r"|start|change|make|issue|place|finali[sz]e|complete|continue|act|book|swap|update|move"
     r"|credit)\b|\bbefore (doing|proceeding|going ahead)\b"
@@ -388,7 +397,7 @@ _TERMS = (
     # ... with no "but": a time after the yes or the go-ahead, ending its clause ("Yes,
     # tomorrow.", "Sure, later please", "Go ahead next week", "OK, on Monday", "Yes, so do it
     # tomorrow"); not "Yes, now"
-    rf"|^[\W_]*(({_GRANTING})\b[\W_]*)+((please|then|maybe|but|so|and|just)\b[\W_]*)*"
+    rf"|^[\W_]*(({_GRANTING})\b[\W_]*)++((please|then|maybe|but|so|and|just)\b[\W_]*)*"
     rf"((do|process|send|make|submit) it\b[\W_]*)?{_LATER}"
     r"(\W+(please|then|thanks|thank you|though|ok|okay|maybe))*\W*($|[.!?;,)])"
     # a question about what the change would cost the user, in the reply ("Yes, but will I lose
@@ -507,7 +516,9 @@ NO_PATTERN = (
     # asking for a moment as a clause of its own ("Yes, give me a sec", "Yes. One moment.";
     # not "Yes, it only takes a second")
     r"|\b(maybe|perhaps|probably|possibly)[\W_]*$"
-    r"|(^|[.!?,;] )[\W_]*((just|give me|wait|hang on|hold on)\W+)?(one|a|just a) (sec|second"
+    # (the run of marks after the clause's opening is bounded, as below: linear in a reply of
+    # "; ; ; ..." that each of its openings would scan to its end)
+    r"|(^|[.!?,;] )[\W_]{0,40}((just|give me|wait|hang on|hold on)\W+)?(one|a|just a) (sec|second"
     r"|moment|minute|min|mo)s?\b(?=( please)?[\W_]*($|[.!?,;]))"
     r"|(?<!why )\bnot\W*$"
     # a yes asked about ("Can I say yes later?"); a yes said in mockery ("Sure, when pigs fly")

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from groundstate.grading.constraints._embedded import (
     Repeated,
@@ -224,19 +224,26 @@ def _yes_sentence(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _yes_sentence_read(text: str) -> str:
-    first, *rest = _SENTENCE_END.split(text, maxsplit=1)
-    while rest:
-        if _YES_ALONE.match(first):
-            yes = first.rstrip(".!?, ")
-        elif all(map(_plain_yes_word, _TOKEN.findall(first))):
-            yes = "yes"  # "Sure, do it.", "Great, thanks.", "Yes, refund it."
-        else:
+    # One pass: each sentence is read alone, after the yes before it (kept in pieces, joined
+    # once), so a reply of thousands of "Yes." is linear (the yes so far was read again whole
+    # at each of its sentences, and the rest of the reply split again).
+    sentence, *rest = _SENTENCE_END.split(text)
+    said: list[str] = []  # the yes before *sentence*, read as if written with commas
+    plain = True  # whether each word of *said* is a plain yes's
+    for following in rest:
+        alone = _YES_ALONE.match(f"yes, {sentence}" if said else sentence) is not None
+        words = _TOKEN.findall(sentence)
+        if not alone and not (plain and all(map(_plain_yes_word, words))):
             break
-        following, *rest = _SENTENCE_END.split(rest[0], maxsplit=1)
         if following.endswith("?"):
             break
-        first = f"{yes}, {following}"
-    return first
+        if not alone:
+            said, plain = ["yes"], True  # "Sure, do it.", "Great, thanks.", "Yes, refund it."
+        elif piece := sentence.rstrip(".!?, "):
+            said.append(piece)
+            plain = plain and all(map(_plain_yes_word, words))
+        sentence = following
+    return ", ".join([*said, sentence])
 
 
 def _plain_yes_word(word: str) -> bool:
@@ -1541,7 +1548,8 @@ _INSTRUCTION = re.compile(
     r"|exchange|replace|swap|switch|trade|i(?:'d| would)? (?:want|like|prefer|rather"
     r" (?:have|get|take))|i(?:'ll| will) (?:take|have|go with)|let's (?:do|go with)|give me"
     r"|send me|get me|go with|go for|(?:can|could|may) i (?:get|have)"
-    r"|(?:do|choose|pick|take|use|get|ship|send|order)(?= (?:the|my|a|an|both)\b))\b"
+    r"|(?:do|choose|pick|take|use|get|ship|send|order)"
+    r"(?= (?:the|my|a|an|both|half|part|some|most|a third|a quarter)\b))\b"
     r"(?P<rest>[^,.!?;:()]*)"
 )
 # Where what an instruction asks for ends: a condition or a time after it ("Do it if the
@@ -1590,8 +1598,6 @@ def _changed_request(
     question ("the blue one or the red one?" "Yes, make it the blue one") and a change of the
     question's kind ("Yes, I want the refund") ask for nothing else."""
     text = message_text(yes.answer)
-    if len(text) > READ_ONCE_CHARS:
-        return None  # a long reply is read by the other readers only
     said: set[str] | None = None
     recorded: Container[str] = frozenset()
     for found in _INSTRUCTION.finditer(text):
@@ -1615,6 +1621,58 @@ def _changed_request(
                 recorded = _recorded(yes.answered, earlier)
             if not _said(word, said, recorded):
                 return "request"
+    return _other_verb(text, yes.answered, asks)
+
+
+# A verb opening a clause after the yes, with an object ("Yes, deliver it to my sister", "yes
+# and add a note", "Yes, split the refund", "Yes, hold it until Friday"): the user asks for an
+# act of their own, beside or instead of the change asked about.
+_VERB_WITH_OBJECT = re.compile(
+    r"(?:^|[,.;:!?] |\b(?:and|but|then|so|just|please|also|actually|now|oh|pls) )"
+    r"(?P<verb>[a-z]{3,})(?= (?:it|them|this|those|these|a|an|the|my|half|some|part)\b)"
+    r"(?! (?:it|them|this) (?:through|along|ahead|forward|on its way)\b)"  # "send it through"
+)
+# Verbs that go ahead with the change asked about, or say how the user takes it ("Yes, go
+# ahead and do it", "Yes, process it", "Yes, get it done", "Yes, appreciate it"), and words
+# that are no verb opening a clause ("Yes, thanks a lot", "Yes, for the shirt", "Yes, all the
+# best"): what ``_VERB_WITH_OBJECT`` finds after them asks for nothing else.
+_GOING_AHEAD = _words(
+    "do process proceed handle complete finish finalise finalize submit confirm approve"
+    " authorise authorize start issue action execute run book sort push put get make let"
+    " appreciate love like want need mean understand accept thank thanks got have take care"
+    " see hear know cheers say said go going doing done keep enjoy wish check"
+    # not verbs: prepositions, determiners, conjunctions, pronouns, courtesies
+    " for with from into onto about after before over under through via per than like"
+    " all both each just only exactly also even not especially including except perhaps"
+    " maybe probably possibly definitely certainly absolutely whatever whichever regardless"
+    " same provided providing assuming given"
+    " that's it's that this what which who whom whose where when why how you your yours"
+    " and but then the please cheers yes yeah yep yup sure okay fine great perfect cool"
+    " sounds looks thats its was were are is been being had has will would could should"
+    " can may might must shall did does",
+)
+
+
+def _other_verb(text: str, question: str, asks: re.Pattern[str] | None) -> str | None:
+    """The word "request" when *text* opens a clause with a verb and its object that neither
+    goes ahead (:data:`_GOING_AHEAD`) nor orders a change of the question's family nor is a
+    word of the *question*: "Refund the shirt?" "Yes, deliver it to my sister"."""
+    said: set[str] | None = None
+    read = {found.start("verb") for found in _INSTRUCTION.finditer(text)}
+    for found in _VERB_WITH_OBJECT.finditer(text):
+        verb = found.group("verb")
+        if found.start("verb") in read:  # an instruction, read as one ("Yes, use the card")
+            continue
+        if verb in _GOING_AHEAD or verb in _REPLY_WORDS or verb in _CLAUSE_WORDS:
+            continue
+        if _ABOUT_A_CHANGE.match(verb):
+            if _changes_family(verb, question, asks):
+                return "request"
+            continue
+        if said is None:
+            said = set(_tokens_of(question))
+        if not _said(verb, said):
+            return "request"
     return None
 
 
@@ -1683,8 +1741,11 @@ _TERM_OPENING = (
     r"|je (l'ai |te l'ai |vous l'ai )?(dit|disais)|on (l'a )?a dit|(eu )?disse|combinamos"
     r"|combinado|falamos|convenido)\b)"
 )
+# The runs of yes words and of "but"s are possessive (``++``, ``*+``): no word of one run can
+# open the next part, so giving one back never matches, and a reply of 95,000 characters of
+# "yes, yes, ..." is read in one pass (it was split between the two runs every way: quadratic).
 _OWN_TERMS = re.compile(
-    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+({_BUT}\b[\W_]*)*({_YES_WORDS}\b[\W_]*)*"
+    rf"^[\W_]*+({_YES_WORDS}\b[\W_]*+)++({_BUT}\b[\W_]*+)*+({_YES_WORDS}\b[\W_]*+)*+"
     rf"(?P<term>{_TERM_OPENING}[^.!?,;]*)"
     # the term before the yes: "In size M, yes."
     rf"|^[\W_]*({_BUT}\b[\W_]*)?(?P<first>{_TERM_OPENING}[^.!?,;]*)[,;]? ({_YES_WORDS})\b"
@@ -2935,7 +2996,7 @@ _BARE = (
     rf"|[^\W\d_][\w'-]*( [^\W\d_][\w'-]*)? ({'|'.join(sorted(_STREET_KINDS))})"
 )
 _THING_NAMED = re.compile(
-    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?"
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)++((just|only|please) )*({_CHANGE_KINDS}\w* )?"
     rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only|though|tho)\b)*[\W_]*$"
     rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
@@ -3090,7 +3151,7 @@ def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], boo
 # courtesies, joined by "and", "&" or "plus" ("Sí, gracias, señor" lists nothing), split at
 # those and commas.
 _LIST_NAMED = re.compile(
-    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+((just|only|please) )*({_CHANGE_KINDS}\w* )?(?P<both>both )?"
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)++((just|only|please) )*({_CHANGE_KINDS}\w* )?(?P<both>both )?"
     rf"(?P<items>[^\W\d_][\w' ,&-]*?)(,? ({_YES_WORDS}|instead|then|thanks|thank you|though"
     rf"|tho)\b)*[\W_]*$"
 )
@@ -3171,17 +3232,29 @@ def _addressed(words: list[str], written: str, introduced: Container[str] = froz
 def _capitalised(words: list[str], written: str) -> bool:
     """Whether the reply as *written* writes each of *words* (normalised) capitalised
     ("Hoodie", not "HOODIE"), not opening a sentence."""
-    names = _names_written(written) if len(written) <= READ_ONCE_CHARS else frozenset()
+    names = _read_once(_names_written, written)
     return all(word in names for word in words)
 
 
-@lru_cache(maxsize=4096)
 def _names_written(written: str) -> frozenset[str]:
+    """The words *written* capitalised, not all in capitals nor opening a sentence: one pass,
+    each word looking back over the non-word run before it only (a reply of any length is
+    read whole; the length limit of the remembered readings is a cache's, not a reading's)."""
     return frozenset(
         normalise(found.group())
         for found in _NAME_WRITTEN.finditer(written)
-        if not found.group().isupper() and not _OPENS_SENTENCE.search(written, 0, found.start())
+        if not found.group().isupper() and not _opens_sentence(written, found.start())
     )
+
+
+def _opens_sentence(written: str, at: int) -> bool:
+    """Whether only non-word characters, one of them ending a sentence or a line, or none,
+    stand between the start of *written* or a word and *at*."""
+    while at > 0 and _NON_WORD.match(written, at - 1):
+        at -= 1
+        if written[at] in ".!?:\n":
+            return True
+    return at == 0
 
 
 class _Introduced:
@@ -3199,15 +3272,12 @@ class _Introduced:
             self._names = frozenset(
                 name
                 for event in self._earlier
-                if isinstance(event, MessageEvent)
-                and event.text
-                and len(event.text) <= READ_ONCE_CHARS
-                for name in _names_given(event.text)
+                if isinstance(event, MessageEvent) and event.text
+                for name in _read_once(_names_given, event.text)
             )
         return word in self._names
 
 
-@lru_cache(maxsize=4096)
 def _names_given(written: str) -> frozenset[str]:
     return frozenset(
         normalise(word)
@@ -3224,7 +3294,7 @@ _INTRODUCING = re.compile(
     r"(?P<name>[A-Z][^\W\d_]+(?: [A-Z][^\W\d_]+)?)(?![\w'-])"
 )
 _NAME_WRITTEN = re.compile(r"(?<![\w'-])[A-Z][^\W\d_]*(?![\w'-])")
-_OPENS_SENTENCE = re.compile(r"(^|[.!?:]|\n)[\W_]*$")
+_NON_WORD = re.compile(r"[\W_]")
 
 
 def _describing(word: str) -> bool | None:
@@ -4036,7 +4106,7 @@ def _undoes(text: str) -> bool:
     return _UNDOING.search(text) is not None or _WITHDRAWING.search(text) is not None
 
 
-def _read_once(reading: Callable[[str], bool], text: str) -> bool:
+def _read_once(reading: Callable[[str], _Reading], text: str) -> _Reading:
     """``reading(text)``, for a reading of a message's text alone (a search of patterns of
     this module's), remembered per process for texts up to :data:`READ_ONCE_CHARS` long.
 
@@ -4047,18 +4117,21 @@ def _read_once(reading: Callable[[str], bool], text: str) -> bool:
     read every time (its methods could answer otherwise from one call to the next)."""
     if type(text) is not str or len(text) > READ_ONCE_CHARS:
         return reading(text)
-    return _read_remembered(reading, text)
+    remembered: _Reading = _read_remembered(reading, text)  # the cache's type is lost
+    return remembered
 
 
 @lru_cache(maxsize=4096)
-def _read_remembered(reading: Callable[[str], bool], text: str) -> bool:
+def _read_remembered(reading: Callable[[str], _Reading], text: str) -> _Reading:
     # An lru_cache, not a dict of the module's: an entry is made only by reading (see
     # _match.found_in), so code running beside the harness cannot write an answer into it.
     return reading(text)
 
 
 READ_ONCE_CHARS = 4096
-"""Texts up to this long have their readings remembered (4,096 entries at most)."""
+"""Texts up to this long have their readings remembered (4,096 entries at most); a longer
+one is read whole every time, never left unread."""
+_Reading = TypeVar("_Reading", bool, frozenset[str])
 
 
 # A change called off by its kind ("Cancel the refund.", "Withdraw my return request", "Skip
