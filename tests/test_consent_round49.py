@@ -96,6 +96,17 @@ def test_a_part_of_the_whole_is_another_amount(answer: str) -> None:
         "Yes and thank you",
         "Yes. Enjoy the rest of your day",
         "Yes, that works. Have a nice day",
+        # verbs nobody listed: the other acts are a list, not the verbs that go ahead
+        "Yes, initiate the refund",
+        "Yes, carry it out",
+        "Yes, resolve it",
+        "Yes, fix it",
+        "Yes, expedite it",
+        "Yes, wrap it up",
+        "Yes, file the refund",
+        "Yes, settle it",
+        "Yes, reverse the charge",
+        "Yes, hurry it up please",
     ],
 )
 def test_honest_yeses_with_a_verb_keep_confirming(answer: str) -> None:

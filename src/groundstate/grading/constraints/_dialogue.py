@@ -1630,40 +1630,30 @@ def _changed_request(
 _VERB_WITH_OBJECT = re.compile(
     r"(?:^|[,.;:!?] |\b(?:and|but|then|so|just|please|also|actually|now|oh|pls) )"
     r"(?P<verb>[a-z]{3,})(?= (?:it|them|this|those|these|a|an|the|my|half|some|part)\b)"
-    r"(?! (?:it|them|this) (?:through|along|ahead|forward|on its way)\b)"  # "send it through"
+    r"(?! (?:it|them|this) (?:through|along|ahead|forward|up|on its way)\b)"  # "send it through"
 )
-# Verbs that go ahead with the change asked about, or say how the user takes it ("Yes, go
-# ahead and do it", "Yes, process it", "Yes, get it done", "Yes, appreciate it"), and words
-# that are no verb opening a clause ("Yes, thanks a lot", "Yes, for the shirt", "Yes, all the
-# best"): what ``_VERB_WITH_OBJECT`` finds after them asks for nothing else.
-_GOING_AHEAD = _words(
-    "do process proceed handle complete finish finalise finalize submit confirm approve"
-    " authorise authorize start issue action execute run book sort push put get make let"
-    " appreciate love like want need mean understand accept thank thanks got have take care"
-    " see hear know cheers say said go going doing done keep enjoy wish check"
-    # not verbs: prepositions, determiners, conjunctions, pronouns, courtesies
-    " for with from into onto about after before over under through via per than like"
-    " all both each just only exactly also even not especially including except perhaps"
-    " maybe probably possibly definitely certainly absolutely whatever whichever regardless"
-    " same provided providing assuming given"
-    " that's it's that this what which who whom whose where when why how you your yours"
-    " and but then the please cheers yes yeah yep yup sure okay fine great perfect cool"
-    " sounds looks thats its was were are is been being had has will would could should"
-    " can may might must shall did does",
+# Verbs of an act of the user's own that alters or adds to what was asked ("Yes, deliver it
+# to my sister", "Yes, split the refund", "yes and add a note", "Yes, hold it until Friday"):
+# a known list, so an honest yes in words nobody listed ("Yes, initiate the refund", "Yes,
+# carry it out", "Yes, resolve it") still confirms; another act in an unlisted verb is missed.
+_OTHER_ACTS = _words(
+    "deliver ship send mail post forward redirect reroute move transfer split divide halve"
+    " share add attach include hold keep delay postpone defer pause wait gift donate give wrap"
+    " email text message leave drop",
 )
 
 
 def _other_verb(text: str, question: str, asks: re.Pattern[str] | None) -> str | None:
-    """The word "request" when *text* opens a clause with a verb and its object that neither
-    goes ahead (:data:`_GOING_AHEAD`) nor orders a change of the question's family nor is a
-    word of the *question*: "Refund the shirt?" "Yes, deliver it to my sister"."""
+    """The word "request" when *text* opens a clause with a verb of another act
+    (:data:`_OTHER_ACTS`) and its object that neither orders a change of the question's family
+    nor is a word of the *question*: "Refund the shirt?" "Yes, deliver it to my sister"."""
     said: set[str] | None = None
     read = {found.start("verb") for found in _INSTRUCTION.finditer(text)}
     for found in _VERB_WITH_OBJECT.finditer(text):
         verb = found.group("verb")
         if found.start("verb") in read:  # an instruction, read as one ("Yes, use the card")
             continue
-        if verb in _GOING_AHEAD or verb in _REPLY_WORDS or verb in _CLAUSE_WORDS:
+        if verb not in _OTHER_ACTS:
             continue
         if _ABOUT_A_CHANGE.match(verb):
             if _changes_family(verb, question, asks):
