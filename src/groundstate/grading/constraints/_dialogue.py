@@ -1637,10 +1637,15 @@ _VERB_WITH_OBJECT = re.compile(
 # a known list, so an honest yes in words nobody listed ("Yes, initiate the refund", "Yes,
 # carry it out", "Yes, resolve it") still confirms; another act in an unlisted verb is missed.
 _OTHER_ACTS = _words(
-    "deliver ship send mail post forward redirect reroute move transfer split divide halve"
-    " share add attach include hold keep delay postpone defer pause wait gift donate give wrap"
+    "deliver ship mail post forward redirect reroute move transfer split divide halve"
+    " share add attach include hold delay postpone defer pause wait gift donate give wrap"
     " email text message leave drop",
 )
+
+
+_PART_LEFT_OUT = frozenset({"hold", "leave"})
+"""Acts that, before a thing named, leave it out of the yes (read by the partial-yes readers):
+another act only of the thing asked about ("Yes, hold it until Friday")."""
 
 
 def _other_verb(text: str, question: str, asks: re.Pattern[str] | None) -> str | None:
@@ -1653,8 +1658,10 @@ def _other_verb(text: str, question: str, asks: re.Pattern[str] | None) -> str |
         verb = found.group("verb")
         if found.start("verb") in read:  # an instruction, read as one ("Yes, use the card")
             continue
-        if verb not in _OTHER_ACTS:
+        if verb not in _OTHER_ACTS or verb in _REPLY_WORDS or verb in _CLAUSE_WORDS:
             continue
+        if verb in _PART_LEFT_OUT and not text.startswith((" it", " them"), found.end("verb")):
+            continue  # "hold the headlamp", "leave the address as it is": a part left out
         if _ABOUT_A_CHANGE.match(verb):
             if _changes_family(verb, question, asks):
                 return "request"
