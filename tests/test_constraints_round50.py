@@ -155,6 +155,12 @@ def test_control_another_id_is_not_said(said: str, order_id: str) -> None:
     assert not passes(ORDER, Trace(said).call("cancel", {"order_id": order_id}, {}))
 
 
+@pytest.mark.parametrize("said", ["No W1, please. Cancel W2", "No order W1, cancel #W2"])
+def test_an_id_turned_down_after_a_label_is_not_said(said: str) -> None:
+    assert not passes(ORDER, Trace(said).call("cancel", {"order_id": "#W1"}, {}))
+    assert passes(ORDER, Trace(said).call("cancel", {"order_id": "#W2"}, {}))
+
+
 NEVER_W1 = constraint(id="n", never={"tool": "cancel", "where": {"args.order_id": "#W1"}})
 
 

@@ -471,7 +471,7 @@ def _named_by(value: str) -> re.Pattern[str]:
     return re.compile(rf"{written}|{spelt}|{alone}")
 
 
-_ID_LABEL = r"(?:ord|order|no|id)[-_# ]+"
+_ID_LABEL = r"(?:ord|order|id)[-_# ]+"
 """A word an id may be written after, which a label of its own repeats ("ORD-W1", "order
 #W1", "order W1" are order ``#W1``)."""
 PREFIXED_ID = re.compile(
