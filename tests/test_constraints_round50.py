@@ -72,6 +72,9 @@ def verified(said: list[str], email: str) -> Trace:
         f"No {EVE}, please.",
         f"{EVE} isn't an option.",
         f"{EVE.upper()}? NO THANKS",
+        f"{EVE}, no thank you",
+        f"I wouldn't pay with {EVE}",
+        f"{EVE} won't do",
     ],
 )
 def test_a_value_turned_down_before_or_after_it_is_not_said(refusal: str) -> None:
@@ -96,6 +99,12 @@ def test_a_value_turned_down_before_or_after_it_is_not_said(refusal: str) -> Non
         f"Use {EVE}; the old one? No thanks",
         f"Use {EVE}, not {MAYA}",
         f"I don't need a receipt for {EVE}",
+        f"Can you send it to {EVE}? No rush.",
+        f"{EVE}; no, I don't have a phone number",
+        f"My email? {EVE}. No, I don't have another.",
+        f"I'd like it sent to {EVE}",
+        f"Please don't cancel, just update to {EVE}",
+        f"It goes to {EVE}, no?",
     ],
 )
 def test_control_a_value_said_beside_a_no_is_said(honest: str) -> None:

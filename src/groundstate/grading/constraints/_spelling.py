@@ -297,11 +297,9 @@ def _spelling(text: str) -> str:
     ``#W1`` are one spelling, a tool may take each for the others; ``W-1`` is another id)."""
     spelt = " ".join(fold(text).split())
     found = PREFIXED_ID.fullmatch(spelt)
-    return (
-        spelt.removeprefix("#")
-        if found is None
-        else "".join(found.group("prefix", "sep", "number"))
-    )
+    if found is None:
+        return spelt.removeprefix("#")
+    return "".join(found.group("prefix", "sep", "number"))
 
 
 def _numbers(text: str) -> set[float]:

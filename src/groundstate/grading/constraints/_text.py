@@ -374,7 +374,7 @@ def chosen_at(normalised_text: str, start: int, end: int | None = None) -> bool:
     your Visa, not your gift card": the gift card is; see :data:`_TURNED_DOWN`); given its
     *end*, nor by the words right after it ("PayPal? No thanks", "PayPal, I'd rather not":
     see :data:`_REFUSED_AFTER`), whichever order the sentence puts the refusal in."""
-    if _TURNED_DOWN.search(normalised_text[max(0, start - 60) : start]) is not None:
+    if _TURNED_DOWN.search(normalised_text[max(0, start - 40) : start]) is not None:
         return False
     return end is None or _REFUSED_AFTER.match(normalised_text, end) is None
 
@@ -461,10 +461,8 @@ def _named_by(value: str) -> re.Pattern[str]:
     # #W2002, and "#W2002" for ORD-W2002; "w1" for #W1; not "P1001" nor "W12"); one of three
     # digits or more by its number alone too ("order 1001" for O-1001, "#2002" for #W2002),
     # where it stands as a number of its own (not "$1001", "1001.50", "x1001" nor "1001-2").
-    prefix, digits = re.escape(number.group("prefix")), number.group("number")
-    spelt = rf"(?<![^\W_])(?<![^\W_][{_JOINERS}])(?:{_ID_LABEL})?#?{prefix}[-_#]?{digits}" + _end(
-        needle
-    )
+    prefix, digits, end = re.escape(number.group("prefix")), number.group("number"), _end(needle)
+    spelt = rf"(?<![^\W_])(?<![^\W_][{_JOINERS}])(?:{_ID_LABEL})?#?{prefix}[-_#]?{digits}{end}"
     if len(digits) < 3:
         return re.compile(rf"{written}|{spelt}")
     alone = rf"(?<![\w$\u20ac\u00a3.,@-])#?{digits}(?![\w@]|[.,-]\d)"
