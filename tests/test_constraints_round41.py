@@ -291,12 +291,6 @@ def test_every_kind_on_an_empty_trajectory() -> None:
         {"never": {"tool": "*", "where": {"tool.name": "t"}}},
         {"never": {"message": "user", "where": {"text.0": "y"}}},
         {"at_least": {"n": 1, "match": {"tool": "t", "where": {"ok.value": True}}}},
-        {
-            "before": {
-                "first": {"tool": "a", "capture": {"c": "error.message"}},
-                "then": {"tool": "t"},
-            }
-        },
         {"before": {"first": {"tool": "a"}, "then": {"tool": "t"}, "where": {"ok": "yes"}}},
         {"confirmed": {"change": {"tool": "t"}, "names": ["tool.name"]}},
         {"never": {"tool": "*", "where": {"tool": None}}},

@@ -561,7 +561,8 @@ def _check_path(path: str, roots: tuple[str, ...], what: str) -> None:
         raise ValueError(f"{what} path {path!r} has an empty segment")
     if segments[0] not in roots:
         raise ValueError(f"{what} path {path!r} must start with one of: {', '.join(roots)}")
-    if len(segments) > 1 and segments[0] not in ("args", "output"):
+    # An error's path reads the JSON text it holds (see grading.constraints._embedded).
+    if len(segments) > 1 and segments[0] not in ("args", "output", "error"):
         raise ValueError(f"{what} path {path!r}: {segments[0]} is one value, with nothing in it")
 
 

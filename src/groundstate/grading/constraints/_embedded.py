@@ -19,8 +19,10 @@ a check reading below it fails, the agent having made its call too large to judg
 
 The arguments are read so, being the agent's words shaped as it chose, and so is a tool's
 output: JSON text a tool answers with (``{"data": "{\\"order_id\\": \\"#W1\\"}"}``) shows what
-it holds, to every condition on the output, as the object would. An error and the writes are
-compared as the tool made them.
+it holds, to every condition on the output, as the object would. So is an error: a path below
+``error`` reads the JSON text it is, or ends with after words naming it (``Refused:
+{"order_id": "#W1"}``, see :func:`error_value`); and a column a call wrote holding JSON text
+is the value it encodes where a write is compared (its record shown, a value set back).
 """
 
 from __future__ import annotations
@@ -61,6 +63,20 @@ def embedded(value: Any) -> Any:
     if isinstance(found, str):
         raise TooLarge(found)
     return value if found is None else found
+
+
+def error_value(error: Any) -> Any:
+    """A tool's error as paths below it read it: the object or list its text holds as JSON
+    text (:func:`embedded`), or that the text ends with after a message (``Refused:
+    {"order_id": "#W1"}``, from its first ``{``); else the error itself. A tool that puts the
+    record it refused in its message shows it as surely as one answering with it. Raises
+    :class:`TooLarge`."""
+    read = embedded(error)
+    if read is not error or type(error) is not str or (at := error.find("{")) <= 0:
+        return read
+    tail = error[at:]
+    found = embedded(tail)
+    return error if found is tail else found
 
 
 def unfolded(value: Any) -> Any:

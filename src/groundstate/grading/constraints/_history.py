@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from groundstate.environments.base import RowWrite, json_cells
+from groundstate.grading.constraints._embedded import TooLarge, embedded
 from groundstate.grading.constraints._result import failed, label, passed, step_of
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
@@ -45,9 +46,18 @@ def no_undo(constraint: NoUndoConstraint, events: list[AgentEvent]) -> CheckResu
 
 def _held(value: Any) -> str:
     """A cell's value as a key: 1 and 1.0 are the same number (a REAL column may give back
-    1.0 for the 1 it held), 1 and "1" are not, nor a blob and any text."""
+    1.0 for the 1 it held), 1 and "1" are not, nor a blob and any text. JSON text of an
+    object or a list is the value it encodes: ``'{"a": 1}'`` set back as ``'{"a":1}'`` (key
+    order, spacing, escapes aside) restores what the column held; text too large to read is
+    compared as written."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
+    try:
+        encoded = embedded(value)
+    except TooLarge:
+        encoded = value
+    if encoded is not value:
+        return "json:" + canonical_json(encoded)
     return canonical_json(json_cells(value))
 
 

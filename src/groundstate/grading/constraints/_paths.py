@@ -3,7 +3,7 @@
 A path starts at a field of the step (``args``, ``output``, ``error``, ``tool``, ``ok`` of a tool
 call; ``text``, ``role`` of a message) and walks dictionary keys; a number indexes a list and
 ``*`` maps over one. Resolving gives the values reached, or None when the path is missing.
-Below a string in the arguments or output, a path reads the JSON text it holds
+Below a string in the arguments, output or error, a path reads the JSON text it holds
 (``_embedded``).
 """
 
@@ -19,6 +19,7 @@ from groundstate.grading.constraints._embedded import (
     TooLarge,
     UnreadableArgument,
     embedded,
+    error_value,
 )
 from groundstate.grading.constraints._spelling import respelt, same_path, shown
 from groundstate.spec.canonical import canonical_json
@@ -26,10 +27,12 @@ from groundstate.spec.constraints import literal, variable
 from groundstate.spec.strict import JsonScalar
 from groundstate.trace import AgentEvent
 
-READS_TEXT = frozenset({"args", "output"})
+READS_TEXT = frozenset({"args", "output", "error"})
 """The fields below whose strings a path reads the JSON text they hold: the arguments (the
-agent's words, shaped as it chose) and the output (a tool answering with an order as JSON
-text shows the order as surely as one answering with the object)."""
+agent's words, shaped as it chose), the output (a tool answering with an order as JSON
+text shows the order as surely as one answering with the object) and the error (a tool
+refusing with ``{"code": "not_found", "order_id": "#W1"}`` as text, or with a message ending
+in it: see ``_embedded.error_value``)."""
 
 Compare = Callable[[Any, Any], bool]
 """How a value reached is compared with the expected one: :func:`same`, or for a value in a
@@ -61,9 +64,9 @@ def resolve(event: AgentEvent, path: str) -> list[Any] | None:
     root, *rest = _segments(path)
     if root not in _fields(type(event)):
         return None
-    values = [getattr(event, root)]
     texts = root in READS_TEXT
     try:
+        values = [_root(event, root, bool(rest))]
         for segment in rest:
             reached: list[Any] = []
             for value in values:
@@ -75,6 +78,13 @@ def resolve(event: AgentEvent, path: str) -> list[Any] | None:
     except TooLarge as exc:
         raise UnreadableArgument(event, str(exc), root) from None
     return values
+
+
+def _root(event: AgentEvent, root: str, below: bool) -> Any:
+    """The field *root* of *event*; an error read as the JSON it holds where a path goes
+    *below* it (``_embedded.error_value``). Raises ``TooLarge``."""
+    value = getattr(event, root)
+    return error_value(value) if below and root == "error" else value
 
 
 @lru_cache(maxsize=4096)
@@ -157,9 +167,9 @@ def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | 
     root, *rest = _segments(path)
     if root not in _fields(type(event)):
         return None
-    reached: list[tuple[tuple[int, ...], Any]] = [((), getattr(event, root))]
     texts = root in READS_TEXT
     try:
+        reached: list[tuple[tuple[int, ...], Any]] = [((), _root(event, root, bool(rest)))]
         for segment in rest:
             after: list[tuple[tuple[int, ...], Any]] = []
             for at, value in reached:
@@ -337,8 +347,9 @@ def selects(event: AgentEvent, where: Conditions) -> bool:
         if field_name not in _fields(type(event)):
             return False
         compare = _agreeing(event) if field_name == "args" else same
+        read = error_value if field_name == "error" else embedded
         try:
-            if not inner.hold(getattr(event, field_name), compare, field_name in READS_TEXT):
+            if not inner.hold(getattr(event, field_name), compare, field_name in READS_TEXT, read):
                 return False
         except TooLarge as exc:
             raise UnreadableArgument(event, str(exc), field_name) from None
@@ -355,13 +366,20 @@ class Conditions:
     keys: tuple[tuple[str, Conditions], ...] = ()
     each: Conditions | None = None
 
-    def hold(self, value: Any, compare: Compare, texts: bool = False) -> bool:
+    def hold(
+        self,
+        value: Any,
+        compare: Compare,
+        texts: bool = False,
+        read: Callable[[Any], Any] = embedded,
+    ) -> bool:
         """Whether *value* meets the conditions; *texts*: below a string, the JSON text it
-        holds (in the arguments), and a key it repeats met by one of its values."""
+        holds (as *read* reads it at this level), and a key it repeats met by one of its
+        values."""
         if not all(compare(value, expected) for expected in self.here):
             return False
         if texts and (self.keys or self.each is not None):
-            value = embedded(value)
+            value = read(value)
         for segment, inner in self.keys:
             found = _step(value, segment)
             if found is None or not any(inner.hold(v, compare, texts) for v in found):

@@ -5,7 +5,8 @@
 ``2``, and a condition comparing the spelling would let a ``never`` be dodged by respelling
 the argument. The trace does not say how a tool reads its arguments, but it says what the
 tool did: an argument differing from the expected value only in spelling (case, surrounding
-or repeated whitespace, Unicode forms, a leading ``#``, a number written as text, its digits
+or repeated whitespace, Unicode forms, a leading ``#``, an id's label: ``ORD-W1`` or
+``order w1`` for ``#W1``, a number written as text, its digits
 grouped or not) names it when the call's
 output or writes show the expected value itself, so the tool served that record. Where they
 show another spelling only (a tool that tells ``a1`` from ``A1`` served record ``a1``), or
@@ -35,7 +36,7 @@ from typing import Any
 
 from groundstate.environments.base import Row, RowWrite
 from groundstate.grading.constraints._embedded import TooLarge, UnreadableArgument, embedded
-from groundstate.grading.constraints._text import fold
+from groundstate.grading.constraints._text import PREFIXED_ID, fold
 from groundstate.spec.strict import is_number_value, read_number
 from groundstate.trace import AgentEvent
 
@@ -102,10 +103,11 @@ def shown(event: AgentEvent, expected: Any, value: Any) -> bool:
     echoable: list[tuple[Any, str]] = [(getattr(event, "output", None), "output")]
     for w in getattr(event, "writes", None) or []:
         own += [w.key, _kept(w)]
-        echoable.append((w.after, ""))
+        echoable.append((w.after, "writes"))
     if _apart(getattr(event, "writes", None) or [], expected, value):
         return False
-    if any(_is(leaf, expected) for root in own for _, leaf in paths.leaves(root)):
+    # A column holding JSON text shows the values it encodes (a row's ``payload`` column).
+    if any(_is(leaf, expected) for root in own for _, leaf in paths.read(event, root, "writes")):
         return True
     shown_here = [found for root, field in echoable for found in paths.read(event, root, field)]
     found = Counter(path for path, leaf in shown_here if _is(leaf, expected))
@@ -142,9 +144,10 @@ class _Paths:
         return number
 
     def read(self, event: AgentEvent, root: Any, field: str) -> list[tuple[int, Any]]:
-        """:meth:`leaves`, in the arguments or output (*field*) reading the JSON text a
-        string holds as what it holds (see ``_embedded``): a tool echoing a ``payload`` sent
-        as JSON text may echo the object. Raises :class:`UnreadableArgument`."""
+        """:meth:`leaves`, in the arguments, output or writes (*field*) reading the JSON
+        text a string holds as what it holds (see ``_embedded``): a tool echoing a
+        ``payload`` sent as JSON text may echo the object. Raises
+        :class:`UnreadableArgument`."""
         try:
             return list(self.leaves(root, texts=bool(field), anew=field == "args"))
         except TooLarge as exc:
@@ -289,8 +292,14 @@ def _kept(write: RowWrite) -> Row | None:
 
 def _spelling(text: str) -> str:
     """*text* folded, its whitespace runs one space, stripped, and without a leading ``#``:
-    a tool taking order ``W1`` for ``#W1`` (adding the sign its ids are written with)."""
-    return " ".join(fold(text).split()).removeprefix("#")
+    a tool taking order ``W1`` for ``#W1`` (adding the sign its ids are written with); an id
+    of a short prefix and a number without a label of its own (``ORD-W1``, ``order W1`` and
+    ``#W1`` are one spelling, a tool may take each for the others; ``W-1`` is another id)."""
+    spelt = " ".join(fold(text).split())
+    found = PREFIXED_ID.fullmatch(spelt)
+    if found is None:
+        return spelt.removeprefix("#")
+    return "".join(found.group("prefix", "sep", "number"))
 
 
 def _numbers(text: str) -> set[float]:

@@ -341,8 +341,8 @@ def _mentions(normalised_text: str, value: str, chosen: bool) -> bool:
     if not chosen:
         found = pattern.search(normalised_text) is not None
     else:
-        starts = (m.start() for m in pattern.finditer(normalised_text))
-        found = any(chosen_at(normalised_text, start) for start in starts)
+        spans = (m.span() for m in pattern.finditer(normalised_text))
+        found = any(chosen_at(normalised_text, *span) for span in spans)
     return found or _in_other_words(normalised_text, value, chosen)
 
 
@@ -364,31 +364,52 @@ def mentioned_at(normalised_text: str, value: str) -> int | None:
     turned down there), or None: the order in which a question lists records."""
     pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
     for found in pattern.finditer(normalised_text):
-        if chosen_at(normalised_text, found.start()):
+        if chosen_at(normalised_text, found.start(), found.end()):
             return found.start()
     return None
 
 
-def chosen_at(normalised_text: str, start: int) -> bool:
+def chosen_at(normalised_text: str, start: int, end: int | None = None) -> bool:
     """Whether the thing named at *start* of normalised text is not turned down there ("to
-    your Visa, not your gift card": the gift card is; see :data:`_TURNED_DOWN`)."""
-    return _TURNED_DOWN.search(normalised_text[max(0, start - 40) : start]) is None
+    your Visa, not your gift card": the gift card is; see :data:`_TURNED_DOWN`); given its
+    *end*, nor by the words right after it ("PayPal? No thanks", "PayPal, I'd rather not":
+    see :data:`_REFUSED_AFTER`), whichever order the sentence puts the refusal in."""
+    if _TURNED_DOWN.search(normalised_text[max(0, start - 40) : start]) is not None:
+        return False
+    return end is None or _REFUSED_AFTER.match(normalised_text, end) is None
 
 
 _TURNED_DOWN = re.compile(
+    r"(?:(?:^|[,.;:!?\u2013\u2014-] ?)no(?: to)?(?: the| my| your| that)? $|"
     r"(?:\b(?:not(?! (?:only|just|merely|simply)\b)|never|instead of|rather than|in place of"
     r"|in lieu of|as opposed to|except)|n't)"
     r"(?: (?:to|on|onto|in|into|for|from|with|by|of|the|a|an|your|my|our|its|their|this|that"
-    r"|use|using"
+    r"|use|using|want|wanna|like|pay|paying|via|through|choose|pick|go|charged"
     r"|full|whole|entire|original|originally|remaining|complete|total|usual|standard|regular"
     r"|initial|outstanding|partial|only|just|merely|amount|price|sum|cost|value|balance"
-    r"|charge|purchase))* ?$"
+    r"|charge|purchase))* ?$)"
 )
 """Just before a value: "not", "instead of", "as opposed to" and after it at most
 prepositions, articles, "use" and the words describing the amount or thing turned down ("not
-to your", "instead of the full", "rather than the original price of", "don't use"). "You
-don't need the bottle" does not turn the bottle down, nor does "not only the socks" (but
-also ...)."""
+to your", "instead of the full", "rather than the original price of", "don't use"), and the
+verbs of a choice refused ("I don't want to pay with", "I'd rather not go with"); or "no"
+right before it, starting its clause ("No PayPal, please"; not "No, PayPal is fine" nor
+"order no 1002"). "You don't need the bottle" does not turn the bottle down, nor does "not
+only the socks" (but also ...), "I don't mind" or "I don't want anything but"."""
+
+_REFUSED_AFTER = re.compile(
+    r"(?: (?:one|option|account|card|method|address|email|please))?[\s,;:?\u2013\u2014-]*"
+    r"(?:(?:no|nope|nah)\b(?:[,.!]* (?:thanks|thank you|(?:(?:i'd|i would|we'd|we would) )?rather"
+    r" not|not (?:that|this|it)\b)|[.!]*\s*$)"
+    r"|(?:(?:i'd|i would|we'd|we would) )?rather not\b|not (?:that|this) one\b|no way\b"
+    r"|(?:is not|isn't|won't|will not) (?:an option|the one|what i want|do)\b)"
+)
+"""Just after a value, what turns it down without naming another: "PayPal? No thanks",
+"PayPal \u2014 no, I'd rather not", "the PayPal one? Nope.", "PayPal isn't an option", in
+the value's sentence. A "no" with more after it is no refusal of the value ("PayPal, no
+receipt needed", "PayPal, not the Visa": the Visa is turned down), nor is one after another
+value ("PayPal; the Visa? No thanks") or in the next sentence ("My email is eve@x.com. No
+thanks, that's all": the answer to "anything else?")."""
 
 
 _SPELLED_CHARS = 500
@@ -431,21 +452,31 @@ def _named_by(value: str) -> re.Pattern[str]:
         body = body.replace(mark, optional)
     # The guards look at the value's first and last word, whether or not its brackets are said.
     written = _start(needle.lstrip("(#")) + body + _end(needle.rstrip(")"))
-    number = _PREFIXED_ID.fullmatch(needle)
+    number = PREFIXED_ID.fullmatch(needle)
     if number is None:
         return re.compile(written)
-    # An id of a short prefix and a number is named by its number alone too ("order 1001" for
-    # O-1001, "#2002" for #W2002), where it stands as a number of its own (not "$1001",
-    # "1001.50", "x1001" nor "1001-2"), and by its prefix and number with another of the
-    # separators an id is written with, or none ("O1001", "o_1001", "#O-1001" for O-1001;
-    # "W-2002" for #W2002; not "P1001").
-    prefix, digits = re.escape(number.group("prefix")), number.group("number")
-    spelt = rf"(?<![^\W_])(?<![^\W_][{_JOINERS}])#?{prefix}[-_#]?{digits}{_end(needle)}"
+    # An id of a short prefix and a number is named by its prefix and number with another of
+    # the separators an id is written with, or none, and with or without a label of its own
+    # ("O1001", "o_1001", "#O-1001" for O-1001; "W-2002", "ORD-W2002", "order #w2002" for
+    # #W2002, and "#W2002" for ORD-W2002; "w1" for #W1; not "P1001" nor "W12"); one of three
+    # digits or more by its number alone too ("order 1001" for O-1001, "#2002" for #W2002),
+    # where it stands as a number of its own (not "$1001", "1001.50", "x1001" nor "1001-2").
+    prefix, digits, end = re.escape(number.group("prefix")), number.group("number"), _end(needle)
+    spelt = rf"(?<![^\W_])(?<![^\W_][{_JOINERS}])(?:{_ID_LABEL})?#?{prefix}[-_#]?{digits}{end}"
+    if len(digits) < 3:
+        return re.compile(rf"{written}|{spelt}")
     alone = rf"(?<![\w$\u20ac\u00a3.,@-])#?{digits}(?![\w@]|[.,-]\d)"
     return re.compile(rf"{written}|{spelt}|{alone}")
 
 
-_PREFIXED_ID = re.compile(r"#?(?P<prefix>[^\W\d_]{1,4})[-_#]?(?P<number>\d{3,})")
+_ID_LABEL = r"(?:ord|order|id)[-_# ]+"
+"""A word an id may be written after, which a label of its own repeats ("ORD-W1", "order
+#W1", "order W1" are order ``#W1``)."""
+PREFIXED_ID = re.compile(
+    rf"(?:{_ID_LABEL})?#?(?P<prefix>[^\W\d_]{{1,4}})(?P<sep>[-_#]?)(?P<number>\d+)"
+)
+"""An id of a short prefix and a number, in folded or normalised text, with or without a
+label (see :func:`_named_by`; ``_spelling`` reads an argument's spelling so)."""
 
 
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
