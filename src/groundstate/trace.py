@@ -174,7 +174,13 @@ class ModelCallError(BaseModel):
     """Why a model call failed: the evidence for the terminal reason."""
 
     kind: Literal[
-        "rate_limited", "server_error", "timeout", "connection", "rejected", "auth", "context_window"
+        "rate_limited",
+        "server_error",
+        "timeout",
+        "connection",
+        "rejected",
+        "auth",
+        "context_window",
     ]
     """``context_window``: a request refused for the conversation's length (not retried)."""
     status_code: int | None = None

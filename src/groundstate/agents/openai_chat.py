@@ -18,8 +18,8 @@ from groundstate.agents.model_loop import (
     call_sdk,
     reported_usage,
     sdk_client,
-    served_model,
     sdk_keywords,
+    served_model,
     split_decoding,
 )
 from groundstate.errors import HarnessCompatibilityError, SpecError

@@ -64,6 +64,7 @@ def is_compatibility_failure(reason: str) -> bool:
     (``.../context_window``): compared whole, a kind made the failure another outcome."""
     return reason.partition("/")[0] == COMPATIBILITY
 
+
 _AGENT_STOPS: Mapping[type[BaseException], str] = MappingProxyType(
     {
         StepLimitReached: "agent_failure/step_limit",
