@@ -62,7 +62,7 @@ from groundstate.gateway import NotJson, ToolGateway
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
-from groundstate.grading.terminal import classify, interruption_reason
+from groundstate.grading.terminal import classify, interruption_reason, is_compatibility_failure
 from groundstate.leftovers import Watch
 from groundstate.loopthreads import (
     abandon,
@@ -1002,6 +1002,25 @@ def _finite(number: float) -> bool:
         return False
 
 
+def _models_served(events: list[TraceEvent]) -> dict[str, Any]:
+    """``models_served``: each model the answers said they came from, by the model requested,
+    with how many answers said so and whether it ``differs`` (a router's fallback, the dated
+    snapshot an alias stood for): the record otherwise names only the model asked for. Empty
+    when no answer named its model."""
+    answers: dict[tuple[str, str], int] = {}
+    for event in events:
+        if isinstance(event, ModelCallEvent) and event.served_model is not None:
+            pair = (event.model, event.served_model)
+            answers[pair] = answers.get(pair, 0) + 1
+    if not answers:
+        return {}
+    served = [
+        {"requested": asked, "served": named, "answers": count, "differs": named != asked}
+        for (asked, named), count in answers.items()
+    ]
+    return {"models_served": served}
+
+
 def _recorded_usage(session: EpisodeSession | None) -> Usage:
     """The attempt's tokens for its record: not known (``None``, not 0) once any report said
     so. A plain Usage, as the record reads back (CountedUsage only types the counting)."""
@@ -1783,7 +1802,7 @@ def _take_raised(raised: AgentRaised, session: EpisodeSession, progress: _Progre
             _latch_time_limit(session, TimeLimitReached(raised.message))
             return
         reason = CRASHED  # long before the limit: it cannot name its stop
-    compatibility = reason == "harness_compatibility_failure"
+    compatibility = is_compatibility_failure(reason)
     if session.stop is not None and not compatibility:
         return
     serving = reason == "environment_failure/model_serving"
@@ -2063,7 +2082,7 @@ def _record(
         usage=_recorded_usage(session),
         latency=latency,
         final_message=progress.final_message,
-        infrastructure_status=progress.evidence,
+        infrastructure_status=progress.evidence | _models_served(events),
         artifact_locations={},
     )
     lines = trace_lines(run.observation_action_log)

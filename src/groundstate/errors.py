@@ -11,6 +11,7 @@
     ├── ToolError                 a tool refuses a request; the agent gets it as a normal result
     ├── PermissionDenied          the environment refused an action the agent lacks rights for
     ├── HarnessCompatibilityError the agent cannot use the harness or tool protocol as configured
+    │   └── ContextWindowExceeded the API refused the conversation for its length
     ├── AgentStop                 raised inside an episode to end the agent's loop
     │   ├── StepLimitReached
     │   ├── TimeLimitReached      also a TimeoutError
@@ -196,6 +197,11 @@ class ToolError(GroundstateError):
 
 class HarnessCompatibilityError(GroundstateError):
     """The system under test cannot use the harness or tool protocol as configured."""
+
+
+class ContextWindowExceeded(HarnessCompatibilityError):
+    """The model's API refused the conversation for its length: it outgrew the model's context
+    window (``harness_compatibility_failure/context_window``, as the importers name it)."""
 
 
 class AgentStop(GroundstateError):

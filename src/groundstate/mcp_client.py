@@ -294,6 +294,7 @@ FAILURES = {
     "environment_failure/model_serving": "model_serving",
     "environment_failure/agent": "environment",
     "harness_compatibility_failure": "harness_compatibility",
+    "harness_compatibility_failure/context_window": "context_window",
 }
 """``give_up``'s ``failure`` for what an agent raised, by the terminal reason it has in-process."""
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundstate.errors import (
+    ContextWindowExceeded,
     EnvironmentFailure,
     HarnessCompatibilityError,
     ModelServingFailure,
@@ -33,6 +34,7 @@ the limit itself): the episode latches the limit."""
 
 _REASONS: tuple[tuple[type[BaseException], str], ...] = (
     (TimeLimitReached, TIME_LIMIT),
+    (ContextWindowExceeded, "harness_compatibility_failure/context_window"),
     (HarnessCompatibilityError, "harness_compatibility_failure"),
     (ModelServingFailure, "environment_failure/model_serving"),
     (EnvironmentFailure, "environment_failure/agent"),

@@ -5,9 +5,10 @@ is built and reset-checked, the suite's canary task runs its oracle solution, an
 under test is smoke-run once on the canary (or the first task); if any of these fails, the
 batch aborts before anything is stored. The smoke run is not stored; it only proves that the
 system can be built and can start: it aborts the batch when it ends as
-``harness_compatibility_failure`` or when the agent crashes before its first action. Invalid
-attempts (environment or grader failures) are rerun up to the system's ``invalid_run_policy.
-max_retries``; every try is stored, each rerun linked to the try it replaces.
+``harness_compatibility_failure`` (of any kind: ``.../context_window``) or when the agent
+crashes before its first action. Invalid attempts (environment or grader failures) are rerun
+up to the system's ``invalid_run_policy.max_retries``; every try is stored, each rerun linked
+to the try it replaces.
 
 A batch is leased to the process running it (see :meth:`RunStore.acquire_lease`): a second
 process resuming it while the first is alive is refused, and so is a second runner in this
@@ -60,6 +61,7 @@ from groundstate.executors import Executor, InProcessExecutor
 from groundstate.executors._job import WorkerDied
 from groundstate.exitcause import WATCHED, ExitWatch, watching
 from groundstate.grading.model_judge import unset_judge_keys
+from groundstate.grading.terminal import is_compatibility_failure
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
 from groundstate.selection import select_tasks
@@ -354,7 +356,7 @@ class BatchRunner:
         """Run the system once on *task_id*; abort if it cannot use the harness at all."""
         info = AttemptInfo(run_id="smoke", batch_id="smoke", attempt=1, seed=0)
         run = (await self._preflight_attempt(self._job(task_id, info))).run
-        if run.terminal_reason == "harness_compatibility_failure" or _crashed_at_start(run):
+        if is_compatibility_failure(run.terminal_reason) or _crashed_at_start(run):
             exception = run.infrastructure_status.get("exception", {})
             raise BatchAborted(
                 f"harness_compatibility_failure: the system {self.system.name!r} failed its "

@@ -78,6 +78,8 @@ class Reply:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     delay: float = 0.0
+    model: str | None = None
+    """The model the answer says served it (None: the one requested, as an API echoes it)."""
 
 
 @dataclass(frozen=True)
@@ -335,7 +337,7 @@ class OpenAICompatibleServer(ScriptedModelServer):
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": 0,
-            "model": request.get("model", "scripted"),
+            "model": reply.model or request.get("model", "scripted"),
             "choices": [
                 {
                     "index": 0,
@@ -383,7 +385,7 @@ class AnthropicCompatibleServer(ScriptedModelServer):
             "id": f"msg_{number}",
             "type": "message",
             "role": "assistant",
-            "model": request.get("model", "scripted"),
+            "model": reply.model or request.get("model", "scripted"),
             "content": content,
             "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
             "stop_sequence": None,
@@ -396,12 +398,18 @@ class AnthropicCompatibleServer(ScriptedModelServer):
         }
 
     def invalid(self, request: dict[str, Any]) -> str | None:
-        """As the API: a ``tool_use`` id repeated anywhere in the history is refused."""
+        """As the API: a ``tool_use`` id repeated anywhere in the history is refused, and so
+        is a thinking block's ``signature`` that is given but not a string."""
         seen: set[Any] = set()
         for m, message in enumerate(request.get("messages") or []):
             content = message.get("content") if isinstance(message, dict) else None
             for c, block in enumerate(content if isinstance(content, list) else []):
-                if not isinstance(block, dict) or block.get("type") != "tool_use":
+                if not isinstance(block, dict):
+                    continue
+                signature = block.get("signature", "")
+                if block.get("type") == "thinking" and not isinstance(signature, str):
+                    return f"messages.{m}.content.{c}.thinking.signature: Input should be a string"
+                if block.get("type") != "tool_use":
                     continue
                 if block.get("id") in seen:
                     return f"messages.{m}.content.{c}: `tool_use` ids must be unique"

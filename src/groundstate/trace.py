@@ -173,7 +173,16 @@ failures, not the request's (``rejected``) nor the account's (``auth``)."""
 class ModelCallError(BaseModel):
     """Why a model call failed: the evidence for the terminal reason."""
 
-    kind: Literal["rate_limited", "server_error", "timeout", "connection", "rejected", "auth"]
+    kind: Literal[
+        "rate_limited",
+        "server_error",
+        "timeout",
+        "connection",
+        "rejected",
+        "auth",
+        "context_window",
+    ]
+    """``context_window``: a request refused for the conversation's length (not retried)."""
     status_code: int | None = None
     request_id: str | None = None
     message: Annotated[str, RECORDABLE]
@@ -185,6 +194,9 @@ class ModelCall(BaseModel):
     provider: str
     """The adapter's API: ``openai-chat`` or ``anthropic-messages``."""
     model: str
+    served_model: Annotated[str | None, RECORDABLE] = None
+    """The model the answer says it came from (its ``model`` field): a router's fallback, the
+    dated snapshot an alias stood for; None when it named none (or the call failed)."""
     try_number: int = 1
     """1 for the first request of a turn, 2 for its first retry..."""
     request_digest: str

@@ -12,6 +12,7 @@ from typing import Any
 
 from groundstate.agents.base import ToolSpec
 from groundstate.agents.model_loop import (
+    LOST_CALLS,
     ModelAgent,
     Settings,
     Turn,
@@ -19,6 +20,7 @@ from groundstate.agents.model_loop import (
     reported_usage,
     sdk_client,
     sdk_keywords,
+    served_model,
     split_decoding,
 )
 from groundstate.errors import HarnessCompatibilityError, SpecError
@@ -151,9 +153,7 @@ def _turn(message: Any) -> Turn:
             echoed = block.input if isinstance(block.input, dict) else {}
             sent_back.append({"type": "tool_use", "id": given, "name": block.name, "input": echoed})
         elif kind == "thinking":  # sent back unchanged, as extended thinking requires
-            sent_back.append(
-                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
-            )
+            sent_back.append(_thinking(block))
         elif kind == "redacted_thinking":
             sent_back.append({"type": "redacted_thinking", "data": block.data})
         elif isinstance(kind, str) and kind.endswith("tool_use"):
@@ -163,6 +163,8 @@ def _turn(message: Any) -> Turn:
                 f"the server answered with a {kind} block ({getattr(block, 'name', None)!r}):"
                 " a tool the adapter does not offer; it offers the task's tools as tool_use only"
             )
+    if message.stop_reason == "tool_use" and not calls:
+        raise ValueError(LOST_CALLS.format(reason="stop_reason 'tool_use'"))
     response = ModelResponse(
         text="".join(texts) or None, tool_calls=calls, stop_reason=message.stop_reason
     )
@@ -175,7 +177,20 @@ def _turn(message: Any) -> Turn:
         getattr(message, "_request_id", None),
         assistant,
         last_call_cut=cut,
+        served_model=served_model(message),
     )
+
+
+def _thinking(block: Any) -> dict[str, Any]:
+    """A thinking block as it is sent back: with its ``signature`` when it has one. A server
+    that signs no thinking (an Anthropic-compatible proxy or local server) has none to check;
+    sent back as ``"signature": null``, its next request was refused as malformed, a
+    ``harness_compatibility_failure`` of the system's for the route's quirk."""
+    sent = {"type": "thinking", "thinking": getattr(block, "thinking", None) or ""}
+    signature = getattr(block, "signature", None)
+    if isinstance(signature, str):
+        sent["signature"] = signature
+    return sent
 
 
 def _usage(usage: Any) -> ModelUsage:

@@ -46,6 +46,7 @@ from pydantic import ValidationError
 
 from groundstate.agents.base import Session, ToolResult, output_text
 from groundstate.errors import (
+    ContextWindowExceeded,
     EnvironmentFailure,
     HarnessCompatibilityError,
     ModelServingFailure,
@@ -69,7 +70,7 @@ from groundstate.spec.system import command_file_digests
 from groundstate.tools import changed_since_loaded
 from groundstate.trace import ModelCall
 
-REPORTED_FAILURES = ("model_serving", "environment", "harness_compatibility")
+REPORTED_FAILURES = ("model_serving", "environment", "harness_compatibility", "context_window")
 """What ``give_up``'s ``failure`` may name (see :func:`_reported_failure`)."""
 
 BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -748,6 +749,8 @@ def _reported_failure(args: dict[str, Any]) -> Exception | None:
         return ModelServingFailure(reason, evidence)
     if failure == "environment":
         return EnvironmentFailure(reason)
+    if failure == "context_window":
+        return ContextWindowExceeded(reason)
     return HarnessCompatibilityError(reason)
 
 

@@ -31,6 +31,7 @@ import inspect
 import json
 import math
 import os
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
@@ -38,7 +39,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from groundstate.agents.base import Session, ToolResult, ToolSpec, output_text
-from groundstate.errors import HarnessCompatibilityError, ModelServingFailure, SpecError
+from groundstate.errors import (
+    ContextWindowExceeded,
+    HarnessCompatibilityError,
+    ModelServingFailure,
+    SpecError,
+)
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.system import Prices, RetryPolicy, SystemSpec
 from groundstate.trace import (
@@ -74,7 +80,9 @@ before the adapter gives up; every other turn takes a step, which the step limit
 DEFAULT_TIMEOUT = 60.0
 """Seconds a model request may take when ``model.request_timeout`` is unset."""
 
-ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection", "rejected", "auth"]
+ErrorKind = Literal[
+    "rate_limited", "server_error", "timeout", "connection", "rejected", "auth", "context_window"
+]
 _RETRIED: frozenset[str] = RETRIED_KINDS
 
 
@@ -184,6 +192,38 @@ def api_message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
+def _status_kind(exc: Any) -> ErrorKind:
+    """What an SDK status error is: :func:`kind_of_status`, but a 429 out of quota is the
+    account's (``auth``) and a rejection for the conversation's length ``context_window``."""
+    if _out_of_quota(exc):
+        return "auth"
+    kind = kind_of_status(exc.status_code)
+    return "context_window" if kind == "rejected" and _too_long(exc) else kind
+
+
+CONTEXT_WINDOW = re.compile(
+    r"context[ _-]?(?:length|window|limit)|prompt is too long|input is too long"
+    r"|(?:input|prompt) token count .{0,40}exceeds",
+    re.IGNORECASE,
+)
+"""How APIs word a request refused for its length: OpenAI's ``context_length_exceeded``
+("maximum context length is 128000 tokens"), vLLM's and OpenRouter's the same words,
+Anthropic's "prompt is too long: 208310 tokens > 200000 maximum" and "input length and
+`max_tokens` exceed context limit", LiteLLM's ``ContextWindowExceededError``, Gemini's "The
+input token count (X) exceeds the maximum"."""
+
+
+def _too_long(exc: Any) -> bool:
+    """Whether a rejected request was refused for the conversation's length (its error's
+    ``code`` or message): a failure the system meets by outgrowing its model's window,
+    ``harness_compatibility_failure/context_window`` as the importers name it."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    said = f"{code if isinstance(code, str) else ''} {api_message(exc)}"
+    return CONTEXT_WINDOW.search(said[:MAX_MESSAGE_CHARS]) is not None
+
+
 def _out_of_quota(exc: Any) -> bool:
     """OpenAI's 429 ``insufficient_quota``: the account has no quota left. It looks like a
     rate limit, but waiting does not end it: a refusal of the account, as a 402 is."""
@@ -246,7 +286,7 @@ async def call_sdk(
         raise ServingError("timeout", f"no whole answer within {timeout:g}s") from None
     except sdk.APIStatusError as exc:
         raise ServingError(
-            "auth" if _out_of_quota(exc) else kind_of_status(exc.status_code),
+            _status_kind(exc),
             api_message(exc),
             status_code=exc.status_code,
             request_id=exc.request_id,
@@ -290,6 +330,26 @@ async def call_sdk(
             f"malformed response: {type(exc).__name__}: {exc}",
             request_id=getattr(answer, "_request_id", None),
         ) from None
+
+
+LOST_CALLS = (
+    "the answer's {reason} says it calls a tool, but it holds no tool call: the server lost"
+    " the call (its tool parser failed?)"
+)
+"""A malformed answer (retried): read as the final reply, the text around a call the server
+could not parse ended the attempt as the agent's, or an empty reply did."""
+
+MAX_MODEL_ID_CHARS = 200
+"""Characters of an answer's model id kept: the server's text, in every model call's event."""
+
+
+def served_model(answer: Any) -> str | None:
+    """The model id an answer names (its ``model`` field), at most :data:`MAX_MODEL_ID_CHARS`
+    characters; None when it names none (a local server may leave it out or empty)."""
+    named = getattr(answer, "model", None)
+    if not isinstance(named, str) or not named.strip():
+        return None
+    return named[:MAX_MODEL_ID_CHARS]
 
 
 FAILED_FINISH_REASONS = frozenset({"error", "abort"})
@@ -421,6 +481,8 @@ class Turn:
     last_call_cut: bool = False
     """Whether the answer was cut off (its output limit, a content filter) while its last
     tool call was being written: that call's arguments are not the model's whole call."""
+    served_model: str | None = None
+    """The model the answer says served it (see :func:`served_model`)."""
 
 
 @dataclass(frozen=True)
@@ -724,6 +786,8 @@ class ModelAgent(ABC):
 
     def _failure(self, exc: ServingError, tries: int) -> Exception:
         message = describe_failure(self.api, exc)
+        if exc.kind == "context_window":
+            return ContextWindowExceeded(f"the conversation outgrew the model's window: {message}")
         if exc.kind == "rejected":
             # with no status: a 200 whose answer the adapter cannot use (see call_sdk)
             if exc.status_code is None:
@@ -758,6 +822,7 @@ class ModelAgent(ABC):
                 try_number=try_number,
                 request_digest=digest,
                 request_id=request_id,
+                served_model=turn.served_model if turn else None,
                 response=turn.response if turn else None,
                 # a failed try's usage was not reported: not known, never 0 (a provider may
                 # bill a request that timed out)
@@ -836,8 +901,22 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         # ``null`` goes on as the text: a session reads no arguments (None) as ``{}``, and ran
         # the tool while the model was told its call was refused
         shown = raw if value is None else value
-        return shown, f"the arguments must be a JSON object, got {type(value).__name__}"
+        return shown, f"the arguments must be a JSON object, got {_kind_of(value)}"
     return value, None
+
+
+def _kind_of(value: Any) -> str:
+    """What JSON arguments that are no object are, for the model: a string holding an
+    object's JSON text (encoded twice, by the model or a proxy) is named so, not run as the
+    object it holds: what the call was is what the model sent."""
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            inner = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return "str"
+        if isinstance(inner, dict):
+            return "a string of JSON text (the object encoded twice): send the object itself"
+    return type(value).__name__
 
 
 def render_result(result: ToolResult) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from groundstate.agents.base import ToolSpec
 from groundstate.agents.model_loop import (
+    LOST_CALLS,
     ModelAgent,
     Settings,
     Turn,
@@ -18,6 +19,7 @@ from groundstate.agents.model_loop import (
     reported_usage,
     sdk_client,
     sdk_keywords,
+    served_model,
     split_decoding,
 )
 from groundstate.errors import HarnessCompatibilityError, SpecError
@@ -104,6 +106,8 @@ class OpenAIChatAgent(ModelAgent):
 
 
 def _turn(completion: Any) -> Turn:
+    if not completion.choices:  # [] or null: no answer at all (IndexError said only that)
+        raise ValueError("the answer has no choices")
     message = completion.choices[0].message
     legacy = getattr(message, "function_call", None)
     if legacy is not None and not message.tool_calls:
@@ -133,6 +137,9 @@ def _turn(completion: Any) -> Turn:
         )
         for call in message.tool_calls or []
     ]
+    finish = completion.choices[0].finish_reason
+    if finish in ("tool_calls", "function_call") and not calls:
+        raise ValueError(LOST_CALLS.format(reason=f"finish_reason {finish!r}"))
     assistant: dict[str, Any] = {"role": "assistant", "content": message.content}
     if calls:
         assistant["tool_calls"] = [
@@ -142,7 +149,7 @@ def _turn(completion: Any) -> Turn:
     response = ModelResponse(
         text=message.content,
         tool_calls=calls,
-        stop_reason=completion.choices[0].finish_reason,
+        stop_reason=finish,
         refusal=getattr(message, "refusal", None),
     )
     return Turn(
@@ -151,6 +158,7 @@ def _turn(completion: Any) -> Turn:
         getattr(completion, "_request_id", None),
         assistant,
         last_call_cut=bool(calls) and response.stop_reason in CUT_OFF_REASONS,  # calls last
+        served_model=served_model(completion),
     )
 
 

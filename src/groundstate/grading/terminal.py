@@ -9,7 +9,8 @@ The rules, applied in order (the first that holds decides):
    reset_check|tool_crash|final_state|user_simulator|model_serving>``. Invalid: rerun under
    the batch's policy.
 2. The agent signalled that it cannot use the harness or tool protocol as configured, or broke
-   the protocol: ``harness_compatibility_failure``. Counts against the system.
+   the protocol: ``harness_compatibility_failure`` (``.../context_window`` when the model's
+   API refused the conversation for its length). Counts against the system.
 3. The agent's loop ended abnormally: ``agent_failure/<step_limit|time_limit|budget|
    prohibited_action|gave_up|crashed>``.
 4. An outcome assertion or constraint could not be evaluated: ``grader_failure``. Invalid.
@@ -42,6 +43,7 @@ from types import MappingProxyType
 from groundstate.errors import (
     AgentGaveUp,
     BudgetExceeded,
+    ContextWindowExceeded,
     EnvironmentFailure,
     HarnessCompatibilityError,
     ModelServingFailure,
@@ -53,6 +55,15 @@ from groundstate.errors import (
 from groundstate.records import JUDGED, CheckResult
 
 SUCCESS = "success"
+COMPATIBILITY = "harness_compatibility_failure"
+CONTEXT_WINDOW = f"{COMPATIBILITY}/context_window"
+
+
+def is_compatibility_failure(reason: str) -> bool:
+    """Whether *reason* is a ``harness_compatibility_failure``, bare or with its kind
+    (``.../context_window``): compared whole, a kind made the failure another outcome."""
+    return reason.partition("/")[0] == COMPATIBILITY
+
 
 _AGENT_STOPS: Mapping[type[BaseException], str] = MappingProxyType(
     {
@@ -61,7 +72,8 @@ _AGENT_STOPS: Mapping[type[BaseException], str] = MappingProxyType(
         BudgetExceeded: "agent_failure/budget",
         ProhibitedAction: "agent_failure/prohibited_action",
         AgentGaveUp: "agent_failure/gave_up",
-        HarnessCompatibilityError: "harness_compatibility_failure",
+        ContextWindowExceeded: CONTEXT_WINDOW,  # before its base class: first match decides
+        HarnessCompatibilityError: COMPATIBILITY,
     }
 )
 
