@@ -1163,7 +1163,11 @@ _WORD_VALUES = {
     "thousand": 1000,
 }
 _WORD = "|".join(sorted(_WORD_VALUES, key=len, reverse=True))
-_WORDS = rf"(?:(?:{_WORD})[- ](?:and )?)*(?:{_WORD})"
+AMOUNT_WORDS = 12
+"""Number words one amount is said in at most ("one hundred and twenty-three thousand four
+hundred and fifty-six" is ten): read in longer runs, a reply of number words took time
+growing with the square of its length (a 24,500-character one, 11 seconds)."""
+_WORDS = rf"(?:(?:{_WORD})[- ](?:and )?){{0,{AMOUNT_WORDS - 1}}}(?:{_WORD})"
 _FIGURES = (
     r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)|\d(?:[\d.,']*\d)?)"
     r"(?:[.,](?:-|\u2013|\u2014))?"
@@ -1237,6 +1241,7 @@ figures with two decimals and no currency (``a refund of 21.99``: no size, date,
 count is written so here)."""
 
 
+@lru_cache(maxsize=256)
 def _currency(mark: str | None) -> str:
     """The code of the currency *mark* names ("€", "eur", "euros": "eur"); no mark, dollars."""
     if not mark:
@@ -1249,12 +1254,15 @@ def _figures_cents(figures: str) -> int:
     """Cents of ``1,234.50``, ``1.234,50``, ``1 234,50``, ``22``, ``22.5``: a last dot or comma
     followed by one or two digits is the decimal point, every other one (and a space) groups
     thousands."""
-    figures = re.sub(r"[.,](?:-|\u2013|\u2014)$", "", figures)  # "22,-": no cents
+    figures = figures.rstrip("-\u2013\u2014").rstrip(".,")  # "22,-": no cents
     point = max(figures.rfind("."), figures.rfind(","))
     whole, fraction = figures, ""
     if point >= 0 and len(figures) - point - 1 in (1, 2):
         whole, fraction = figures[:point], figures[point + 1 :]
-    return int(re.sub(r"[., ']", "", whole)) * 100 + int(fraction.ljust(2, "0") or "0")
+    return int(whole.translate(_GROUPING)) * 100 + int(fraction.ljust(2, "0") or "0")
+
+
+_GROUPING = str.maketrans("", "", ".,' ")
 
 
 def _words_cents(words: str) -> int:
