@@ -61,6 +61,7 @@ BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything 
     [
         "€22.00",
         "€ 22,-",
+        "22,- €",
         "22,00 €",
         "22 €",
         "22€00",
@@ -69,6 +70,7 @@ BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything 
         "22 euros",
         "Twenty-Two Euros",
         "£22.00",
+        "£22",
         "GBP 22",
         "C$22.00",
         "CA$22",
