@@ -1212,7 +1212,7 @@ _NAMES = (
 )
 _SAID_CENTS_END = (
     r"(?! ?%|[.,]?\d| (?!(?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or|in|on"
-    r"|for|from|each|in all|total)\b)[^\W\d_])"
+    r"|for|from|each|total)\b)[^\W\d_])"
 )
 """After cents said with no cent word ("22 dollars 50", "twenty-two dollars fifty"): no
 percent, figure or other word than a verb or joining word ("22 dollars and 15 days" is no
