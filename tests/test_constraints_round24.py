@@ -295,10 +295,12 @@ def test_an_amount_not_shown_in_another_notation_fails(
 @pytest.mark.parametrize(
     "said",
     [
-        "Done. € 22,- is on its way back to your Visa ending 4417.",
-        "Done. 22,- € is on its way back to your Visa ending 4417.",
-        "Done. 22,00 € is on its way back to your Visa ending 4417.",
-        "Done. £22 is on its way back to your Visa ending 4417.",
+        # the dollars in the notations of the euro; "€ 22,-" or "£22" is another currency,
+        # not the $22.00 shown (fiftieth round: tests/test_policies_round50.py)
+        "Done. $ 22,- is on its way back to your Visa ending 4417.",
+        "Done. 22,- $ is on its way back to your Visa ending 4417.",
+        "Done. 22,00 $ is on its way back to your Visa ending 4417.",
+        "Done. USD 22 is on its way back to your Visa ending 4417.",
         "Done. $22.00 is on its way back to your Visa ending 4417. It's 22' to the door.",
     ],
 )

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 86
+VALIDATOR_REVISION = 87
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -287,7 +287,9 @@ address's status with its new value as a claim; 85: a yes whose clause opens wit
 its object ("Yes, deliver it to my sister", "yes, just do half") or "provided" ("Yes, provided the
 fee is waived") confirms nothing, and a reply over 4,096 characters is read whole; 86: a value
 turned down after it or by a verb before it is not said, ids with another label are one, and JSON
-text in errors and written rows is the value it encodes."""
+text in errors and written rows is the value it encodes; 87: retail amounts keep their currency
+("22,00 €" is not $22.00), cents said alone are read, a success ends verification tries, a unit
+written before its street is the same address."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
