@@ -61,6 +61,7 @@ LAID_ADDRESSES = [
     "Old address: 2650 N Clark Street \u2192 New address: 200 W Adams Street",
     "\U0001f3e2 Ship to: 200 W Adams Street, Suite 1400",
     "destination: 200 w adams st, suite 1400",
+    "Shipping address: 200 W Adams Street, as requested \u2705",
 ]
 
 
@@ -183,7 +184,13 @@ def test_controls_a_change_label_with_a_value_of_none_claims_nothing(
 
 @pytest.mark.parametrize(
     ("task", "said"),
-    [(SOCKS, "Refunded: $22.00 \u2014 no fees."), (CANCEL, "Cancelled: O-1002, nothing charged")],
+    [
+        (SOCKS, "Refunded: $22.00 \u2014 no fees."),
+        (SOCKS, "Refunded \u2014 nothing more to do."),
+        (CANCEL, "Cancelled: O-1002, nothing charged"),
+        (CANCEL, "Cancelled: no charge to you."),
+        (CANCEL, "Total cancelled: 2 items, none charged"),
+    ],
 )
 def test_a_none_later_in_a_change_label_still_claims(
     retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
@@ -194,7 +201,7 @@ def test_a_none_later_in_a_change_label_still_claims(
 # --- 4. cost --------------------------------------------------------------------------------
 
 CHECKS = load_module(EXAMPLES / "retail" / "checks.py", "checks")
-ROW = "| Address: 200 W Adams St | Total refunded: $0.00 | Shipping address \u2192 2650 N Clark St, "
+ROW = "| Address: 200 W Adams St | Refunded: $0.00 | Shipping address \u2192 2650 N Clark St, "
 
 
 def _read(size: int) -> float:

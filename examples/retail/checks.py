@@ -1377,14 +1377,16 @@ _TICK = re.compile(f"[{_TICKS}]")
 _LABEL_VALUE = re.compile(
     r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)[^,;]*"
 )
-_LABEL_NONE = re.compile(
-    r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?(?:no|none|nothing|zero|0|n/a|not yet|nil)\b"
-    r"(?![.,]\d)"
-)
-"""A label's value that says nothing was changed: "Refunded: none", "Cancelled \u2014
-nothing", "Total cancelled: 0 items", "Refund issued: no"."""
 """A label's value that is an amount, after the change it labels: "Refund issued: $54.04",
 "Total refunded \u2192 $54.04", its words up to the clause's end."""
+_LABEL_NONE = re.compile(
+    r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?(?:(?:no|none|nothing|n/a|not yet|nil)"
+    r"(?=\W*$|\W*[,;(\u2014\u2013])"
+    r"|(?:0|zero) (?:items?|orders?|refunds?|cancellations?|exchanges?|changes?|products?)\b)"
+)
+"""A label's value that says nothing was changed: "Refunded: none", "Cancelled \u2014
+nothing", "Total cancelled: 0 items", "Refund issued: no"; not the first words of a longer
+value ("Cancelled: no charge to you", "Refunded \u2014 nothing more to do")."""
 _ASKS_CONSENT = re.compile(
     r"\b(?:shall i|should i|(?:would|do) you (?:like|want) me to|(?:ok|okay|alright) to"
     r"|go ahead|proceed|confirm|reply (?:yes|y)|say (?:yes|the word)|sound good"
@@ -1579,19 +1581,19 @@ _CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow
 """Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
 warehouse team will get it out")."""
 _ADDRESS_LAID = re.compile(
-    r"(?:^|(?<=[|,;\u2192] )|(?<= - ))[^\w\"'\u201c\u2018\u00ab]*(?:o-\d+ )?(?P<laid>"
+    r"(?:^|(?<=[|,;\u2192] )|(?<= - ))[^\w\"'\u201c\u2018\u00ab]*(?:o-\d+ )?"
     r"(?:(?:new|updated|current|shipping|delivery|mailing|order|order's|your|the) )*"
     r"(?:address|ship(?:ping)?[- ]?to|deliver(?:y|ing)?[- ]to|destination|ships to)"
-    r")(?: ?(?:[:=|\u2192\u27a1\u2014\u2013]|-+>|=>)|(?= \d))"
+    r"(?: ?(?:[:=|\u2192\u27a1\u2014\u2013]|-+>|=>)|(?= \d))"
 )
 """An address laid out, no verb: a label at the start of a line or a cell, and its value
 ("Shipping address \u2192 200 W Adams Street", "\u2705 Address: 200 W Adams St", "Ship-to:
 your office", "| O-1009 | 200 W Adams St |" under "Ship to"): goods said to go there, a claim
 when the place is new (:func:`_new_place`), not the label of a request ("Requested address:
-..."), of the customer's words, nor of what stays ("Current address: 1520 Judson Avenue")."""
+..."), of the customer's words, nor of what stays ("Current address: 2650 N Clark Street")."""
 _LAID_UNDONE = re.compile(
-    rf"\b(?:not|never|no longer|failed|pending|declined|refused|rejected|unchanged|requested"
-    rf"|proposed|awaiting|unable)\b|n't\b|[{_CROSSES}]"
+    r"\b(?:not|never|no longer|failed|pending|declined|refused|rejected|unchanged|proposed"
+    rf"|awaiting|unable)\b|n't\b|[{_CROSSES}]"
 )
 """What after a laid-out address says it is not where goods go: "New address: 200 W Adams St
 \u2014 not updated", "... (pending)", "... \u274c"."""
