@@ -1487,7 +1487,8 @@ charged"), as a comma would."""
 _STATUS = re.compile(
     rf"^[{_TICKS}]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
     r"\b(?! (?:policy|window|rules?|eligibility)\b)"
-    r"|^[\W_]*(?:successfully )?(?:refunded|cancell?ed|exchanged|credited)\b"
+    r"|^[\W_]*(?:(?:total|amount|sum) )?(?:successfully )?(?:refunded|cancell?ed|exchanged"
+    r"|credited)\b"
     rf"|(?:{_STATUS_MARK}|(?<=, )) ?[\"'`]?(?:(?:successfully|fully|now) )*(?:refunded|cancell?ed"
     rf"|exchanged|credited)\b(?=[\s.!)\]}}*_\"'`]*(?:$|[|(,\u2014\u2013]|- |[$\d]|[{_TICKS}]"
     rf"|{_NEW_CLAUSE}))"
@@ -1514,6 +1515,19 @@ refunded."); not a list of them joined by "or" (a policy's). The state
 the change leaves, as a plan shows it too ("Here's the plan: Socks \u2014 refunded. Shall I
 go ahead?"): read as a claim except in a plan or a recap (:func:`_planned`)."""
 _TICK = re.compile(f"[{_TICKS}]")
+_LABEL_VALUE = re.compile(
+    r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)[^,;]*"
+)
+"""A label's value that is an amount, after the change it labels: "Refund issued: $54.04",
+"Total refunded \u2192 $54.04", its words up to the clause's end."""
+_LABEL_NONE = re.compile(
+    r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?(?:(?:no|none|nothing|n/a|not yet|nil)"
+    r"(?=\W*$|\W*[,;(\u2014\u2013])"
+    r"|(?:0|zero) (?:items?|orders?|refunds?|cancellations?|exchanges?|changes?|products?)\b)"
+)
+"""A label's value that says nothing was changed: "Refunded: none", "Cancelled \u2014
+nothing", "Total cancelled: 0 items", "Refund issued: no"; not the first words of a longer
+value ("Cancelled: no charge to you", "Refunded \u2014 nothing more to do")."""
 _ASKS_CONSENT = re.compile(
     r"\b(?:shall i|should i|(?:would|do) you (?:like|want) me to|(?:ok|okay|alright) to"
     r"|go ahead|proceed|confirm|reply (?:yes|y)|say (?:yes|the word)|sound good"
@@ -1707,6 +1721,23 @@ _RECEIVERS = rf"{_RECEIVER}(?:(?:, {_RECEIVER})*{_AND} {_RECEIVER})?"
 _CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow ))"
 """Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
 warehouse team will get it out")."""
+_ADDRESS_LAID = re.compile(
+    r"(?:^|(?<=[|,;\u2192] )|(?<= - ))[^\w\"'\u201c\u2018\u00ab]*(?:o-\d+ )?"
+    r"(?:(?:new|updated|current|shipping|delivery|mailing|order|order's|your|the) )*"
+    r"(?:address|ship(?:ping)?[- ]?to|deliver(?:y|ing)?[- ]to|destination|ships to)"
+    r"(?: ?(?:[:=|\u2192\u27a1\u2014\u2013]|-+>|=>)|(?= \d))"
+)
+"""An address laid out, no verb: a label at the start of a line or a cell, and its value
+("Shipping address \u2192 200 W Adams Street", "\u2705 Address: 200 W Adams St", "Ship-to:
+your office", "| O-1009 | 200 W Adams St |" under "Ship to"): goods said to go there, a claim
+when the place is new (:func:`_new_place`), not the label of a request ("Requested address:
+..."), of the customer's words, nor of what stays ("Current address: 2650 N Clark Street")."""
+_LAID_UNDONE = re.compile(
+    r"\b(?:not|never|no longer|failed|pending|declined|refused|rejected|unchanged|proposed"
+    rf"|awaiting|unable)\b|n't\b|[{_CROSSES}]"
+)
+"""What after a laid-out address says it is not where goods go: "New address: 200 W Adams St
+\u2014 not updated", "... (pending)", "... \u274c"."""
 _GOODS_SENT = [
     (
         "exchange",
@@ -2071,9 +2102,18 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(
         found.group().casefold()
         for found in _NAME_WORD.finditer(text)
-        if not re.search(r"(?:^|[.!?:\n])[\W_]*$", text[: found.start()])
-        and found.group().casefold() not in MONTHS
+        if not _opens_sentence(text, found.start()) and found.group().casefold() not in MONTHS
     )
+
+
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether the word at *at* of *text* opens it or a sentence: no letter or digit before
+    it but after a ".", "!", "?", ":" or line break. Read back from the word, not from the
+    start of *text* (each capitalised word of a long reply read its text before it)."""
+    start = at
+    while start and not text[start - 1].isalnum():
+        start -= 1
+    return not start or any(mark in text[start:at] for mark in ".!?:\n")
 
 
 def _new_place(place: str, places: _Places) -> bool:
@@ -2167,6 +2207,7 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
             for kind, found in _goods_sent(sentence, places)
             if not _unstated_at(sentence, *found.span())
         ]
+        claims += _laid_places(sentence, places)
     return list(dict.fromkeys(claims))
 
 
@@ -2339,6 +2380,34 @@ def _goods_sent(
                 sentence, found.start(), found.end()
             ):
                 yield kind, found
+
+
+def _laid_places(sentence: str, places: _Places | None) -> list[tuple[str, str]]:
+    """Each address *sentence* lays out (:data:`_ADDRESS_LAID`) at a place none of *places*
+    was going to, not said undone (:data:`_LAID_UNDONE`), old, offered, under a condition or
+    negated: an address change, and its words. Each label is read with the words from the
+    one before it to the next (or the next cell), so a row of many stays linear."""
+    if places is None or _conditioned(sentence):
+        return []
+    labels = list(_ADDRESS_LAID.finditer(sentence))
+    claims = []
+    for at, found in enumerate(labels):
+        start = labels[at - 1].end() if at else 0
+        end = labels[at + 1].start() if at + 1 < len(labels) else len(sentence)
+        cell = sentence.find("|", found.end(), end)
+        words = sentence[start : end if cell < 0 else cell]
+        label_at, value_at = found.start() - start, found.end() - start
+        place = f" to{_PLACE_TURNED.split(words[value_at:])[0]}"  # read as "... to 200 W Adams"
+        if (
+            _LAID_UNDONE.search(words, value_at)
+            or _OLD_PLACE.search(found.group() + place)
+            or _unstated_at(words, label_at, value_at)
+            or _negated_at(words, label_at, value_at)
+            or not _new_place(place, places)
+        ):
+            continue
+        claims.append(("address", _clause_at(words, label_at) + words[value_at:]))
+    return claims
 
 
 def _new_place_said(sentence: str, at: int, place: str) -> bool:
@@ -3116,6 +3185,12 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             if _THEN_FAILED.match(after):  # "The refund was submitted, but it was declined"
                 continue
             clause = _CLAUSE_END.split(before)[-1] + done.group() + _CLAUSE_END.split(after)[0]
+            if _LABEL_NONE.match(after):
+                continue  # "Refunded: none", "Total cancelled: 0 items"
+            if (value := _LABEL_VALUE.match(after)) is not None:
+                if not any(amounts_in(value.group())):
+                    continue  # "Total refunded: $0.00"
+                clause += value.group()  # "Refund issued: $54.04" claims $54.04
             if whole in planned and (done.re is _STATUS or _TICK.search(clause)):
                 continue  # "Here's the plan: Socks \u2014 refunded. Shall I go ahead?"
             claims.append((kind, clause))

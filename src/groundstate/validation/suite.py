@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 87
+VALIDATOR_REVISION = 88
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -289,7 +289,10 @@ fee is waived") confirms nothing, and a reply over 4,096 characters is read whol
 turned down after it or by a verb before it is not said, ids with another label are one, and JSON
 text in errors and written rows is the value it encodes; 87: retail amounts keep their currency
 ("22,00 €" is not $22.00), cents said alone are read, a success ends verification tries, a unit
-written before its street is the same address."""
+written before its street is the same address; 88: policy 9's claims read an address laid out with
+no verb ("Shipping address \u2192 200 W Adams St") as goods sent there, an amount after a change's
+label ("Refund issued: $54.04") as the claim's, and a label's value of none ("Refunded: none") as no
+claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
