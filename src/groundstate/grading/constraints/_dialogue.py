@@ -1381,9 +1381,10 @@ _NARROWED_TO = re.compile(
     r"\b(just|only|solely|solo|sólo|solamente|únicamente|seulement|uniquement|juste|nur"
     r"|lediglich|bloß|só|somente|apenas)\b(?P<rest>[^,.;:!?]*)"
 )
-# ... and the clause before a closing "only" ("Yes, the refunds only", "refunds only please").
+# ... and the clause before a closing "only" ("Yes, the refunds only", "refunds only please"),
+# of at most 100 characters: unbounded, each yes of "yes yes ... only" read the run to "only".
 _NARROWED_BEFORE = re.compile(
-    r"(?:^|[,.;:!?]|\b(?:yes|yeah|sure|ok|okay)\b)\W*(?P<rest>[^,.;:!?]*?) only\b"
+    r"(?:^|[,.;:!?]|\b(?:yes|yeah|sure|ok|okay)\b)\W*(?P<rest>[^,.;:!?]{0,100}?) only\b"
     r"(?=\W*($|[.,;!)]|(please|thanks|thank you)\b))"
 )
 _KEEPING = re.compile(r"(keep|keeping|hold|leave|leaving)\b")
@@ -3995,7 +3996,7 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 # it?" "Wait, don't refund it yet."), unlike a plain no, which answers that question ("No,
 # that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
 _TAKING_BACK = re.compile(
-    r"(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
+    r"(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry),? ){0,8}(wait|stop)\b|\bwait (a|one) "
     r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$)|that thought)\b"
     r"|\bhang on\b"
     r"|\bnever ?mind\b|\bscratch that\b|\bundo (it|that|this)\b|\babort\b|\bbelay that\b"
@@ -4011,17 +4012,17 @@ _TAKING_BACK = re.compile(
     r"\bafter all(?=\W*($|[.!?,;]))"
     # a yes put off or doubted after it was given ("Actually, not yet.", "Hmm, I'm not sure
     # anymore", "Not right now"), or said not to be meant ("Just kidding!", "/s")
-    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well),? )*not (just |quite )?(yet|now"
+    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well),? ){0,8}not (just |quite )?(yet|now"
     r"|right now|today)(?=\W*($|[.!?,;]|(please|thanks|actually|though)\b))"
     r"|\bnot (so |that |too )?sure any ?more\b"
     # a bare "don't", the change put off to a later time or a person asked first ("Actually,
     # don't.", "Hold that.", "Please wait till tomorrow.", "Later.", "Can you wait until I
     # talk to my wife?"); "I'll wait for the email" puts nothing off
-    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well|please),? )*(do not|don't|dont)"
+    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well|please),? ){0,8}(do not|don't|dont)"
     r"(?=\W*$)|\bhold (that|this)(?=\W*($|[.!?,;]))"
     r"|\b(wait|hold off|hold it) (until|till|til|for|to) (tomorrow|later|next|after|monday"
     r"|tuesday|wednesday|thursday|friday|saturday|sunday|(i|we) (talk|speak|check|ask|hear|get"
-    r"|decide))\b|(^|[.!?,;] )[¡¿]*((oh|hmm|um|actually|maybe|please),? )*(do it |let's do it )?"
+    r"|decide))\b|(^|[.!?,;] )[¡¿]*((oh|hmm|um|actually|maybe|please),? ){0,8}(do it |let's do it )?"
     r"(later|tomorrow|next week)( (please|then|maybe|instead))?(?=\W*$)"
     rf"|{JOKING_PATTERN}"
     rf"|{DISOWNED_PATTERN}"
@@ -4050,7 +4051,7 @@ _TAKING_BACK = re.compile(
 # "¡Deshazlo!", "Desfazer.", "Rückgängig machen.", "¡Para!", "Fermati."): a no whatever the
 # agent last said, though the default ``no`` does not read these words.
 _UNDOING = re.compile(
-    r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|non|nein),? )*(undo( it| that| this)?"
+    r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|non|nein),? ){0,8}(undo( it| that| this)?"
     r"|deshaz(lo|la)?|deshacer(lo|la)?|desfaz(er)?|desfa[çc]a|r[üu]ckg[äa]ngig( machen)?"
     r"|annulla tutto|det[eé]n(te)?|detener|parar|para( ya)?|fermati|ferma|aspetta|halte an)"
     r"( (please|por favor|bitte|per favore|s'il vous pla[iî]t|todo|tudo|tutto|alles))*"
@@ -4158,7 +4159,7 @@ _WITHDRAWING = re.compile(
     r"|\b(reverse|revert) (it|that|this)\b|\b(cancel|undo|revoke|withdraw) my (yes|ok|okay"
     r"|consent|approval)\b|\bi (revoke|retract|withdraw) (it|that|this)\b"
     r"|\bno (refund|return|exchange|cancellation)s? (after all|please|then|any ?more)\b"
-    r"|(^|[.!?] )[¡¿\"'(]*((actually|hmm|oh|wait|on second thoughts?|you know what),? )*"
+    r"|(^|[.!?] )[¡¿\"'(]*((actually|hmm|oh|wait|on second thoughts?|you know what),? ){0,8}"
     r"(i'll|i will|i think i'll|i'd rather|i want to|i'd like to|we'll) (just |rather )?keep "
     r"(it|them|those|these|(the|my) (?!(receipt|email|e-mail|copy|confirmation|record)s?\b)"
     r"[\w'-]+( [\w'-]+){0,3}?)(?=\W*($|[.!?,;]|(actually|after all|instead|then|for now"
@@ -4179,7 +4180,7 @@ _CANCEL_VERB = (
 )
 _CANCEL_THAT = re.compile(
     r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|um|hmm|ok|okay|non|nein|mejor"
-    r"|better|bitte|por favor|per favore|s'il vous pla[iî]t),? )*"
+    r"|better|bitte|por favor|per favore|s'il vous pla[iî]t),? ){0,8}"
     rf"{_CANCEL_VERB}( (that|this|it|eso|esto|isso|isto|ça|cela|das|es|lo|la|le))?"
     r"( (please|por favor|bitte|per favore|s'il vous pla[iî]t|todo|tudo|tout|alles|tutto"
     r"|everything|all of it|de todos modos|anyway))*(?=\W*$|[.!?,;])"
