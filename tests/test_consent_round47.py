@@ -237,7 +237,9 @@ def test_a_name_nothing_gave_still_confirms_nothing(answer: str) -> None:
 
 
 def test_a_name_given_only_in_lower_case_or_to_another_word_is_none() -> None:
-    assert not _confirms("yes, tariq", request="hi, i'm tariq")  # not written as a name
+    # a lower-case name ending its clause is given since the fiftieth round ("hi, i'm tariq."):
+    # one going on is not read as one
+    assert not _confirms("yes, tariq", request="hi, i'm tariq and i need help")
     assert not _confirms("Yes, Hoodie.", request="I'm happy to help. Hoodie question")
 
 

@@ -169,7 +169,7 @@ _DEFERRED_ELSEWHERE = (
     # request ("Sí, antes dime el total", not "Sí, antes era más caro"); the marks between the
     # opening and "first" are bounded (40), so that a reply of "; ; ; ..." is read in linear
     # time (each of its openings scanned the marks to the end: quadratic)
-    rf"(^|[.!?,;:¡¿]|\b(y|et|und|e|pero|mais|aber|mas|luego|puis)\b)[\W_]{{0,40}}({_FIRST}\b"
+    rf"(^|[.!?,;:¡¿]|\b(y|et|und|e|pero|mais|aber|mas|luego|puis)\b)[\W_]{{0,40}}+({_FIRST}\b"
     r"[^.!?;]{0,80}"
     rf"\b({_ASKING_ELSEWHERE}|{_ASKED_ELSEWHERE})|{_EARLIER}\b[,:]?[\W_]*{_ASKING_ELSEWHERE})\b"
     # a request then "first" ("dime el total primero", "sag mir zuerst", "dime antes el total")
@@ -382,7 +382,7 @@ _TERMS = (
     # for the answer ("Yes, the first one", "I ordered it first", "before you go, thanks" are
     # consent)
     rf"|\b{_ASKING_FOR}\b[^.!?;]{{0,80}}\bfirst\b(?=\W*($|[.!?,;)]|(and )?then\b|please\b))"
-    rf"|(^|[.!?,;:]|\band)\W{{0,40}}first\b\W*(please\W+)?{_ASKING_FOR}\b"
+    rf"|(^|[.!?,;:]|\band)\W{{0,40}}+first\b\W*(please\W+)?{_ASKING_FOR}\b"
     r"|\bbefore (you|u|we) (do|go ahead|proceed|process|refund|cancel|exchange|return|submit"
     r"|start|change|make|issue|place|finali[sz]e|complete|continue|act|book|swap|update|move"
     r"|credit)\b|\bbefore (doing|proceeding|going ahead)\b"
@@ -518,7 +518,7 @@ NO_PATTERN = (
     r"|\b(maybe|perhaps|probably|possibly)[\W_]*$"
     # (the run of marks after the clause's opening is bounded, as below: linear in a reply of
     # "; ; ; ..." that each of its openings would scan to its end)
-    r"|(^|[.!?,;] )[\W_]{0,40}((just|give me|wait|hang on|hold on)\W+)?(one|a|just a) (sec|second"
+    r"|(^|[.!?,;] )[\W_]{0,40}+((just|give me|wait|hang on|hold on)\W+)?(one|a|just a) (sec|second"
     r"|moment|minute|min|mo)s?\b(?=( please)?[\W_]*($|[.!?,;]))"
     r"|(?<!why )\bnot\W*$"
     # a yes asked about ("Can I say yes later?"); a yes said in mockery ("Sure, when pigs fly")

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 88
+VALIDATOR_REVISION = 89
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -292,7 +292,9 @@ text in errors and written rows is the value it encodes; 87: retail amounts keep
 written before its street is the same address; 88: policy 9's claims read an address laid out with
 no verb ("Shipping address \u2192 200 W Adams St") as goods sent there, an amount after a change's
 label ("Refund issued: $54.04") as the claim's, and a label's value of none ("Refunded: none") as no
-claim."""
+claim; 89: a word before the yes read as after it ("Shirt, yes"), a thing sent back or an extra sent
+to the user after a yes ("Yes, ship it back") goes with the change, a name given in lower case is a
+name."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -1381,9 +1381,10 @@ _NARROWED_TO = re.compile(
     r"\b(just|only|solely|solo|sólo|solamente|únicamente|seulement|uniquement|juste|nur"
     r"|lediglich|bloß|só|somente|apenas)\b(?P<rest>[^,.;:!?]*)"
 )
-# ... and the clause before a closing "only" ("Yes, the refunds only", "refunds only please").
+# ... and the clause before a closing "only" ("Yes, the refunds only", "refunds only please"),
+# of at most 100 characters: unbounded, each yes of "yes yes ... only" read the run to "only".
 _NARROWED_BEFORE = re.compile(
-    r"(?:^|[,.;:!?]|\b(?:yes|yeah|sure|ok|okay)\b)\W*(?P<rest>[^,.;:!?]*?) only\b"
+    r"(?:^|[,.;:!?]|\b(?:yes|yeah|sure|ok|okay)\b)\W*(?P<rest>[^,.;:!?]{0,100}?) only\b"
     r"(?=\W*($|[.,;!)]|(please|thanks|thank you)\b))"
 )
 _KEEPING = re.compile(r"(keep|keeping|hold|leave|leaving)\b")
@@ -1643,6 +1644,32 @@ _OTHER_ACTS = _words(
 )
 
 
+# What an act's clause goes on with when the act goes with the change asked about, not beside
+# it: the thing sent back to the shop ("Yes, ship it back", "Yes, mail them back to you"), or
+# an extra sent to the user ("Yes, and email the receipt to me", "Yes, text me a confirmation";
+# see :data:`_ASKS_AN_EXTRA`). Sent to anyone else ("Yes, ship it back to my sister", "Yes,
+# then email the receipt to my boss"), it is another act.
+_SENT_BACK = re.compile(
+    r"^ (it|them|this|that|those|these|(the|my) [\w'-]+( [\w'-]+)?) (back|to (you|your|the"
+    r" (store|shop|seller|warehouse|returns?))\b)"
+)
+_TO_SOMEONE_ELSE = re.compile(
+    r"\b(to|for|cc|at) (?!(me|myself|us|you)\b)(?!(my|our|your|the) (e-?mail|inbox|mailbox"
+    r"|account|phone|number|address|e-?mail address|store|shop|warehouse)\b)(?!the e-?mail\b)"
+    r"\w+|\bback to\b"
+)
+_CLAUSE_END = re.compile(r"[,.;:!?]| (?:and|but|then|so|also)\b")
+
+
+def _accompanies(clause: str) -> bool:
+    """Whether *clause*, the words after a verb of another act up to the clause's end, makes
+    the act part of the change asked about: the thing sent back to the shop, or an extra
+    sent to the user (:data:`_SENT_BACK`)."""
+    if _TO_SOMEONE_ELSE.search(clause.replace(" back to you", " back")):
+        return False
+    return _SENT_BACK.match(clause) is not None or _ASKS_AN_EXTRA.search(clause) is not None
+
+
 _PART_LEFT_OUT = frozenset({"hold", "leave"})
 """Acts that, before a thing named, leave it out of the yes (read by the partial-yes readers):
 another act only of the thing asked about ("Yes, hold it until Friday")."""
@@ -1662,6 +1689,8 @@ def _other_verb(text: str, question: str, asks: re.Pattern[str] | None) -> str |
             continue
         if verb in _PART_LEFT_OUT and not text.startswith((" it", " them"), found.end("verb")):
             continue  # "hold the headlamp", "leave the address as it is": a part left out
+        if _accompanies(_CLAUSE_END.split(text[found.end("verb") :], maxsplit=1)[0]):
+            continue  # "Yes, ship it back", "Yes, and email the receipt to me"
         if _ABOUT_A_CHANGE.match(verb):
             if _changes_family(verb, question, asks):
                 return "request"
@@ -2998,6 +3027,9 @@ _THING_NAMED = re.compile(
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only|though|tho)\b)*[\W_]*$"
     rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
     rf"( please)?, ({_YES_WORDS}\b[\W_]*)+$"
+    # a word alone before the yes, as after it ("Shirt, yes" as "Yes, shirt")
+    rf"|^[\W_]*(?!{_ARTICLE}\b|{_YES_WORDS}\b)(?P<bare_first>[^\W\d_][\w'-]*)( please)?"
+    rf"[\W_]+({_YES_WORDS}\b[\W_]*)+$"
 )
 # Words that make a phrase a clause, not a thing ("my husband says", "the price is fine", "the
 # shirt arrived"): verbs and auxiliaries, and a later word ending like a verb's past or -ing.
@@ -3069,9 +3101,13 @@ def _names_another_thing(
     answer = _unaddressed(answer, written, introduced)
     listed = _things_listed(answer)
     found = None if listed else _THING_NAMED.match(answer)
+    # a word opening the reply is written capitalised whatever it names ("Shirt, yes", "Sam,
+    # yes"): capitalised there, it may be a thing or a person, as "Yes, Sam." may
+    opening = found is not None and found.group("bare_first") is not None
     if found is not None:
-        bare = found.group("bare") is not None
-        listed = [((found.group("thing") or found.group("bare") or found.group("first")), bare)]
+        bare = found.group("bare") is not None or found.group("bare_first") is not None
+        named = found.group("thing") or found.group("bare") or found.group("bare_first")
+        listed = [(named or found.group("first"), bare)]
     if not listed:
         return None
     said: set[str] | None = None
@@ -3098,7 +3134,8 @@ def _names_another_thing(
             return None
         # a word written capitalised alone ("Yes, Hoodie.", "Yes, Nike."), not a name of
         # the list, may be a person addressed, a brand or a thing: the reply is not read
-        unsure = unsure or (bare and thing == words and _capitalised(words, written))
+        capitalised = _opens_capitalised(written) if opening else _capitalised(words, written)
+        unsure = unsure or (bare and thing == words and capitalised)
         if not unsure or found_one is None:
             found_one = "unread" if unsure else "thing"
     return found_one
@@ -3226,6 +3263,22 @@ def _addressed(words: list[str], written: str, introduced: Container[str] = froz
     return len(words) == 1 or all(w in _GIVEN_NAMES for w in rest) or _capitalised(rest, written)
 
 
+def _opens_capitalised(written: str) -> bool:
+    """Whether the reply as *written* opens with a word written capitalised ("Sam, yes"),
+    not all in capitals ("SHIRT, YES")."""
+    found = _NAME_WRITTEN.search(written)
+    first = _FIRST_WORD.search(written)
+    return (
+        found is not None
+        and first is not None
+        and found.start() == first.start()
+        and (not found.group().isupper())
+    )
+
+
+_FIRST_WORD = re.compile(r"[^\W\d_]")
+
+
 def _capitalised(words: list[str], written: str) -> bool:
     """Whether the reply as *written* writes each of *words* (normalised) capitalised
     ("Hoodie", not "HOODIE"), not opening a sentence."""
@@ -3276,12 +3329,20 @@ class _Introduced:
 
 
 def _names_given(written: str) -> frozenset[str]:
-    return frozenset(
+    capitalised = [
         normalise(word)
         for found in _INTRODUCING.finditer(written)
         for word in found.group("name").split()
         if not word.isupper()  # "I'm SO glad": no name
-    )
+    ]
+    lower = [found.group("name") for found in _INTRODUCING_LOWER.finditer(written)]
+    return frozenset(capitalised + [name for name in lower if not _saying_how(name)])
+
+
+def _saying_how(word: str) -> bool:
+    """Whether *word* after "I'm" or "this is" says how the user is or what the message is
+    ("sorry", "urgent", "confused", "annoying", "quickly"), not a name."""
+    return word in _NOT_A_NAME or word.endswith(("ed", "ing", "ly", "ful", "ous", "ive"))
 
 
 _INTRODUCING = re.compile(
@@ -3289,6 +3350,18 @@ _INTRODUCING = re.compile(
     r"|(?:^|[.!?,\n] ?)(?:[Hh]i|[Hh]ello|[Hh]ey|[Dd]ear|[Tt]hanks|[Tt]hank you|[Bb]est|[Rr]egards"
     r"|[Cc]heers|[Kk]ind regards|[Bb]est regards|[Ss]incerely)),? "
     r"(?P<name>[A-Z][^\W\d_]+(?: [A-Z][^\W\d_]+)?)(?![\w'-])"
+)
+# ... and a name in lower case, after "I'm", "my name is", "this is" or "call me" and ending
+# its clause ("hi, i'm tariq.", "this is tariq"), not a word saying how the user is or what
+# the message is ("i'm sorry.", "this is urgent", "i'm back").
+_INTRODUCING_LOWER = re.compile(
+    r"(?<![\w'-])(?:[Ii]'m|[Ii] am|[Mm]y name is|[Mm]y name's|[Tt]his is|[Cc]all me),? "
+    r"(?P<name>[a-z][^\W\d_]+)(?=[ \t]*(?:[.,!?;\n]|$))"
+)
+_NOT_A_NAME = _words(
+    "sorry fine okay good great back here there happy sure glad confused tired upset annoyed"
+    " frustrated done ready new late busy home away urgent angry lost stuck serious it that"
+    " this ridiculous annoying important wrong right correct",
 )
 _NAME_WRITTEN = re.compile(r"(?<![\w'-])[A-Z][^\W\d_]*(?![\w'-])")
 _NON_WORD = re.compile(r"[\W_]")
@@ -3376,6 +3449,7 @@ _NO_THING_BARE = _words(
     " absolutely totally certainly definitely exactly obviously naturally sure certain"
     " understood why not done set ready good fine sorry apologies oops whoops thx ty lol"
     " haha hmm oh well actually anyway anyways again finally btw also too then"
+    " hell heck wow gotcha affirmative ah ahh aha erm uh um umm"
     " bro bruh fam chief darling babe doc sis guv luv lad mister missus bye goodbye regards"
     " hi hello hey ok okay i you we me us him her his hers mine yours ours theirs"
     " vale claro bien bueno adelante gracias genial perfecto exacto certo perfetto grazie"
@@ -3995,7 +4069,7 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 # it?" "Wait, don't refund it yet."), unlike a plain no, which answers that question ("No,
 # that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
 _TAKING_BACK = re.compile(
-    r"(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
+    r"(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry),? ){0,8}(wait|stop)\b|\bwait (a|one) "
     r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$)|that thought)\b"
     r"|\bhang on\b"
     r"|\bnever ?mind\b|\bscratch that\b|\bundo (it|that|this)\b|\babort\b|\bbelay that\b"
@@ -4011,18 +4085,18 @@ _TAKING_BACK = re.compile(
     r"\bafter all(?=\W*($|[.!?,;]))"
     # a yes put off or doubted after it was given ("Actually, not yet.", "Hmm, I'm not sure
     # anymore", "Not right now"), or said not to be meant ("Just kidding!", "/s")
-    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well),? )*not (just |quite )?(yet|now"
-    r"|right now|today)(?=\W*($|[.!?,;]|(please|thanks|actually|though)\b))"
+    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well),? ){0,8}not (just |quite )?"
+    r"(yet|now|right now|today)(?=\W*($|[.!?,;]|(please|thanks|actually|though)\b))"
     r"|\bnot (so |that |too )?sure any ?more\b"
     # a bare "don't", the change put off to a later time or a person asked first ("Actually,
     # don't.", "Hold that.", "Please wait till tomorrow.", "Later.", "Can you wait until I
     # talk to my wife?"); "I'll wait for the email" puts nothing off
-    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well|please),? )*(do not|don't|dont)"
+    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well|please),? ){0,8}(do not|don't|dont)"
     r"(?=\W*$)|\bhold (that|this)(?=\W*($|[.!?,;]))"
     r"|\b(wait|hold off|hold it) (until|till|til|for|to) (tomorrow|later|next|after|monday"
     r"|tuesday|wednesday|thursday|friday|saturday|sunday|(i|we) (talk|speak|check|ask|hear|get"
-    r"|decide))\b|(^|[.!?,;] )[¡¿]*((oh|hmm|um|actually|maybe|please),? )*(do it |let's do it )?"
-    r"(later|tomorrow|next week)( (please|then|maybe|instead))?(?=\W*$)"
+    r"|decide))\b|(^|[.!?,;] )[¡¿]*((oh|hmm|um|actually|maybe|please),? ){0,8}"
+    r"(do it |let's do it )?(later|tomorrow|next week)( (please|then|maybe|instead))?(?=\W*$)"
     rf"|{JOKING_PATTERN}"
     rf"|{DISOWNED_PATTERN}"
     r"|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
@@ -4050,8 +4124,9 @@ _TAKING_BACK = re.compile(
 # "¡Deshazlo!", "Desfazer.", "Rückgängig machen.", "¡Para!", "Fermati."): a no whatever the
 # agent last said, though the default ``no`` does not read these words.
 _UNDOING = re.compile(
-    r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|non|nein),? )*(undo( it| that| this)?"
-    r"|deshaz(lo|la)?|deshacer(lo|la)?|desfaz(er)?|desfa[çc]a|r[üu]ckg[äa]ngig( machen)?"
+    r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|non|nein),? ){0,8}"
+    r"(undo( it| that| this)?|deshaz(lo|la)?|deshacer(lo|la)?|desfaz(er)?|desfa[çc]a"
+    r"|r[üu]ckg[äa]ngig( machen)?"
     r"|annulla tutto|det[eé]n(te)?|detener|parar|para( ya)?|fermati|ferma|aspetta|halte an)"
     r"( (please|por favor|bitte|per favore|s'il vous pla[iî]t|todo|tudo|tutto|alles))*"
     r"(?=\W*$|[.!?,;])"
@@ -4158,7 +4233,7 @@ _WITHDRAWING = re.compile(
     r"|\b(reverse|revert) (it|that|this)\b|\b(cancel|undo|revoke|withdraw) my (yes|ok|okay"
     r"|consent|approval)\b|\bi (revoke|retract|withdraw) (it|that|this)\b"
     r"|\bno (refund|return|exchange|cancellation)s? (after all|please|then|any ?more)\b"
-    r"|(^|[.!?] )[¡¿\"'(]*((actually|hmm|oh|wait|on second thoughts?|you know what),? )*"
+    r"|(^|[.!?] )[¡¿\"'(]*((actually|hmm|oh|wait|on second thoughts?|you know what),? ){0,8}"
     r"(i'll|i will|i think i'll|i'd rather|i want to|i'd like to|we'll) (just |rather )?keep "
     r"(it|them|those|these|(the|my) (?!(receipt|email|e-mail|copy|confirmation|record)s?\b)"
     r"[\w'-]+( [\w'-]+){0,3}?)(?=\W*($|[.!?,;]|(actually|after all|instead|then|for now"
@@ -4179,7 +4254,7 @@ _CANCEL_VERB = (
 )
 _CANCEL_THAT = re.compile(
     r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|um|hmm|ok|okay|non|nein|mejor"
-    r"|better|bitte|por favor|per favore|s'il vous pla[iî]t),? )*"
+    r"|better|bitte|por favor|per favore|s'il vous pla[iî]t),? ){0,8}"
     rf"{_CANCEL_VERB}( (that|this|it|eso|esto|isso|isto|ça|cela|das|es|lo|la|le))?"
     r"( (please|por favor|bitte|per favore|s'il vous pla[iî]t|todo|tudo|tout|alles|tutto"
     r"|everything|all of it|de todos modos|anyway))*(?=\W*$|[.!?,;])"

@@ -89,10 +89,68 @@ def found_in(pattern: re.Pattern[str], text: str) -> bool:
     pattern (its source and flags) and the text alone, and the same messages come back: a
     scripted user's replies in every attempt of a task, the short ones ("yes", "go ahead") in
     every task. The default ``no`` of ``confirmed`` alone is several hundred alternatives with
-    no literal prefix, some 0.2 ms per message searched."""
+    no literal prefix, some 0.2 ms per message searched. A longer text is searched for each
+    of the pattern's alternatives in turn (see :func:`_alternatives`)."""
     if len(text) > SEARCHED_CHARS:
-        return pattern.search(text) is not None
+        parts = _alternatives(pattern.pattern, pattern.flags)
+        return any(part.search(text) is not None for part in parts)
     return _searched(_Search(pattern, text))
+
+
+@lru_cache(maxsize=256)
+def _alternatives(source: str, flags: int) -> tuple[re.Pattern[str], ...]:
+    """The top-level alternatives of the pattern *source*, each compiled alone (the pattern
+    itself when it has one, or may not be split: verbose, a group referred back to, flags
+    set inline). A match of ``a|b|c`` is a match of one of them; but the engine tries every
+    alternative at every position of a text, while one alone is found by its literal prefix:
+    the default ``no`` (some 70 alternatives) searched 95,000 characters in 2 s whole, in
+    0.3 s so."""
+    whole = re.compile(source, flags)
+    if flags & re.VERBOSE or _UNSPLITTABLE.search(source):
+        return (whole,)
+    try:
+        parts = [re.compile(part, flags) for part in _split_top(source)]
+    except re.error:
+        return (whole,)
+    if sum(part.groups for part in parts) != whole.groups:
+        return (whole,)
+    return tuple(parts)
+
+
+_UNSPLITTABLE = re.compile(r"\\[1-9]|\(\?P=|\(\?\(|\(\?[aiLmsux]+\)")
+"""A back reference (numbered, named or conditional), or flags set inline for the whole."""
+
+
+def _split_top(source: str) -> list[str]:
+    """*source* split at each ``|`` outside groups, classes and escapes."""
+    parts: list[str] = []
+    depth = start = at = 0
+    while at < len(source):
+        char = source[at]
+        if char == "\\":
+            at += 1
+        elif char == "[":
+            at = _class_end(source, at)
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(source[start:at])
+            start = at + 1
+        at += 1
+    parts.append(source[start:])
+    return parts
+
+
+def _class_end(source: str, at: int) -> int:
+    """Where the character class opening at *at* closes (a ``]`` first in it is a member)."""
+    at += 2 if source.startswith("[^", at) else 1
+    if source.startswith("]", at):
+        at += 1
+    while at < len(source) and source[at] != "]":
+        at += 2 if source[at] == "\\" else 1
+    return at
 
 
 class _Search:

@@ -158,7 +158,7 @@ def _read_reply(text: str) -> str:
 # wait, the gift card.", "Yes, I mean no."): what comes after it is the answer.
 _CORRECTION = re.compile(
     r"(?:^|(?<=[,.!;:]) )(?:(?:sorry|oops|whoops|oh|er|erm|uh|um|my bad|my mistake|actually)"
-    r",? )*i (?:meant|mean)(?: to say)?(?! to\b| it\b)\b,?(?=\W*\w)"
+    r",? ){0,8}i (?:meant|mean)(?: to say)?(?! to\b| it\b)\b,?(?=\W*\w)"
     r"|(?:^|(?<=[,.!;:]) )(?:no,? wait|wait,? no)\b[,.!]?(?=\W*\w)"
 )
 # Words after which a correction is not read as one: a no, a question or a stop in the part
