@@ -1728,8 +1728,9 @@ async def _drive(
     # before it runs: an agent that set the session's time limit (its task), or END_WAIT, to
     # an hour, and held the session in a thread of its own, held the episode that long.
     until = CLOCK() + session.time_limit + END_WAIT
+    put_back: list[str] = []
     try:
-        final = await run_agent(agent, session, watched=watched)
+        final = await run_agent(agent, session, watched=watched, put_back=put_back)
     except TimeLimitReached as exc:  # the episode's own, at the limit
         await _unheld(session, _latch_time_limit, session, exc)
     except AgentRaised as raised:
@@ -1740,6 +1741,15 @@ async def _drive(
     else:
         await _end_after_return(session, until)
         _take_final(final, session, progress)
+    finally:
+        if put_back:  # the process-wide state the agent left changed (see loopthreads)
+            progress.evidence[PUT_BACK] = put_back[:20]
+
+
+PUT_BACK = "process_state_put_back"
+"""The evidence naming the process-wide state an in-process agent left changed, put back as
+its run ended (``sys.meta_path``, ``socket.setdefaulttimeout()``, ``gc.enable()``: see
+:mod:`groundstate.loopthreads`). No stop: code may set them lawfully for its own use."""
 
 
 async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: Any) -> None:
@@ -1838,7 +1848,13 @@ def _take_final(final: Final, session: EpisodeSession, progress: _Progress) -> N
         session.latch(_mismatch(f"run() returned {final.odd_kind}, not a str or None"), "final")
 
 
-async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = True) -> Final:
+async def run_agent(
+    agent: Agent,
+    session: EpisodeSession,
+    *,
+    watched: bool = True,
+    put_back: list[str] | None = None,
+) -> Final:
     """Run ``agent.run(session)`` in a thread of its own, under the session's time limit.
 
     The episode waits on the thread, not on the agent's coroutine, so an agent that blocks
@@ -1852,8 +1868,9 @@ async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = Tr
     ``HarnessCompatibilityError`` when ``run`` is not a coroutine function). The agent is
     handed an :class:`AgentSession`. Not *watched* (no untrusted code shares the
     interpreter: see :mod:`groundstate.untrusted`), the process-wide state is not read and
-    put back around its run.
+    put back around its run; what was put back is named in *put_back*.
     """
+    named = [] if put_back is None else put_back
     facade = AgentSession(session)
     limit, started = session.time_limit, CLOCK()
     rang: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -1865,14 +1882,14 @@ async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = Tr
     try:
         in_time = await _settled_in_time(finished, rang)
     except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
-        abandon(finished, shared)
+        named += abandon(finished, shared)
         raise
     if not in_time:
         # What the abandoned agent ends with, nobody reads: abandon reads it, so asyncio does
         # not log it ("exception was never retrieved") whenever the garbage collector gets to it.
-        abandon(finished, shared)
+        named += abandon(finished, shared)
         raise TimeLimitReached(f"time limit {limit:g}s reached")
-    put_back_after(shared)  # whatever the agent made its thread take its end for
+    named += put_back_after(shared)  # whatever the agent made its thread take its end for
     ended, outcome = finished.result()  # raises what crashed the agent's loop
     if ended - started > limit:
         raise TimeLimitReached(f"time limit {limit:g}s reached")
