@@ -223,3 +223,87 @@ def test_what_the_harness_puts_on_the_import_path_meanwhile_is_kept(
     finally:
         loading.__exit__(None, None, None)
     assert str(tmp_path) not in sys.path
+
+
+# Code left running that takes the harness's entry (the runner's, a pool worker's).
+
+
+def _entry_taken_batch(tmp_path: Any, attempts: int = 3) -> list[Any]:
+    """An in-process batch whose first attempt's agent does the task and leaves a thread
+    that, once that attempt is stored, rebinds ``executors._job.run_attempt`` to a fake
+    whose every record says ``success`` (and that takes the entry again each time the
+    harness's own look has put it back); the later attempts' agents do nothing (a fail)."""
+    import threading
+
+    import groundstate.executors._job as job_module
+    from groundstate.runner import BatchConfig, run_batch
+    from groundstate.spec.suite import load_suite
+    from groundstate.spec.system import load_system
+    from groundstate.store import RunStore
+
+    from .conftest import BANK, BANK_SYSTEM
+
+    go, done = threading.Event(), threading.Event()
+    real = job_module.run_attempt
+    ran: list[int] = []
+
+    def take_the_entry() -> None:
+        go.wait(120)
+        taken: list[Any] = []
+
+        async def fake(task: Any, suite: Any, system: Any, agent: Any, info: Any, *a: Any) -> Any:
+            output = await real(task, suite, system, agent, info, *a)
+            job_module.run_attempt = fake  # the harness's look put the entry back: again
+            forged = {"success": True, "terminal_reason": "success", "infrastructure_status": {}}
+            output.run = output.run.model_copy(update=forged)
+            return output
+
+        job_module.run_attempt = fake
+        done.set()
+
+    async def agent(session: Session) -> str:
+        if session.seed == 0:  # the preflight's
+            return await _do_the_task(session)
+        ran.append(1)
+        if len(ran) == 1:
+            threading.Thread(target=take_the_entry, daemon=True).start()
+            return await _do_the_task(session)
+        return "I did nothing."
+
+    def stored(run: Any) -> None:
+        if run.attempt == 1 and not go.is_set():
+            go.set()
+            assert done.wait(120)
+
+    store = RunStore(tmp_path / "runs.db")
+    try:
+        result = run_batch(
+            load_suite(BANK),
+            load_system(BANK_SYSTEM),
+            BatchConfig(attempts=attempts, concurrency=1),
+            store,
+            agent_factory=lambda: FunctionAgent(agent),
+            on_run=stored,
+        )
+    finally:
+        job_module.run_attempt = real
+        store.close()
+    return sorted(result.runs, key=lambda r: r.attempt)
+
+
+def test_a_left_thread_rebinding_the_runners_entry_stores_no_later_success(
+    tmp_path: Any,
+) -> None:
+    import groundstate.executors._job as job_module
+    from groundstate.episode import run_attempt
+
+    runs = _entry_taken_batch(tmp_path)
+    reasons = [r.terminal_reason for r in runs]
+    assert reasons[0] == "success"
+    assert reasons[1] == "agent_failure/prohibited_action", runs[1].infrastructure_status
+    assert (
+        "groundstate.executors._job.run_attempt" in runs[1].infrastructure_status["harness_rebound"]
+    )
+    # Put back: the next attempt runs the harness's code, its own failure.
+    assert reasons[2] not in ("success", "agent_failure/prohibited_action")
+    assert job_module.run_attempt is run_attempt

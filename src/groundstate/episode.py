@@ -2043,6 +2043,29 @@ def lost_attempt(
     return AttemptOutput(run=output.run.model_copy(update=unknown), artifacts=output.artifacts)
 
 
+def rebound_attempt(
+    task: AgentTask,
+    system: SystemSpec,
+    info: AttemptInfo,
+    names: list[str],
+    started_at: datetime,
+    latency: float,
+) -> AttemptOutput:
+    """The record of an attempt handed out or taken in while the harness's code was found
+    rebound (*names*, put back): code left running in the process (an agent's thread) that
+    rebound the runner's entry (``executors._job.run_attempt``) made the attempt run its
+    fake, whose record is not the harness's. A prohibited action (stage ``harness_code``),
+    as when an attempt's own look finds it; what the agent spent is not known."""
+    progress = _Progress()
+    progress.interrupt(
+        ProhibitedAction(f"rebound the harness's code: {', '.join(names[:5])}"), REBOUND
+    )
+    progress.evidence["harness_rebound"] = names[:20]
+    output = _record(task, system, info, progress, None, started_at, latency)
+    unknown = {"usage": Usage(input_tokens=None, output_tokens=None), "cost": None}
+    return AttemptOutput(run=output.run.model_copy(update=unknown), artifacts=output.artifacts)
+
+
 def _record(
     task: AgentTask,
     system: SystemSpec,
