@@ -228,7 +228,7 @@ def test_what_the_harness_puts_on_the_import_path_meanwhile_is_kept(
 # Code left running that takes the harness's entry (the runner's, a pool worker's).
 
 
-def _entry_taken_batch(tmp_path: Any, attempts: int = 3) -> list[Any]:
+def _entry_taken_batch(tmp_path: Any, attempts: int = 3, *, leave: bool = True) -> list[Any]:
     """An in-process batch whose first attempt's agent does the task and leaves a thread
     that, once that attempt is stored, rebinds ``executors._job.run_attempt`` to a fake
     whose every record says ``success`` (and that takes the entry again each time the
@@ -249,7 +249,6 @@ def _entry_taken_batch(tmp_path: Any, attempts: int = 3) -> list[Any]:
 
     def take_the_entry() -> None:
         go.wait(120)
-        taken: list[Any] = []
 
         async def fake(task: Any, suite: Any, system: Any, agent: Any, info: Any, *a: Any) -> Any:
             output = await real(task, suite, system, agent, info, *a)
@@ -266,12 +265,13 @@ def _entry_taken_batch(tmp_path: Any, attempts: int = 3) -> list[Any]:
             return await _do_the_task(session)
         ran.append(1)
         if len(ran) == 1:
-            threading.Thread(target=take_the_entry, daemon=True).start()
+            if leave:
+                threading.Thread(target=take_the_entry, daemon=True).start()
             return await _do_the_task(session)
         return "I did nothing."
 
     def stored(run: Any) -> None:
-        if run.attempt == 1 and not go.is_set():
+        if leave and not go.is_set():  # the first attempt stored
             go.set()
             assert done.wait(120)
 
@@ -288,7 +288,7 @@ def _entry_taken_batch(tmp_path: Any, attempts: int = 3) -> list[Any]:
     finally:
         job_module.run_attempt = real
         store.close()
-    return sorted(result.runs, key=lambda r: r.attempt)
+    return sorted(result.runs, key=lambda r: r.started_at)  # in the order they ran
 
 
 def test_a_left_thread_rebinding_the_runners_entry_stores_no_later_success(
@@ -307,3 +307,56 @@ def test_a_left_thread_rebinding_the_runners_entry_stores_no_later_success(
     # Put back: the next attempt runs the harness's code, its own failure.
     assert reasons[2] not in ("success", "agent_failure/prohibited_action")
     assert job_module.run_attempt is run_attempt
+
+
+def test_a_batch_whose_agents_leave_the_entry_alone_keeps_its_verdicts(tmp_path: Any) -> None:
+    """False-positive guard: the same batch without the thread (its agents' own code in the
+    process): the looks where attempts are handed out and taken in find nothing."""
+    runs = _entry_taken_batch(tmp_path, leave=False)
+    assert runs[0].terminal_reason == "success"
+    for run in runs[1:]:
+        assert run.terminal_reason not in ("success", "agent_failure/prohibited_action")
+    assert not any("harness_rebound" in run.infrastructure_status for run in runs)
+
+
+def test_a_pool_worker_takes_in_an_attempt_with_its_entry_rebound_as_prohibited(
+    tmp_path: Any,
+) -> None:
+    """A pool worker's own intake (``_job.taken_in``, as its reporter calls it): the entry
+    rebound by the time the attempt's output is taken in is put back, the record a
+    prohibited action naming it; found nothing, the output is the attempt's own."""
+    import time
+
+    import groundstate.executors._job as job_module
+    from groundstate.bindings import refuse_audit_hooks
+    from groundstate.episode import AttemptInfo, AttemptJob
+    from groundstate.spec.suite import load_suite
+    from groundstate.spec.system import load_system
+
+    from .conftest import BANK, BANK_SYSTEM
+
+    refuse_audit_hooks()  # untrusted code has run here (any in-process agent marks it so)
+    suite = load_suite(BANK)
+    info = AttemptInfo(run_id="r" * 32, batch_id="b" * 32, attempt=1, seed=1)
+    job = AttemptJob(
+        task_id="transfer",
+        info=info,
+        system=load_system(BANK_SYSTEM),
+        suite_path=str(BANK),
+        suite_hash=suite.suite_hash,
+    )
+    own = attempt(suite, "transfer", FunctionAgent(_do_the_task))
+    assert job_module.taken_in(job, suite, own, [], time.monotonic()) is own
+    real = job_module.run_attempt
+    job_module.run_attempt = lambda *args: None  # type: ignore[assignment,return-value]
+    try:
+        taken = job_module.taken_in(job, suite, own, [], time.monotonic())
+    finally:
+        job_module.run_attempt = real
+    assert job_module.run_attempt is real
+    assert taken.run.terminal_reason == "agent_failure/prohibited_action"
+    assert taken.run.run_id == info.run_id and taken.prepared is not None
+    assert (
+        "groundstate.executors._job.run_attempt"
+        in taken.run.infrastructure_status["harness_rebound"]
+    )

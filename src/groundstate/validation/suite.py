@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 85
+VALIDATOR_REVISION = 86
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -285,7 +285,9 @@ is cancelled"), "each", "either" or no subject after a list as each record, "not
 negation, and a change under way, hedged, by "the team", goods that "should be delivered", or an
 address's status with its new value as a claim; 85: a yes whose clause opens with another verb and
 its object ("Yes, deliver it to my sister", "yes, just do half") or "provided" ("Yes, provided the
-fee is waived") confirms nothing, and a reply over 4,096 characters is read whole."""
+fee is waived") confirms nothing, and a reply over 4,096 characters is read whole; 86: an
+attempt handed out or taken in by the runner or a pool worker while the harness's code is rebound
+(its entry, `_job.run_attempt`, by a thread an agent left) is a prohibited action."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
