@@ -1747,8 +1747,9 @@ async def _drive(
     # before it runs: an agent that set the session's time limit (its task), or END_WAIT, to
     # an hour, and held the session in a thread of its own, held the episode that long.
     until = CLOCK() + session.time_limit + END_WAIT
+    put_back: list[str] = []
     try:
-        final = await run_agent(agent, session, watched=watched)
+        final = await run_agent(agent, session, watched=watched, put_back=put_back)
     except TimeLimitReached as exc:  # the episode's own, at the limit
         await _unheld(session, _latch_time_limit, session, exc)
     except AgentRaised as raised:
@@ -1759,6 +1760,15 @@ async def _drive(
     else:
         await _end_after_return(session, until)
         _take_final(final, session, progress)
+    finally:
+        if put_back:  # the process-wide state the agent left changed (see loopthreads)
+            progress.evidence[PUT_BACK] = put_back[:20]
+
+
+PUT_BACK = "process_state_put_back"
+"""The evidence naming the process-wide state an in-process agent left changed, put back as
+its run ended (``sys.meta_path``, ``socket.setdefaulttimeout()``, ``gc.enable()``: see
+:mod:`groundstate.loopthreads`). No stop: code may set them lawfully for its own use."""
 
 
 async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: Any) -> None:
@@ -1857,7 +1867,13 @@ def _take_final(final: Final, session: EpisodeSession, progress: _Progress) -> N
         session.latch(_mismatch(f"run() returned {final.odd_kind}, not a str or None"), "final")
 
 
-async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = True) -> Final:
+async def run_agent(
+    agent: Agent,
+    session: EpisodeSession,
+    *,
+    watched: bool = True,
+    put_back: list[str] | None = None,
+) -> Final:
     """Run ``agent.run(session)`` in a thread of its own, under the session's time limit.
 
     The episode waits on the thread, not on the agent's coroutine, so an agent that blocks
@@ -1871,8 +1887,9 @@ async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = Tr
     ``HarnessCompatibilityError`` when ``run`` is not a coroutine function). The agent is
     handed an :class:`AgentSession`. Not *watched* (no untrusted code shares the
     interpreter: see :mod:`groundstate.untrusted`), the process-wide state is not read and
-    put back around its run.
+    put back around its run; what was put back is named in *put_back*.
     """
+    named = [] if put_back is None else put_back
     facade = AgentSession(session)
     limit, started = session.time_limit, CLOCK()
     rang: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -1884,14 +1901,14 @@ async def run_agent(agent: Agent, session: EpisodeSession, *, watched: bool = Tr
     try:
         in_time = await _settled_in_time(finished, rang)
     except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
-        abandon(finished, shared)
+        named += abandon(finished, shared)
         raise
     if not in_time:
         # What the abandoned agent ends with, nobody reads: abandon reads it, so asyncio does
         # not log it ("exception was never retrieved") whenever the garbage collector gets to it.
-        abandon(finished, shared)
+        named += abandon(finished, shared)
         raise TimeLimitReached(f"time limit {limit:g}s reached")
-    put_back_after(shared)  # whatever the agent made its thread take its end for
+    named += put_back_after(shared)  # whatever the agent made its thread take its end for
     ended, outcome = finished.result()  # raises what crashed the agent's loop
     if ended - started > limit:
         raise TimeLimitReached(f"time limit {limit:g}s reached")
@@ -2041,6 +2058,29 @@ def lost_attempt(
     progress.evidence["worker"] = evidence
     output = _record(task, system, info, progress, None, started_at, latency)
     # what the agent spent went with its worker: not known, never 0
+    unknown = {"usage": Usage(input_tokens=None, output_tokens=None), "cost": None}
+    return AttemptOutput(run=output.run.model_copy(update=unknown), artifacts=output.artifacts)
+
+
+def rebound_attempt(
+    task: AgentTask,
+    system: SystemSpec,
+    info: AttemptInfo,
+    names: list[str],
+    started_at: datetime,
+    latency: float,
+) -> AttemptOutput:
+    """The record of an attempt handed out or taken in while the harness's code was found
+    rebound (*names*, put back): code left running in the process (an agent's thread) that
+    rebound the runner's entry (``executors._job.run_attempt``) made the attempt run its
+    fake, whose record is not the harness's. A prohibited action (stage ``harness_code``),
+    as when an attempt's own look finds it; what the agent spent is not known."""
+    progress = _Progress()
+    progress.interrupt(
+        ProhibitedAction(f"rebound the harness's code: {', '.join(names[:5])}"), REBOUND
+    )
+    progress.evidence["harness_rebound"] = names[:20]
+    output = _record(task, system, info, progress, None, started_at, latency)
     unknown = {"usage": Usage(input_tokens=None, output_tokens=None), "cost": None}
     return AttemptOutput(run=output.run.model_copy(update=unknown), artifacts=output.artifacts)
 

@@ -265,7 +265,9 @@ class _LoopThread:
             finally:
                 try:  # first: the rest calls builtins (``str``) the work replaced
                     if shared is not None:
-                        _put_back_shared(shared, streams=not given_up.is_set())
+                        put_back = _put_back_shared(shared, streams=not given_up.is_set())
+                        if put_back:
+                            _note_put_back(shared, put_back)
                 except BaseException as exc:  # delivered: a thread gone held its submitter
                     outcome = (exc, None)
                 self.thread.name = IDLE_NAME
@@ -408,10 +410,11 @@ def _shared_hooks() -> _SharedHooks:
     )
 
 
-def _put_back_shared(shared: _SharedHooks, *, streams: bool) -> None:
+def _put_back_shared(shared: _SharedHooks, *, streams: bool) -> list[str]:
     """Put back what the work changed (only that: another thread may set its own), the
     output streams and the hooks for uncaught errors only with *streams* (the caller
-    still waits for the piece: the harness has put none of its own since). First the
+    still waits for the piece: the harness has put none of its own since); return what was
+    put back, named (the streams and what its own put-backs set unnamed). First the
     builtins and ``asyncio``'s wake path (:func:`put_back_wake_path`): until then, every
     callback handed to a loop from another thread (another attempt's agent's end, an
     attempt's end, which the batch waits for without an alarm) could be dropped."""
@@ -424,41 +427,53 @@ def _put_back_shared(shared: _SharedHooks, *, streams: bool) -> None:
     # :data:`groundstate.alarms.CLOCK`.) Only what the piece changed: a test's own
     # patch from before it stays.
     _put_back(vars(time), shared.clocks)
+    found = []
     if threading.gettrace() is not shared.trace:
         threading.settrace(shared.trace)
+        found.append("threading.settrace()")
     if threading.getprofile() is not shared.profile:
         threading.setprofile(shared.profile)
+        found.append("threading.setprofile()")
     if asyncio.get_event_loop_policy() is not shared.policy:
         asyncio.set_event_loop_policy(shared.policy)
+        found.append("asyncio.set_event_loop_policy()")
     # A callback that blocks ran on whichever thread collected next: the episode's, which
     # runs every attempt (compared by identity: ``==`` would call the piece's code).
     if _changed(_COLLECTING, shared.collected):
         _COLLECTING[:] = shared.collected
+        found.append("gc.callbacks")
     if streams:
         put_back_streams(shared.streams)
         if any(map(is_not, _uncaught_hooks(), shared.uncaught)):
             sys.unraisablehook, sys.excepthook, threading.excepthook = shared.uncaught
+            found.append("the hooks for uncaught errors")
     # The interpreter's limits: a recursion limit of 20 left the harness unable to grade
     # this very attempt (it had no record); a switch interval of 1000 s lets any thread
     # that spins keep the GIL, the alarms' thread's included, that long.
     if sys.getrecursionlimit() != shared.recursion:
         with suppress(RecursionError):  # deeper now than it was: impossible here
             sys.setrecursionlimit(shared.recursion)
+        found.append("sys.setrecursionlimit()")
     if sys.getswitchinterval() != shared.switch:
         sys.setswitchinterval(shared.switch)
+        found.append("sys.setswitchinterval()")
     # ``sqlite3.register_adapter(str, ...)`` rewrote every text the harness bound to a
     # statement after it, in every thread: the store's records (a failed attempt stored
     # as a ``success``), the checks' parameters.
-    _put_back_registry(sqlite3.adapters, shared.sqlite[0])
-    _put_back_registry(sqlite3.converters, shared.sqlite[1])
+    if _put_back_registry(sqlite3.adapters, shared.sqlite[0]):
+        found.append("sqlite3.register_adapter()")
+    if _put_back_registry(sqlite3.converters, shared.sqlite[1]):
+        found.append("sqlite3.register_converter()")
     if streams:
-        _put_back_settings(shared)
+        found += _put_back_settings(shared)
+    return found
 
 
-def _put_back_settings(shared: _SharedHooks) -> None:
+def _put_back_settings(shared: _SharedHooks) -> list[str]:
     """What the harness may set itself between a piece's start and its end when the caller
     no longer waits for it (a test's ``setenv``, ``setrlimit``, warning filters): put
-    back only while it waits, as the streams are."""
+    back only while it waits, as the streams are; return what was, named."""
+    found = []
     # A descriptor limit lowered to what was open left the grading unable to open the
     # initial state (an invalid attempt); a CPU limit ends the process with SIGXCPU, a
     # file size limit fails the store's writes. (A hard limit lowered stays lowered.)
@@ -466,12 +481,14 @@ def _put_back_settings(shared: _SharedHooks) -> None:
         if resource.getrlimit(kind) != limit:
             with suppress(ValueError, OSError):
                 resource.setrlimit(kind, limit)
+            found.append("resource.setrlimit()")
     # ``signal.alarm(5)`` (or ``setitimer``) left armed killed the process seconds later,
     # whatever attempt ran then, or the store's write (the timers' signals end a process
     # by default). A timer armed before the piece (a test runner's timeout) stays.
     for which, armed in shared.timers:
         if not armed and signal.getitimer(which) != (0.0, 0.0):
             signal.setitimer(which, 0.0)
+            found.append("signal.setitimer()")
     # A piece cannot set a signal handler from its own thread, but it can hand the call to
     # the loop of the main thread (``call_soon_threadsafe(signal.signal, SIGINT, SIG_IGN)``,
     # the episode's or the batch's loop found with ``gc.get_objects()``), or block SIGINT
@@ -483,6 +500,7 @@ def _put_back_settings(shared: _SharedHooks) -> None:
         if _handler(number) is not handler:
             with suppress(ValueError, TypeError, OSError):  # not the main thread; None: C's
                 signal.signal(number, handler)
+                found.append(f"signal.signal({number})")
     ident, mask = shared.blocked
     if ident == threading.get_ident():
         put_back_blocked(mask)
@@ -493,6 +511,7 @@ def _put_back_settings(shared: _SharedHooks) -> None:
         _ENVIRON.get(key) != value for key, value in shared.environ
     ):
         _put_back_environ(dict(shared.environ))
+        found.append("os.environ")
     # ``warnings.simplefilter("error")`` made every warning raised in the harness and the
     # checks (a library's deprecation) an exception: a check's grader failure, an invalid
     # attempt, for the rest of the process.
@@ -501,20 +520,24 @@ def _put_back_settings(shared: _SharedHooks) -> None:
         kept[:] = filters
         warnings.filters, warnings.showwarning = kept, show
         warnings._filters_mutated()  # type: ignore[attr-defined]
+        found.append("warnings.filters")
     # A umask of 0o777 made every file the harness created later unreadable (the next
     # environment's database: an invalid attempt); ``setlocale(LC_ALL, "C")`` made text
     # files opened without an encoding ASCII (a check reading one failed on "é").
-    os.umask(shared.umask)
+    if os.umask(shared.umask) != shared.umask:
+        found.append("os.umask()")
     if locale.setlocale(locale.LC_ALL) != shared.locale:
         with suppress(locale.Error):
             locale.setlocale(locale.LC_ALL, shared.locale)
+        found.append("locale.setlocale()")
     # A handler of the root logger's runs on every thread that logs (a check's HTTP
     # client, the next attempt's model adapter): one that blocks held them.
     if _logging_changed(shared.logging):
         _put_back_logging(shared.logging)
+        found.append("the root logger")
     # ``gc.disable()`` left every later attempt without a collector; ``decimal.DefaultContext
     # .prec = 1`` left the graders' amounts computed to one digit.
-    put_back_switches(shared.switches)
+    return found + put_back_switches(shared.switches)
 
 
 def umask() -> int:
@@ -958,11 +981,14 @@ def _put_back(current: dict[str, Any], first: tuple[tuple[str, Any], ...]) -> No
             current[name] = value
 
 
-def _put_back_registry(current: dict[Any, Any], first: tuple[tuple[Any, Any], ...]) -> None:
-    """*current* as *first* again, entries added since taken out (compared by identity)."""
+def _put_back_registry(current: dict[Any, Any], first: tuple[tuple[Any, Any], ...]) -> bool:
+    """*current* as *first* again, entries added since taken out (compared by identity);
+    whether it differed."""
     if len(current) != len(first) or any(current.get(k, _MISSING) is not v for k, v in first):
         current.clear()
         current.update(first)
+        return True
+    return False
 
 
 def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
@@ -1084,7 +1110,7 @@ _GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], _GivenUp]
 _GIVEN_UP = weakref.WeakKeyDictionary()
 
 
-def abandon(finished: asyncio.Future[Any], shared: _SharedHooks | None) -> None:
+def abandon(finished: asyncio.Future[Any], shared: _SharedHooks | None) -> list[str]:
     """The caller stops waiting for the work of :func:`in_loop_thread` behind *finished* (an
     agent past its time limit), and ignores its outcome. The process-wide state the work
     changed so far is put back now, here, as it would be at the work's end (the harness has
@@ -1099,10 +1125,9 @@ def abandon(finished: asyncio.Future[Any], shared: _SharedHooks | None) -> None:
     loop's executor are not waited for at exit. *shared*: the state as the work found it,
     which :func:`in_loop_thread` gave the caller (kept by the caller, not read from the
     work's event, which the work can edit: an agent that set it to None, or to its own
-    ``sqlite3`` adapters, kept them past its limit)."""
+    ``sqlite3`` adapters, kept them past its limit). Returns what was put back, named."""
     finished.add_done_callback(_ignore_outcome)
-    if shared is not None:  # (None: not watched)
-        _put_back_shared(shared, streams=True)
+    found = [] if shared is None else _put_back_shared(shared, streams=True)  # None: unwatched
     event = _GIVEN_UP.get(finished)
     if event is not None:
         # The class's ``set``: the work may have shadowed its own, or broken what it uses
@@ -1112,16 +1137,39 @@ def abandon(finished: asyncio.Future[Any], shared: _SharedHooks | None) -> None:
         worker = getattr(event, "worker", None)
         if isinstance(worker, _LoopThread):
             worker.not_joined_at_exit()
+    return found
 
 
-def put_back_after(shared: _SharedHooks | None) -> None:
+def put_back_after(shared: _SharedHooks | None) -> list[str]:
     """The work of :func:`in_loop_thread` has ended while its caller waited: put back what it
     changed of the process-wide state once more, from the caller's own copy *shared*. Its
     thread did so as the work ended unless the work's event said it was given up, which
     the work can make it say (``set()`` on it, its ``is_set`` shadowed). (Only what differs
-    is set: as the work's thread left it, this changes nothing.) None: not watched."""
-    if shared is not None:
-        _put_back_shared(shared, streams=True)
+    is set: as the work's thread left it, this changes nothing.) None: not watched.
+    Returns what was put back, by its thread or here, named (for the attempt's record)."""
+    if shared is None:
+        return []
+    found = _put_back_shared(shared, streams=True)
+    noted = _PUT_BACK.pop(id(shared), None)
+    if noted is not None and noted[0] is shared:
+        found = [*noted[1], *found]
+    return list(dict.fromkeys(found))
+
+
+_PUT_BACK: dict[int, tuple[_SharedHooks, list[str]]] = {}
+"""What the threads of :func:`submit` put back as each piece ended, by the state read as it
+began (the caller's own copy, held here: its ``id`` is no other's meanwhile), for
+:func:`put_back_after` to name. Bounded (:data:`_PUT_BACK_KEPT`): nobody takes what a piece
+whose caller does not wait for it put back."""
+
+_PUT_BACK_KEPT = 64
+
+
+def _note_put_back(shared: _SharedHooks, names: list[str]) -> None:
+    _PUT_BACK[id(shared)] = shared, names
+    with suppress(KeyError, RuntimeError, StopIteration):  # (another thread took it)
+        while len(_PUT_BACK) > _PUT_BACK_KEPT:
+            del _PUT_BACK[next(iter(_PUT_BACK))]
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:

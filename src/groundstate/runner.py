@@ -28,6 +28,7 @@ import hashlib
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
@@ -58,7 +59,7 @@ from groundstate.errors import (
     StoreError,
 )
 from groundstate.executors import Executor, InProcessExecutor
-from groundstate.executors._job import WorkerDied
+from groundstate.executors._job import WorkerDied, entry_put_back, taken_in
 from groundstate.exitcause import WATCHED, ExitWatch, watching
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.grading.terminal import is_compatibility_failure
@@ -532,11 +533,17 @@ class BatchRunner:
                     if failed:
                         return
                     marked = self._mark_started(batch, task_id, info)
+                    job, before, begun = (
+                        self._job(task_id, info),
+                        entry_put_back(),
+                        time.monotonic(),
+                    )
                     try:
-                        output = await self._executor.run(self._job(task_id, info))
+                        output = await self._executor.run(job)
                     finally:
                         if self._exits is not None:
                             self._exits.ended(info.run_id)
+                    output = taken_in(job, self.suite, output, before, begun)  # (see there)
                     if marked:  # stored (its mark removed) before another try takes its place
                         self.interrupt.check()
                         stored = await writer.store(output)

@@ -21,21 +21,48 @@ of the harness's code sees, read before an in-process agent's run and put back a
   harness's own ``str`` and ``json`` of a number raise, and the stack size of the threads
   started later (``threading.stack_size``: a small one, left, gives every thread the
   harness starts later, its graders' too, a stack that a deep call can overflow, which ends
-  the process).
+  the process);
+- the import system (``sys.meta_path``, ``sys.path_hooks``, ``sys.path`` and the finders of
+  ``sys.path_importer_cache``), edited in place or rebound: a finder of the agent's first on
+  ``sys.meta_path`` answered every later import in the process (a module the harness or a
+  later attempt's agent imports first after it, served as the agent's code). Entries the
+  harness puts there itself for a while (:data:`HARNESS_ENTRIES`) are kept; a new cache entry
+  is kept when it is the standard library's finder (an import since), else taken out;
+- the default timeout of new sockets (``socket.setdefaulttimeout``): 0.001 s, left, made
+  every later model judge's and agent's HTTP call time out (an invalid attempt or a grader
+  failure each).
+
+Each put back is named (:func:`put_back_switches`), for the attempt's record.
 """
 
 from __future__ import annotations
 
 import contextvars
 import decimal
+import sys
+from collections.abc import Sequence
 from gc import enable, get_debug, get_threshold, isenabled, set_debug, set_threshold
+from importlib.machinery import FileFinder
+from itertools import repeat
+from operator import is_, is_not
+from socket import getdefaulttimeout, setdefaulttimeout
 from sys import get_int_max_str_digits, set_int_max_str_digits
 from threading import stack_size
 from typing import Any, NamedTuple
+from zipimport import zipimporter
 
 # The functions bound as imported (here, where the harness's names are watched): ``gc``,
 # ``sys`` and ``threading`` are modules code sets lawfully, whose names are not watched, and
-# an agent that set ``gc.isenabled`` to say True would hide its ``gc.disable()``.
+# an agent that set ``gc.isenabled`` to say True would hide its ``gc.disable()``. (The import
+# system's lists are attributes of ``sys`` by nature: read there.)
+
+HARNESS_ENTRIES: list[Any] = []
+"""What the harness puts on ``sys.meta_path`` and ``sys.path`` for a while (a finder and a
+folder of :func:`groundstate.spec.code.siblings_importable`, while a file loads), kept by a
+put back that runs meanwhile in another thread."""
+
+_IMPORT_LISTS = ("meta_path", "path_hooks", "path")
+_STANDARD_FINDERS = (FileFinder, zipimporter, type(None))
 
 
 def _decimal_var() -> contextvars.ContextVar[Any] | None:
@@ -67,6 +94,11 @@ class Switches(NamedTuple):
     settings."""
     int_digits: int
     thread_stack: int
+    imports: tuple[tuple[list[Any], tuple[Any, ...]], ...]
+    """Each list of :data:`_IMPORT_LISTS` itself and what it held."""
+    finders: tuple[dict[str, Any], tuple[tuple[str, Any], ...]]
+    """``sys.path_importer_cache`` itself and what it held."""
+    socket_timeout: float | None
 
 
 def _settings(context: decimal.Context) -> _Settings:
@@ -108,7 +140,14 @@ def read_switches() -> Switches:
         tuple([(context, _settings(context)) for context in contexts]),
         get_int_max_str_digits(),
         _stack_size(),
+        tuple([(found, tuple(found)) for found in map(_sys_list, _IMPORT_LISTS)]),
+        (sys.path_importer_cache, tuple(sys.path_importer_cache.items())),
+        getdefaulttimeout(),
     )
+
+
+def _sys_list(name: str) -> list[Any]:
+    return getattr(sys, name)  # type: ignore[no-any-return]
 
 
 def put_back_switches(before: Switches) -> list[str]:
@@ -118,7 +157,7 @@ def put_back_switches(before: Switches) -> list[str]:
     if type(before) is not Switches:
         object.__setattr__(before, "__class__", Switches)
     fields: tuple[Any, ...] = tuple(tuple.__iter__(before))
-    collector, decimals, int_digits, thread_stack = fields
+    collector, decimals, int_digits, thread_stack, imports, finders, timeout = fields
     found = []
     enabled, thresholds, debug = collector
     if enabled and not isenabled():
@@ -140,4 +179,58 @@ def put_back_switches(before: Switches) -> list[str]:
     if _stack_size() != thread_stack:
         stack_size(thread_stack)
         found.append("threading.stack_size()")
+    found += _put_back_imports(imports, finders)
+    if getdefaulttimeout() != timeout:
+        setdefaulttimeout(timeout)
+        found.append("socket.setdefaulttimeout()")
     return found
+
+
+def _put_back_imports(
+    imports: tuple[tuple[list[Any], tuple[Any, ...]], ...],
+    finders: tuple[dict[str, Any], tuple[tuple[str, Any], ...]],
+) -> list[str]:
+    """Put back the import system's lists and cached finders as they were (compared by
+    identity: ``==`` would call the agent's code), but for what the harness put there
+    meanwhile (:data:`HARNESS_ENTRIES`, first, as it puts them); return what was put back."""
+    found = []
+    for name, (kept, items) in zip(_IMPORT_LISTS, imports, strict=True):
+        now = getattr(sys, name)
+        if now is not kept or len(kept) != len(items) or any(map(is_not, kept, items)):
+            ours = [one for one in list(now) if _among(one, HARNESS_ENTRIES)]
+            kept[:] = [*[one for one in ours if not _among(one, items)], *items]
+            setattr(sys, name, kept)
+            found.append(f"sys.{name}")
+    cache, entries = finders
+    rebound = sys.path_importer_cache is not cache
+    sys.path_importer_cache = cache
+    if _put_back_finders(cache, dict(entries)) or rebound:
+        found.append("sys.path_importer_cache")
+    return found
+
+
+def _put_back_finders(cache: dict[Any, Any], before: dict[str, Any]) -> bool:
+    """Put back each finder cached *before* that was replaced, and take out the new ones that
+    are not the standard library's (a key of another class than ``str``: its ``__hash__``
+    is the agent's code); whether any was. Rebuilt without hashing the keys it drops."""
+    items = list(cache.items())
+    kept = [
+        (key, before.get(key, finder))
+        for key, finder in items
+        if type(key) is str and (key in before or _standard(finder))
+    ]
+    if len(kept) == len(items) and all(map(is_, [f for _, f in kept], [f for _, f in items])):
+        return False
+    cache.clear()
+    cache.update(kept)
+    return True
+
+
+def _among(entry: Any, entries: Sequence[Any]) -> bool:
+    return any(map(is_, repeat(entry), entries))
+
+
+def _standard(finder: Any) -> bool:
+    """Whether *finder* is one the standard library's path hooks make (of exactly its class:
+    ``in`` would ask the class's own ``==``)."""
+    return any(map(is_, repeat(type(finder)), _STANDARD_FINDERS))

@@ -41,6 +41,7 @@ from groundstate.episode import (
     attempt_time_limit,
     default_environment,
     lost_attempt,
+    rebound_attempt,
     run_attempt,
     run_of,
 )
@@ -228,6 +229,7 @@ def execute_announced(payload: bytes) -> Iterator[PreparedRun | str | None]:
     ray_threads, baseline = _RAY_WORKER[0]
     tell = partial(_tell_grading, said.put, heard, ray_threads)
     name = f"attempt-{job.info.run_id[:8]}"
+    before, started = entry_put_back(), time.monotonic()
     submit(partial(_job_attempt, job, tell), name, said.put, watched=shares_interpreter(job))
     while isinstance(item := said.get(), str):
         yield GRADING_STARTS  # back here once the caller has it (the task's backpressure)
@@ -235,6 +237,7 @@ def execute_announced(payload: bytes) -> Iterator[PreparedRun | str | None]:
     error, output = item
     if error is not None:  # the batch stops
         raise _plain(error) if isinstance(error, Exception) else ExecutorError(repr(error))
+    output = taken_in(job, job_suite(job), output, before, started)
     left = leftovers(output, baseline, ray_threads)
     yield _prepared(output)
     if left is not None:  # this worker takes no more attempts: it ends, once the caller
@@ -487,6 +490,38 @@ def lost(
     return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
 
 
+def entry_put_back() -> list[str]:
+    """The harness's code found rebound, put back, where an attempt is handed out and where
+    its output is taken in (the runner's, a pool worker's), outside every look of the
+    attempt's own: a thread an earlier agent left running that rebound the entry
+    (``_job.run_attempt``, ``run_job``) after its attempt's last look had every later
+    attempt run its fake, each stored as whatever the fake said. Only where untrusted code
+    has run in the process (:func:`~groundstate.bindings.audit_hooks_refused`)."""
+    if not audit_hooks_refused():
+        return []
+    return HARNESS.put_back(read_code=False)
+
+
+def taken_in(
+    job: AttemptJob, suite: Suite, output: AttemptOutput, before: list[str], started: float
+) -> AttemptOutput:
+    """*job*'s *output* as the runner or a pool worker takes it in, unless the harness's code
+    was found rebound as it was handed out (*before*, from :func:`entry_put_back`) or is
+    now: then the attempt's record is a prohibited action naming it
+    (:func:`~groundstate.episode.rebound_attempt`), prepared for the store. Nothing says
+    which code did it: the attempt is stopped, as one running beside an agent that rebinds
+    the harness's code is. *started*: when it was handed out (``time.monotonic()``)."""
+    names = [*before, *entry_put_back()]
+    if not names:
+        return output
+    latency = max(time.monotonic() - started, 0.0)
+    started_at = datetime.now(UTC) - timedelta(seconds=latency)
+    task = suite.tasks[job.task_id]
+    record = rebound_attempt(task, job.system, job.info, names, started_at, latency)
+    row = prepare_run(record.run, record.artifacts, record.trace_lines)
+    return AttemptOutput(run=row.run, artifacts=record.artifacts, prepared=row)
+
+
 class WorkerDied(RuntimeError):
     """The process running an attempt died before the attempt ended (``os._exit``, a fatal
     signal, the kernel's out-of-memory killer): the attempt's crash."""
@@ -713,7 +748,8 @@ def serve(
             continue
         results.put(("started", key, None))
         attempt = partial(_job_attempt, job, _grading(results, key, serving.unlisted))
-        submit(attempt, f"attempt-{key}", serving.reporter(key), watched=shares_interpreter(job))
+        reporter = serving.reporter(key, job, entry_put_back())
+        submit(attempt, f"attempt-{key}", reporter, watched=shares_interpreter(job))
 
 
 class _Serving:
@@ -736,8 +772,13 @@ class _Serving:
             self._running += 1
             return True
 
-    def reporter(self, key: int) -> Done:
-        """What becomes of job *key*, put on the results from the thread that ran it."""
+    def reporter(
+        self, key: int, job: AttemptJob | None = None, before: list[str] | None = None
+    ) -> Done:
+        """What becomes of job *key*, put on the results from the thread that ran it, *job*'s
+        output taken in (:func:`taken_in`, *before*: what was found rebound as it was
+        handed out)."""
+        started = time.monotonic()
 
         def done(outcome: Outcome) -> None:
             error, output = outcome
@@ -745,6 +786,8 @@ class _Serving:
             try:
                 if error is not None:
                     raise error
+                if job is not None:
+                    output = taken_in(job, job_suite(job), output, before or [], started)
                 # Pickled apart from the message, so that a failure is this job's; only
                 # the stored form travels (see PreparedRun).
                 message = ("done", key, pickle.dumps(_prepared(output)))

@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.switches import HARNESS_ENTRIES
 
 
 def sibling_modules(folder: Path) -> dict[str, Path]:
@@ -134,8 +135,9 @@ def siblings_importable(folder: Path) -> Iterator[None]:
     for name in hidden:
         sys.modules.pop(name, None)
     entry = str(folder)
-    sys.path.insert(0, entry)
     finder = _FromSource(entry, frozenset(names))
+    HARNESS_ENTRIES.extend((entry, finder))  # kept by a put back meanwhile (groundstate.switches)
+    sys.path.insert(0, entry)
     sys.meta_path.insert(0, finder)
     try:
         yield
@@ -144,6 +146,8 @@ def siblings_importable(folder: Path) -> Iterator[None]:
             sys.meta_path.remove(finder)
         if entry in sys.path:
             sys.path.remove(entry)
+        for mine in (entry, finder):
+            HARNESS_ENTRIES.remove(mine)
         for name in [n for n in sys.modules.copy() if n.partition(".")[0] in names]:
             sys.modules.pop(name, None)
         sys.modules.update(hidden)
