@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import platform
@@ -24,11 +25,11 @@ from pydantic import (
     model_validator,
 )
 
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, one_line
 from groundstate.rounding import inflected
 from groundstate.sandbox import command_digests, command_problem
 from groundstate.spec.canonical import hash_file, hash_value
-from groundstate.spec.code import hash_code
+from groundstate.spec.code import hash_code, top_level_names
 from groundstate.spec.files import is_file, load_model, no_file
 from groundstate.spec.strict import (
     MAX_INTEGER,
@@ -457,13 +458,16 @@ def load_system(path: Path) -> SystemSpec:
     named = path.parent / target  # as the system file was named, before links are followed
     if code_file is not None and (reason := no_file(named, _shown(named))) is not None:
         raise SpecError(path, "harness.orchestration_loop.entry", reason)
+    loop_entry = spec.harness.orchestration_loop.entry
     try:
-        loop_hash = _code_hash(code_file, spec.harness.orchestration_loop.entry)
-        code: dict[str, Any] = {"orchestration_loop": loop_hash}
+        source = code_file or _module_file(loop_entry)
+        code: dict[str, Any] = {"orchestration_loop": _code_hash(code_file, source)}
     except Exception as exc:  # the user's package may raise anything while it is imported
         reason = f"cannot import: {type(exc).__name__}: {exc}"
         raise SpecError(path, "harness.orchestration_loop.entry", reason) from None
-    loop_entry = spec.harness.orchestration_loop.entry
+    shown = target if code_file is not None else str(source)
+    if source is not None and (reason := _entry_missing(source, loop_entry, shown)) is not None:
+        raise SpecError(path, "harness.orchestration_loop.entry", reason)
     if loop_entry == "mcp-command":  # what runs is the program: its files' digests are hashed
         code["command"] = command_file_digests(spec, path)
     sdk = (BUILTIN_AGENTS[loop_entry][1],) if loop_entry in BUILTIN_AGENTS else ()
@@ -502,17 +506,44 @@ def command_file_digests(
     return command_digests(command, folder, digest)
 
 
-def _code_hash(code_file: Path | None, entry: str) -> str:
-    """The hash of the agent's source file with the sibling modules it imports (for a module
-    entry, the module's file)."""
-    entry = BUILTIN_AGENTS.get(entry, (entry, ""))[0]
-    if code_file is None:
-        from groundstate import untrusted  # (imports the watch: not at this module's import)
+def _module_file(entry: str) -> Path | None:
+    """The source file of a module entry's module (None: one with no file of its own);
+    refuses (``ModuleNotFoundError``) a module that is not there, before a batch validates
+    its suite. Its packages are imported, not the module."""
+    from groundstate import untrusted  # (imports the watch: not at this module's import)
 
-        module_name, _, name = entry.partition(":")
-        untrusted.noted(untrusted.trusted_entry(module_name, name, None))  # imports its package
-        found = importlib.util.find_spec(module_name)
-        if found is None or found.origin is None or not Path(found.origin).is_file():
-            return "unknown"
-        return hash_file(Path(found.origin))
+    module_name, _, name = BUILTIN_AGENTS.get(entry, (entry, ""))[0].partition(":")
+    untrusted.noted(untrusted.trusted_entry(module_name, name, None))  # imports its package
+    found = importlib.util.find_spec(module_name)
+    if found is None:
+        raise ModuleNotFoundError(f"No module named {module_name!r}")
+    if found.origin is None or not Path(found.origin).is_file():
+        return None
+    return Path(found.origin)
+
+
+def _code_hash(code_file: Path | None, source: Path | None) -> str:
+    """The hash of the agent's source file with the sibling modules it imports (for a module
+    entry, the module's file *source*)."""
+    if code_file is None:
+        return "unknown" if source is None else hash_file(source)
     return hash_code(code_file)
+
+
+def _entry_missing(source: Path, entry: str, shown: str) -> str | None:
+    """Why *entry* names nothing its file *source* (*shown* so) defines, read from the file's
+    text before any of it runs (a batch validated its whole suite, minutes, before it found
+    out); None when the file may define it (in ways its text does not show, too)."""
+    name = BUILTIN_AGENTS.get(entry, (entry, ""))[0].rpartition(":")[2]
+    try:
+        tree = ast.parse(source.read_bytes(), str(source))
+    except SyntaxError as exc:
+        at = f" (line {exc.lineno})" if exc.lineno else ""
+        return f"cannot import {shown}: {type(exc).__name__}: {one_line(str(exc.msg))}{at}"
+    except (OSError, ValueError, MemoryError, RecursionError, SystemError):
+        return None  # importing it says why (SystemError: python/cpython#106905)
+    defined = top_level_names(tree)
+    if defined is None or name in defined:
+        return None
+    hint = did_you_mean(name, (n for n in defined if not n.isupper()))  # not a CONSTANT
+    return f"{entry!r} names no callable{hint}"
