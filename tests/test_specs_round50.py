@@ -248,4 +248,3 @@ def test_a_store_stamped_but_emptied_of_tables_is_refused(tmp_path: Path) -> Non
     db.close()
     with pytest.raises(StoreError, match="has no table 'batches', which it had"):
         RunStore(store.path)
-
