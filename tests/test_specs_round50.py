@@ -132,6 +132,53 @@ def test_a_name_bound_only_inside_a_function_is_not_the_modules(tmp_path: Path) 
     assert "names no callable" in _refused(system).reason
 
 
+def _with_params(system: Path, params: str) -> Path:
+    system.write_text(system.read_text() + f"    params: {params}\n")
+    return system
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        ("{fault_rat: 0.5, mode: 1}", "got an unexpected keyword argument 'fault_rat'"
+                             " (did you mean 'fault_rate'?)"),
+        ("{}", "missing a required argument: 'mode'"),
+    ],
+)  # fmt: skip
+def test_params_an_async_def_cannot_take_are_refused_as_the_system_loads(
+    tmp_path: Path, params: str, said: str
+) -> None:
+    agent = "async def agent(session, fault_rate=0.1, *, mode):\n    return None\n"
+    system = _with_params(_system(tmp_path, "agent.py:agent", MARK + agent), params)
+    with pytest.raises(SpecError) as caught:
+        load_system(system)
+    assert caught.value.field == "harness.orchestration_loop.params"
+    assert caught.value.reason == said and not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize(
+    "agent",
+    [
+        "async def agent(session, **params):\n    return None\n",
+        "async def agent(session, *, mode, fault_rat=1):\n    return None\n",
+        "import functools\n@functools.cache\nasync def agent(session):\n    return None\n",
+        "async def agent(session):\n    return None\nagent = lambda **p: None\n",
+        "class agent:\n    def __init__(self):\n        pass\n",  # a factory: checked later
+    ],
+)
+def test_params_read_only_where_the_text_shows_the_function_called(
+    tmp_path: Path, agent: str
+) -> None:
+    """Honest: taken by its signature, or a function the text cannot be sure of."""
+    system = _with_params(_system(tmp_path, "agent.py:agent", agent), "{fault_rat: 0.5, mode: 1}")
+    assert load_system(system).harness.orchestration_loop.params == {"fault_rat": 0.5, "mode": 1}
+
+
+@pytest.mark.parametrize("entry", ["openai-chat", "anthropic-messages"])
+def test_a_built_in_adapter_is_read_under_its_own_name(tmp_path: Path, entry: str) -> None:
+    assert load_system(_system(tmp_path, entry, None)).resolved["code"]["orchestration_loop"]
+
+
 def test_run_refuses_a_bad_entry_before_validating_the_suite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
