@@ -464,7 +464,8 @@ def load_system(path: Path) -> SystemSpec:
         source = code_file or _module_file(loop_entry)
         code: dict[str, Any] = {"orchestration_loop": _code_hash(code_file, source)}
     except Exception as exc:  # the user's package may raise anything while it is imported
-        reason = f"cannot import: {type(exc).__name__}: {exc}"
+        what = "" if code_file else f" {target}"  # a module: named as importing it names it
+        reason = f"cannot import{what}: {type(exc).__name__}: {exc}"
         raise SpecError(path, "harness.orchestration_loop.entry", reason) from None
     shown, params = (target if code_file else str(source)), spec.harness.orchestration_loop.params
     if source is not None and (problem := _entry_problem(source, loop_entry, shown, params)):
