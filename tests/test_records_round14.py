@@ -250,6 +250,7 @@ def test_side_rows_recorded_before_they_were_hashed_are_hashed_as_the_store_open
             "ALTER TABLE invalid_tasks_added DROP COLUMN chain_hash; "
             f"INSERT INTO invalid_tasks_added VALUES ('{batch_id}', 'reset-x', '');"
             "DROP TABLE started_tries;"  # added after the thirteenth round too
+            "PRAGMA application_id = 0;"  # a store stamped with its tables since round 50
         )
     with monkeypatch.context() as patched:  # as for a store on read-only media
         patched.setattr("groundstate.store.os.access", lambda *a: False)

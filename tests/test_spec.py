@@ -199,6 +199,7 @@ def test_a_module_entry_is_hashed_by_its_source(tmp_path: Path) -> None:
     assert load_system(path).resolved["code"]["orchestration_loop"] == expected
     path.write_text("harness: {orchestration_loop: {entry: nosuch.module:agent}}")
     with pytest.raises(
-        SpecError, match="cannot import: ModuleNotFoundError: No module named 'nosuch'"
+        SpecError,
+        match=r"cannot import nosuch\.module: ModuleNotFoundError: No module named 'nosuch'",
     ):
         load_system(path)

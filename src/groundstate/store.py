@@ -1013,8 +1013,11 @@ class RunStore:
                 else f"no run store at {self.path}: nothing has been run here yet "
                 "(`groundstate run` makes it), or give the store with --store"
             )
-        if not create and _size(self.path) == 0:  # a reading command makes no store in it
-            raise StoreError(f"{self.path} is an empty file, not a run store; give another --store")
+        if _left_empty(self.path, create):  # made a store by no command: it may be one emptied
+            raise StoreError(
+                f"{self.path} is an empty file, not a run store (a store emptied, or a file made "
+                "by hand); give another --store, or delete it to start a new store there"
+            )
         if (short := _cut_short(self.path)) is not None:  # SQLite would write on into it
             raise StoreError(
                 f"the run store {self.path} is damaged: {short} ({DAMAGED}); nothing was "
@@ -1041,6 +1044,7 @@ class RunStore:
             self._duplicated = self._index_tries()
             _migrate(self._db)
             self._db.executescript(_SCHEMA_AFTER_MIGRATION)
+            _stamp(self._db)
             if self._db.execute("PRAGMA user_version").fetchone()[0] != STORE_FORMAT:
                 self._db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
         except sqlite3.OperationalError as exc:
@@ -1125,7 +1129,7 @@ class RunStore:
         """Another program's SQLite database given as ``--store`` is left exactly as it was:
         no tables added, no journal mode changed, no same-named table altered."""
         tables = [row[0] for row in self._db.execute("SELECT name FROM sqlite_master")]
-        if tables and "batches" not in tables:
+        if tables and "batches" not in tables and _stamped(self._db) is None:
             self._db.close()
             shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
             raise StoreError(
@@ -2542,36 +2546,45 @@ _GENERATIONS = (
     ("started_tries",),
 )
 """The store's tables in the order groundstate added them. Every open makes those a store
-lacks, so a store with a table has every table added before it, unless one was dropped (the
-newest, dropped, cannot be told from a store made before it)."""
-_REMADE = frozenset({"seals", "leases"})
-"""Tables made again, empty, when missing, as no record is lost with them: a seal is a
-shortcut of ``report``'s check (without it the batch is verified in full), a lease a live
-runner's claim (which it then finds lost, and stops)."""
+lacks, so a store with a table has every table added before it, unless one was
+dropped. Since the fiftieth round a store is stamped with how many of these generations it
+has (:data:`_TABLES_STAMP`): a table of them missing, the newest too, is one dropped."""
+_TABLES_STAMP = 0x47530000
+"""``PRAGMA application_id`` of a store: this (``GS``) plus the number of :data:`_GENERATIONS`
+of tables it was given. A store's tables are not made again, empty, when one is missing (a
+seal or lease table included: a store missing any table it had was changed outside
+groundstate or damaged, and is refused, not read as whole); the stamp tells a table dropped
+from one of a store made before the table was."""
+
+
+def _stamped(db: sqlite3.Connection) -> int | None:
+    """How many :data:`_GENERATIONS` of tables *db* was given, by its stamp; None unstamped
+    (a store made before the fiftieth round)."""
+    found = int(db.execute("PRAGMA application_id").fetchone()[0])
+    return found - _TABLES_STAMP if found >> 16 == _TABLES_STAMP >> 16 else None
+
+
+def _stamp(db: sqlite3.Connection) -> None:
+    """Stamp *db*, which has every table of this version, with their :data:`_GENERATIONS`."""
+    if (_stamped(db) or 0) < len(_GENERATIONS):
+        db.execute(f"PRAGMA application_id = {_TABLES_STAMP + len(_GENERATIONS)}")
 
 
 def _altered(db: sqlite3.Connection) -> str | None:
     """What in *db*'s tables no groundstate made, as the end of a sentence naming the store;
     ``None`` for a new store or one made by this or an older groundstate (which opening
-    migrates). Refused: a table of records missing beside a table added after it (or, in a
-    store stamped format 2, one of the tables format 2 began with); a column of groundstate's
-    tables that no version made (an insert would leave it empty, or fail on it); a column
-    missing that no migration adds (or, in a store stamped format 2, one format 2 added)."""
+    migrates). Refused: a table missing that its stamp says it had, or (unstamped) beside a
+    table added after it, or (in a store stamped format 2) one of the tables format
+    2 began with; a column of groundstate's tables that no version made (an insert would
+    leave it empty, or fail on it); a column missing that no migration adds (or, in a store
+    stamped format 2, one format 2 added)."""
     have = _columns(db)
     tables = {column.split(".")[0] for column in have}
-    if "batches" not in tables:
-        return None  # a new store (another program's database is refused before)
+    if "batches" not in tables:  # a new store (another program's database is refused before)
+        return None if _stamped(db) is None else "has no table 'batches', which it had (dropped?)"
+    if (missing_table := _table_missing(db, tables)) is not None:
+        return missing_table
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    newest = max(i for i, names in enumerate(_GENERATIONS) for t in names if t in tables)
-    for i, names in enumerate(_GENERATIONS):
-        for table in names:
-            if table in tables or table in _REMADE:
-                continue
-            if i < newest:
-                later = next(t for t in _GENERATIONS[newest] if t in tables)
-                return f"has no table {table!r}, though it has {later!r}, added after it (dropped?)"
-            if version >= STORE_FORMAT and i <= 1:
-                return f"has no table {table!r}, which its store format {version} has"
     want = _columns(_current_schema())  # never closed: it is shared (functools.cache)
     ours = {column.split(".")[0] for column in want}
     if extra := sorted(c for c in have - want if c.split(".")[0] in ours):
@@ -2582,6 +2595,24 @@ def _altered(db: sqlite3.Connection) -> str | None:
     if missing := sorted(c for c in want - have - added if c.split(".")[0] in tables):
         stamp = f" (its store format {version} has it)" if version >= STORE_FORMAT else ""
         return f"has no column {missing[0]}{stamp}"
+    return None
+
+
+def _table_missing(db: sqlite3.Connection, tables: set[str]) -> str | None:
+    """Which table of its :data:`_GENERATIONS` a store with *tables* lacks, as the end of a
+    sentence naming the store; None when it lacks only tables added after it was made."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    given = _stamped(db)
+    newest = max(i for i, names in enumerate(_GENERATIONS) for t in names if t in tables)
+    for i, names in enumerate(_GENERATIONS):
+        for table in (t for t in names if t not in tables):
+            if given is not None and i < given:
+                return f"has no table {table!r}, which it had (dropped?)"
+            if i < newest:
+                later = next(t for t in _GENERATIONS[newest] if t in tables)
+                return f"has no table {table!r}, though it has {later!r}, added after it (dropped?)"
+            if version >= STORE_FORMAT and i <= 1:
+                return f"has no table {table!r}, which its store format {version} has"
     return None
 
 
@@ -2747,6 +2778,25 @@ def _file_system_full(path: Path) -> str:
     except (OSError, AttributeError):  # no such folder, or no statvfs (Windows)
         return ""
     return " (its file system is full)" if stats.f_bavail == 0 else ""
+
+
+_MAKING = 2.0
+"""Seconds a command that makes a store waits for an empty file at its path to be written:
+another process may be making the store there (SQLite makes the file, then writes it)."""
+
+
+def _left_empty(path: Path, create: bool) -> bool:
+    """Whether the file at *path* is empty (and stays so *create*: see :data:`_MAKING`): no
+    run store, for every command alike. Making one in it (as ``import-results`` and ``run``
+    did) hid a store emptied by a failed copy behind a new one, which reading commands
+    refused as no store."""
+    waited = 0.0
+    while _size(path) == 0:
+        if not create or waited >= _MAKING:
+            return True
+        time.sleep(0.05)
+        waited += 0.05
+    return False
 
 
 def _size(path: str | Path) -> int | None:

@@ -87,7 +87,7 @@ def _stored_attempts(store: Path, batch_id: str) -> str:
     from groundstate.store import RunStore
 
     try:
-        with RunStore(store) as run_store:
+        with RunStore(store, create=False) as run_store:  # read: never made here
             batch = run_store.batch(batch_id)
             final = planned(batch, run_store.runs(batch_id))[0].final()
     except GroundstateError:

@@ -181,3 +181,45 @@ class _FromSource(importlib.abc.MetaPathFinder):
         if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
             spec.loader = SourceOnly(fullname, str(spec.origin))
         return spec
+
+
+_UNSEEN_BINDINGS = frozenset(
+    {"globals", "vars", "locals", "exec", "eval", "setattr", "__import__", "__dict__", "modules"}
+)
+"""Names (and attributes: ``sys.modules``, ``__dict__``) through which a module can bind a name
+its text does not show: where one is used, no name is said to be missing."""
+
+
+def top_level_names(tree: ast.Module) -> frozenset[str] | None:
+    """The names a module binds at its top level, read from its text without running it (an
+    agent entry naming none of them is refused before anything runs); ``None`` when it may
+    bind others unseen (``from x import *``, a module ``__getattr__``, ``globals()``,
+    ``setattr``, ``sys.modules``). Names bound in an ``if``, ``try``, ``with`` or loop count,
+    whichever branch runs: a name missing here is missing however the module runs."""
+    names: set[str] = set()
+    pending: list[ast.AST] = list(tree.body)
+    while pending:  # the module's own statements, not the bodies of its functions or classes
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names |= {alias.asname or alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        if not isinstance(node, ast.Lambda):
+            pending.extend(ast.iter_child_nodes(node))
+    for part in ast.walk(tree):
+        if isinstance(part, ast.Global):
+            names |= set(part.names)
+        elif (isinstance(part, ast.Name) and part.id in _UNSEEN_BINDINGS) or (
+            isinstance(part, ast.Attribute) and part.attr in _UNSEEN_BINDINGS
+        ):
+            return None
+    return None if "__getattr__" in names else frozenset(names)
