@@ -462,15 +462,15 @@ Inspect epochs and ``tb run``'s attempts (``hello.1-of-3``) from 1."""
 
 def first_label(format_name: str, plan: _Plan) -> int | None:
     """The label of a run's first attempt, from which attempts are numbered: the format's
-    own (:data:`FIRST_LABELS`), or for a row file 0 or 1, whichever its lowest label is (a
-    row file may number either way; one whose lowest is 2 or more lacks its first).
+    own (:data:`FIRST_LABELS`), else the lowest label given (a row file's labels are its
+    writer's, from 0, from 1 or from a run number: none is known to be lost).
 
     Numbered from the lowest label given, τ-bench trials 1 and 2 of every task (trial 0
     lost) were attempts 1 and 2 of a run of 2 without a word, where trials 0 and 2 (trial 1
     lost) were attempts 1 and 3 of a run of 3, with a warning: the same loss, told one way."""
     if plan.text_labels or plan.lowest is None:
         return None
-    return min(FIRST_LABELS.get(format_name, 1), plan.lowest)
+    return min(FIRST_LABELS.get(format_name, plan.lowest), plan.lowest)
 
 
 def _content_hash(source: ResultSource) -> str:
