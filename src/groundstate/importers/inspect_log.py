@@ -150,6 +150,10 @@ class InspectSource:
     _values: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     """An archive's samples' score values by scorer, by (sample id, epoch): what its
     ``summaries.json`` is checked against."""
+    _means: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """By scorer and sample id, the sum and count of the sample's epochs' scores as Inspect's
+    metrics read them (``value_to_float``): what the header's ``accuracy`` and ``mean`` are
+    checked against (:meth:`_metrics_warning`)."""
     _rescored: list[tuple[str, int, str, Any, Any]] = field(default_factory=list)
     """(sample id, epoch, scorer, the summary's value, the sample's) of each score a finished
     archive's ``summaries.json`` gives otherwise than its sample (named in a warning)."""
@@ -218,6 +222,8 @@ class InspectSource:
             warnings.append(self._unlisted_warning())
         if self._rescored:
             warnings.append(self._rescored_warning())
+        if status == "success" and not self._exported and not self._invalidated:
+            warnings.extend(self._metrics_warnings(results))
         if self._nan:
             warnings.append(
                 f"{self.path}: {counted(self._nan, 'sample')} scored NaN (Inspect's "
@@ -392,6 +398,48 @@ class InspectSource:
             "from its sample), but one of the two was changed after the run"
         )
 
+    def _add_means(self, where: str, sample_id: str, values: dict[str, Any]) -> None:
+        """Add a sample's scores, read as Inspect's metrics read them, to its sample's sums
+        (a value of no verdict, NaN, or a dict of values, is none Inspect's ``accuracy``
+        or ``mean`` reads whole)."""
+        for name, value in values.items():
+            try:
+                reward = _reward(where, name, value)
+            except SpecError:
+                continue
+            sums = self._means.setdefault(name, {}).setdefault(sample_id, [0.0, 0])
+            sums[0] += reward
+            sums[1] += 1
+
+    def _metrics_warnings(self, results: Any) -> Iterator[str]:
+        """The header's ``accuracy`` or ``mean`` of a scorer that the samples held give
+        otherwise: Inspect computes them from the samples (each sample's epochs reduced by
+        their mean, its default reducer, then the mean of those), so the samples decide, and
+        the figure that disagrees is named, not trusted (a summary edited, or samples taken
+        out or edited after the run). Other reducers and metrics are not recomputed."""
+        given = results.get("scores") if isinstance(results, dict) else None
+        task = _part(self._header(), "eval").get("task")
+        for entry in given if isinstance(given, list) else []:
+            if not isinstance(entry, dict) or entry.get("reducer") not in (None, "mean"):
+                continue
+            name, metrics = entry.get("name"), _part(entry, "metrics")
+            samples = self._means.get(name) if isinstance(name, str) else None
+            if not samples:
+                continue
+            held = math.fsum(total / n for total, n in samples.values()) / len(samples)
+            for metric in ("accuracy", "mean"):
+                value = _part(metrics, metric).get("value")
+                if not isinstance(value, int | float) or isinstance(value, bool):
+                    continue
+                if not math.isclose(value, held, rel_tol=1e-6, abs_tol=1e-9):
+                    yield (
+                        f"{self.path}: results.scores of task {task!r} give {name} {metric} "
+                        f"{value!r}, but the {counted(len(samples), 'sample')} held score "
+                        f"{held:.6g}: the samples are read (the figure is computed from them, "
+                        "each sample's epochs by their mean), and the figure was changed, or "
+                        "samples taken out or changed, after the run"
+                    )
+
     def _plan(self) -> tuple[int | None, list[str] | None, int | None]:
         """What the log's header says the eval would run: its epochs
         (``eval.config.epochs``), its samples' ids (``eval.dataset.sample_ids``, after
@@ -478,8 +526,10 @@ class InspectSource:
                     "sample was added to the log after its run, and would be an attempt too many",
                 )  # fmt: skip
             self._logged.add((row.task_id, epoch))
+            values = _score_values(where, sample)
             if archive:
-                self._values[row.task_id, epoch] = _score_values(where, sample)
+                self._values[row.task_id, epoch] = values
+            self._add_means(where, row.task_id, values)
             own = _own(sample) if self._exported else None
             if own is not None and isinstance(own.get(EARLIER_TRIES), list):
                 yield from _earlier_tries(where, row, own[EARLIER_TRIES])
