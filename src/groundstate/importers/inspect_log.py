@@ -1052,9 +1052,9 @@ def _rescored(
             continue
         values = held.get(key, {})
         for name, score in given.items():
-            if isinstance(score, dict) and "value" in score and name in values:
-                if not _same_value(score["value"], values[name]):
-                    yield key[0], key[1], name, score["value"], values[name]
+            known = isinstance(score, dict) and "value" in score and name in values
+            if known and not _same_value(score["value"], values[name]):
+                yield key[0], key[1], name, score["value"], values[name]
 
 
 def _same_value(a: Any, b: Any) -> bool:
