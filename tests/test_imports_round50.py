@@ -359,3 +359,43 @@ def test_a_large_log_is_checked_in_linear_time(store: Store, tmp_path: Path) -> 
     _, err = _imported(store, path)
     assert time.perf_counter() - started < 60
     assert _metric_lines(err) == []
+
+
+# --- a one-line object of no known format --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"foo": 1},
+        {"model": "gpt-4o", "score": 0.8, "n": 10},  # another harness's summary
+        {"agent": {"name": "a"}, "tasks": ["t1"]},  # a config file
+    ],
+)
+def test_a_one_line_object_of_no_known_format_says_so(
+    store: Store, tmp_path: Path, data: dict[str, Any]
+) -> None:
+    """It was refused as a row of ours ("task_id: required, and missing or blank"), with no
+    word that no format here matched it."""
+    err = store.refused(write_json(tmp_path / "results.json", data))
+    assert "task_id: required" in err and "read as JSON Lines rows of ours" in err
+    assert f"({next(iter(data))!r}" in err and "no results format known here" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [("rows.json", ()), ("rows.jsonl", ()), ("rows.json", ("--format", "jsonl"))],
+)
+def test_rows_of_ours_refused_for_a_row_say_nothing_of_formats(
+    store: Store, tmp_path: Path, name: str, extra: tuple[str, ...]
+) -> None:
+    path = tmp_path / name
+    path.write_text('{"task_id": "t", "attempt": 1, "success": true}\n{"attempt": 2}\n')
+    err = store.refused(path, *extra)
+    assert ":2: task_id: required" in err and "no results format known here" not in err
+
+
+def test_an_object_named_jsonl_is_read_as_rows(store: Store, tmp_path: Path) -> None:
+    """A file named ``.jsonl`` is rows by its name: its error is the row's alone."""
+    err = store.refused(write_json(tmp_path / "r.jsonl", {"foo": 1}))
+    assert "task_id: required" in err and "no results format known here" not in err
