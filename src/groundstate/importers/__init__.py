@@ -487,8 +487,9 @@ def _unknown_object(path: Path) -> str | None:
     say so. ``None``: not such a file."""
     unread: tuple[type[BaseException], ...] = (ValueError, RecursionError, SpecError, *DAMAGED)
     try:
-        first = json.loads(_BREAK.split(_head(path), 1)[0]) if path.is_file() else None
-    except unread:
+        jsonl = path.is_file() and detect_format(path) == "jsonl"
+        first = json.loads(_BREAK.split(_head(path), 1)[0]) if jsonl else None
+    except (*unread, OSError):
         return None
     if not isinstance(first, dict) or "task_id" in first:
         return None
