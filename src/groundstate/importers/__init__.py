@@ -485,11 +485,13 @@ def _unknown_object(path: Path) -> str | None:
     format here has and without a ``task_id`` (another harness's result, a config file), read
     as rows of ours for want of another, whose error alone ("task_id: required") would not
     say so. ``None``: not such a file."""
-    unread: tuple[type[BaseException], ...] = (ValueError, RecursionError, SpecError, *DAMAGED)
+    unread: tuple[type[BaseException], ...] = (
+        ValueError, RecursionError, SpecError, OSError, *DAMAGED
+    )  # fmt: skip
     try:
         jsonl = path.is_file() and detect_format(path) == "jsonl"
         first = json.loads(_BREAK.split(_head(path), 1)[0]) if jsonl else None
-    except (*unread, OSError):
+    except unread:
         return None
     if not isinstance(first, dict) or "task_id" in first:
         return None
