@@ -320,7 +320,10 @@ def test_inspect_mapping_counts_are_printed(tmp_path: Path) -> None:
     # round 45: the sample a message limit stopped was scored C, which Inspect counts: named
     assert code == 0 and "two_epoch_1.json (limit message, score 'C')" in err
     # round 49: the sample with no score, left out of the valid rates, is named too
-    assert len(err.splitlines()) == 2 and "1 sample ended without an error or a limit" in err
+    assert len(err.splitlines()) == 3 and "1 sample ended without an error or a limit" in err
+    # round 50: the fixture's accuracy (0.25) is none its samples give (1: C, I; 3: 0.25; two:
+    # C, each sample's epochs by their mean): named, the samples read
+    assert "give match accuracy 0.25, but the 3 samples held score 0.583333" in err
     lines = {line.split(maxsplit=1)[1]: int(line.split()[0]) for line in out.splitlines()[2:-1]}
     assert lines == {
         "error -> agent_failure/crashed": 1,

@@ -231,7 +231,7 @@ def test_a_row_file_skipping_an_attempt_everywhere_is_named(store: Store, tmp_pa
     assert len(_skipped_lines(_imported(store, path)[1])) == 1
 
 
-@pytest.mark.parametrize("trials", [[0, 1, 2], [0], [1, 2]])
+@pytest.mark.parametrize("trials", [[0, 1, 2], [0], [0, 1]])
 def test_labels_each_task_fills_say_nothing_of_it(
     store: Store, tmp_path: Path, trials: list[int]
 ) -> None:

@@ -412,6 +412,11 @@ def import_file(
     except SpecError as exc:
         named = None if options.format else _named_format(path)
         looks = _looks_like(path, options.format or named)
+        if looks is None and options.format is None and named is None:
+            unknown = _unknown_object(path)
+            if unknown is not None:
+                reason = f"{exc.reason} ({unknown})"
+                raise SpecError(exc.path, exc.field, reason, line=exc.line) from None
         if looks is None:
             raise
         used = f"--format {options.format}" if options.format else f"{named} as its name says"
@@ -473,6 +478,29 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
     if found == "jsonl" and not _names_a_task(path):
         return None  # one object on one line that is no row of ours: not a format to suggest
     return LOOKS[found] if found is not None and found != given else None
+
+
+def _unknown_object(path: Path) -> str | None:
+    """Why a file detected as JSON Lines may be none: its first line is an object of keys no
+    format here has and without a ``task_id`` (another harness's result, a config file), read
+    as rows of ours for want of another, whose error alone ("task_id: required") would not
+    say so. ``None``: not such a file."""
+    unread: tuple[type[BaseException], ...] = (
+        ValueError, RecursionError, SpecError, OSError, *DAMAGED
+    )  # fmt: skip
+    try:
+        jsonl = path.is_file() and detect_format(path) == "jsonl"
+        first = json.loads(_BREAK.split(_head(path), 1)[0]) if jsonl else None
+    except unread:
+        return None
+    if not isinstance(first, dict) or "task_id" in first:
+        return None
+    keys = ", ".join(map(repr, list(first)[:5])) + (", ..." if len(first) > 5 else "")
+    return (
+        f"read as JSON Lines rows of ours, one object a line, for want of a format it matches: "
+        f"its first object ({keys or 'no keys'}) is of no results format known here; if it is "
+        "one, give --format (" + ", ".join(FORMATS) + ")"
+    )
 
 
 def _names_a_task(path: Path) -> bool:

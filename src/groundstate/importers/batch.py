@@ -128,6 +128,8 @@ class _Plan:
     text_labels: bool = False
     lowest: int | None = None
     highest: int | None = None
+    first: int | None = None
+    """The label of a run's first attempt (:func:`first_label`), once every row is read."""
     ignored: set[str] = field(default_factory=set)
     mapped: Counter[str] = field(default_factory=Counter)
     unmapped: Counter[str] = field(default_factory=Counter)
@@ -223,14 +225,15 @@ _DECLARED = ("revision", "weight", "horizon", "slices", "invalid")
 class _Attempts:
     """Attempt numbers from labels, one rule for the whole file.
 
-    All labels integers: ``attempt = label - lowest + 1`` (0-based trials become 1..n, 1-based
-    epochs stay as they are, gaps are kept). Any text label: every label is text, numbered per
-    task in the order the file first gives it.
+    All labels integers: ``attempt = label - first + 1`` (0-based trials become 1..n, 1-based
+    epochs stay as they are, gaps are kept, a first attempt every task lacks too: see
+    :func:`first_label`). Any text label: every label is text, numbered per task in the order
+    the file first gives it.
     """
 
     def __init__(self, source: ResultSource, plan: _Plan) -> None:
         self.source = source
-        self.offset = None if plan.text_labels else 1 - (plan.lowest or 0)
+        self.offset = None if plan.text_labels else 1 - (plan.first or 0)
         self.numbers: dict[str, dict[str, int]] = {}
         self.seen: dict[str, dict[tuple[str, int], int]] = {}
         if self.offset is None:
@@ -296,6 +299,7 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
             raise SpecError(source.path, None, "no result rows")
         for task_id, count in _rerun_only(_unspool(spool), plan.reruns).items():
             plan.tasks[task_id].attempts += count
+        plan.first = first_label(source.format, plan)
         # What the file says of itself is read before anything is stored: a file it refuses
         # stores nothing, as with a bad row
         warnings = source.warnings()
@@ -444,11 +448,29 @@ def _superseded(earlier: BatchInfo) -> str:
 
 
 def _most_attempts(plan: _Plan) -> int:
-    """The largest attempt number: from the integer labels' range, or for text labels the
-    most first tries any task has."""
-    if plan.text_labels or plan.lowest is None or plan.highest is None:
+    """The largest attempt number: from the integer labels' range (from the run's first
+    label), or for text labels the most first tries any task has."""
+    if plan.text_labels or plan.first is None or plan.highest is None:
         return max(task.attempts for task in plan.tasks.values())
-    return plan.highest - plan.lowest + 1
+    return plan.highest - plan.first + 1
+
+
+FIRST_LABELS = {"tau-bench": 0, "tau2-bench": 0, "inspect": 1, "terminal-bench": 1}
+"""The label a format gives a run's first attempt: τ-bench and τ² number trials from 0,
+Inspect epochs and ``tb run``'s attempts (``hello.1-of-3``) from 1."""
+
+
+def first_label(format_name: str, plan: _Plan) -> int | None:
+    """The label of a run's first attempt, from which attempts are numbered: the format's
+    own (:data:`FIRST_LABELS`), else the lowest label given (a row file's labels are its
+    writer's, from 0, from 1 or from a run number: none is known to be lost).
+
+    Numbered from the lowest label given, τ-bench trials 1 and 2 of every task (trial 0
+    lost) were attempts 1 and 2 of a run of 2 without a word, where trials 0 and 2 (trial 1
+    lost) were attempts 1 and 3 of a run of 3, with a warning: the same loss, told one way."""
+    if plan.text_labels or plan.lowest is None:
+        return None
+    return min(FIRST_LABELS.get(format_name, plan.lowest), plan.lowest)
 
 
 def _content_hash(source: ResultSource) -> str:
@@ -696,18 +718,30 @@ def _first_duplicate(source: ResultSource, kept: Iterator[_Kept], attempts: _Att
 
 def _skipped_labels(source: ResultSource, plan: _Plan, most: int) -> str | None:
     """Integer labels spanning more attempts than any task has: every task lacks one (τ-bench
-    trials 0 and 2 of each task, trial 1 of none), an attempt missing that the warning on
-    tasks with fewer attempts than others does not see (each has as many)."""
-    if plan.text_labels or plan.lowest is None or plan.highest is None:
+    trials 0 and 2 of each task, trial 1 of none; trials 1 and 2, trial 0 of none), an
+    attempt missing that the warning on tasks with fewer attempts than others does not see
+    (each has as many)."""
+    if plan.text_labels or plan.first is None or plan.lowest is None or plan.highest is None:
         return None
-    span = plan.highest - plan.lowest + 1
+    span = plan.highest - plan.first + 1
     if most >= span:
         return None
+    lost, first = "a lost trial or epoch", ""
+    if plan.lowest > plan.first:
+        lost += f"; none is labelled {_below(plan)}"
+        first = f", from {plan.first} as {source.format} numbers a run's attempts"
     return (
-        f"{source.path}: attempt labels run from {plan.lowest} to {plan.highest} ({span} "
-        f"attempts), but no task has more than {most}: every task lacks an attempt of that "
-        "range (a lost trial or epoch), which is in no denominator"
+        f"{source.path}: attempt labels run from {plan.lowest} to {plan.highest}{first} "
+        f"({span} attempts), but no task has more than {most}: every task lacks an attempt of "
+        f"that range ({lost}), which is in no denominator"
     )
+
+
+def _below(plan: _Plan) -> str:
+    """The labels below the lowest given, from the run's first: ``0`` or ``1 to 3``."""
+    assert plan.first is not None and plan.lowest is not None
+    last = plan.lowest - 1
+    return str(last) if last == plan.first else f"{plan.first} to {last}"
 
 
 def _report(

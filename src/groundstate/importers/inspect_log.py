@@ -147,6 +147,16 @@ class InspectSource:
     _unlisted: list[tuple[str, int]] = field(default_factory=list)
     """The (sample id, epoch) of each sample held that a finished archive's
     ``summaries.json`` does not list (named in a warning)."""
+    _values: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    """An archive's samples' score values by scorer, by (sample id, epoch): what its
+    ``summaries.json`` is checked against."""
+    _means: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """By scorer and sample id, the sum and count of the sample's epochs' scores as Inspect's
+    metrics read them (``value_to_float``): what the header's ``accuracy`` and ``mean`` are
+    checked against (:meth:`_metrics_warning`)."""
+    _rescored: list[tuple[str, int, str, Any, Any]] = field(default_factory=list)
+    """(sample id, epoch, scorer, the summary's value, the sample's) of each score a finished
+    archive's ``summaries.json`` gives otherwise than its sample (named in a warning)."""
 
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
@@ -210,6 +220,10 @@ class InspectSource:
             warnings.append(unplanned)
         if self._unlisted:
             warnings.append(self._unlisted_warning())
+        if self._rescored:
+            warnings.append(self._rescored_warning())
+        if status == "success" and not self._exported and not self._invalidated:
+            warnings.extend(self._metrics_warnings(results))
         if self._nan:
             warnings.append(
                 f"{self.path}: {counted(self._nan, 'sample')} scored NaN (Inspect's "
@@ -263,9 +277,9 @@ class InspectSource:
         denominator. A sample held and also among the early stops (which Inspect never runs,
         so never logs) is a log that contradicts itself. Either is refused: which to believe
         is not this reader's to guess."""
-        listed: set[tuple[str, int]] = set()
-        for where, sample_id, epoch in self._listed():
-            listed.add((sample_id, epoch))
+        listed: dict[tuple[str, int], dict[str, Any]] = {}
+        for where, sample_id, epoch, summary in self._listed():
+            listed[sample_id, epoch] = summary
             if (sample_id, epoch) not in self._logged:
                 raise SpecError(
                     where, "id", f"sample {sample_id!r} epoch {epoch} is listed, but the "
@@ -274,7 +288,9 @@ class InspectSource:
                     "denominator",
                 )  # fmt: skip
         if listed and self._finished_list():  # a journal's may lag its samples (a crash)
-            self._unlisted = sorted(self._logged - listed, key=str)
+            self._unlisted = sorted(self._logged - listed.keys(), key=str)
+            self._rescored = list(_rescored(listed, self._values))
+        self._values = {}
         results = self._header().get("results")
         for index, stop in enumerate(_early_stops(results)):
             key = _stop_key(stop)
@@ -291,9 +307,9 @@ class InspectSource:
         with self._archive() as archive:
             return _summary_members(archive) == [SUMMARIES]
 
-    def _listed(self) -> Iterator[tuple[str, str, int]]:
-        """An archive's sample summaries: where each is, its sample's id and epoch (none for
-        a ``.json`` log, whose samples are its only list of them)."""
+    def _listed(self) -> Iterator[tuple[str, str, int, dict[str, Any]]]:
+        """An archive's sample summaries: where each is, its sample's id and epoch, and the
+        summary (none for a ``.json`` log, whose samples are its only list of them)."""
         if not self._is_archive():
             return
         with self._archive() as archive:
@@ -307,7 +323,7 @@ class InspectSource:
                     where = f"{self.path}!{member}[{index}]"
                     summary = mapping(where, "summary", summary)
                     sample_id = task_key(where, "id", summary.get("id"))
-                    yield where, sample_id, _epoch(where, summary.get("epoch"))
+                    yield where, sample_id, _epoch(where, summary.get("epoch")), summary
 
     def _missing(self, results: Any, stopped: int) -> str | None:
         """What a finished log says it ran and does not hold: ``results.total_samples`` (its
@@ -360,6 +376,69 @@ class InspectSource:
             f"{'is' if one else 'are'} not in the archive's {SUMMARIES} ({shown}), which lists "
             "every sample Inspect wrote: added to the log after its run; imported as given"
         )
+
+    def _rescored_warning(self) -> str:
+        """The scores a finished archive's ``summaries.json`` gives otherwise than its samples.
+        Inspect writes each summary from its sample, and reads (and rescores, and edits) the
+        samples: the sample's score is read, and the disagreement named, never settled
+        silently (one of them was changed after the run, a success as easily as a failure)."""
+        named = [
+            f"{i!r} epoch {e}: {name} {listed!r} in the summary, {held!r} in the sample"
+            for i, e, name, listed, held in self._rescored[:5]
+        ]
+        more = len(self._rescored) - len(named)
+        task = _part(self._header(), "eval").get("task")
+        one = len(self._rescored) == 1
+        return (
+            f"{self.path}: {counted(len(self._rescored), 'score')} of task {task!r} in the "
+            f"archive's {SUMMARIES} {'differs' if one else 'differ'} from the sample's own ("
+            + "; ".join(named)
+            + (f"; and {more} more" if more else "")
+            + "): each sample's score is read, as Inspect reads it (a summary is a copy made "
+            "from its sample), but one of the two was changed after the run"
+        )
+
+    def _add_means(self, where: str, sample_id: str, values: dict[str, Any]) -> None:
+        """Add a sample's scores, read as Inspect's metrics read them, to its sample's sums
+        (a value of no verdict, NaN, or a dict of values, is none Inspect's ``accuracy``
+        or ``mean`` reads whole)."""
+        for name, value in values.items():
+            try:
+                reward = _reward(where, name, value)
+            except SpecError:
+                continue
+            sums = self._means.setdefault(name, {}).setdefault(sample_id, [0.0, 0])
+            sums[0] += reward
+            sums[1] += 1
+
+    def _metrics_warnings(self, results: Any) -> Iterator[str]:
+        """The header's ``accuracy`` or ``mean`` of a scorer that the samples held give
+        otherwise: Inspect computes them from the samples (each sample's epochs reduced by
+        their mean, its default reducer, then the mean of those), so the samples decide, and
+        the figure that disagrees is named, not trusted (a summary edited, or samples taken
+        out or edited after the run). Other reducers and metrics are not recomputed."""
+        given = results.get("scores") if isinstance(results, dict) else None
+        task = _part(self._header(), "eval").get("task")
+        for entry in given if isinstance(given, list) else []:
+            if not isinstance(entry, dict) or entry.get("reducer") not in (None, "mean"):
+                continue
+            name, metrics = entry.get("name"), _part(entry, "metrics")
+            samples = self._means.get(name) if isinstance(name, str) else None
+            if not samples:
+                continue
+            held = math.fsum(total / n for total, n in samples.values()) / len(samples)
+            for metric in ("accuracy", "mean"):
+                value = _part(metrics, metric).get("value")
+                if not isinstance(value, int | float) or isinstance(value, bool):
+                    continue
+                if not math.isclose(value, held, rel_tol=1e-6, abs_tol=1e-9):
+                    yield (
+                        f"{self.path}: results.scores of task {task!r} give {name} {metric} "
+                        f"{value!r}, but the {counted(len(samples), 'sample')} held score "
+                        f"{held:.6g}: the samples are read (the figure is computed from them, "
+                        "each sample's epochs by their mean), and the figure was changed, or "
+                        "samples taken out or changed, after the run"
+                    )
 
     def _plan(self) -> tuple[int | None, list[str] | None, int | None]:
         """What the log's header says the eval would run: its epochs
@@ -433,7 +512,7 @@ class InspectSource:
 
     def _rows(self) -> Iterator[ImportedRow]:
         once = OnceEach("sample run")  # Inspect's uuid: one per sample and epoch
-        epochs = self._plan()[0]
+        epochs, archive = self._plan()[0], self._is_archive()
         for index, (where, sample) in enumerate(self._samples(), start=1):
             self._read = index
             sample = mapping(where, "sample", sample)
@@ -447,6 +526,10 @@ class InspectSource:
                     "sample was added to the log after its run, and would be an attempt too many",
                 )  # fmt: skip
             self._logged.add((row.task_id, epoch))
+            values = _score_values(where, sample)
+            if archive:
+                self._values[row.task_id, epoch] = values
+            self._add_means(where, row.task_id, values)
             own = _own(sample) if self._exported else None
             if own is not None and isinstance(own.get(EARLIER_TRIES), list):
                 yield from _earlier_tries(where, row, own[EARLIER_TRIES])
@@ -946,6 +1029,38 @@ def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
     if sample.get("scores"):
         raise SpecError(where, "score", "given beside scores: which of them decides?")
     return {"score": sample["score"]}
+
+
+def _score_values(where: str, sample: dict[str, Any]) -> dict[str, Any]:
+    """The value of each score *sample* gives, by scorer (none when its scores are not
+    readable: the sample's reading names that)."""
+    with contextlib.suppress(SpecError):
+        scores = _scores(where, sample)
+        return {n: s["value"] for n, s in scores.items() if isinstance(s, dict) and "value" in s}
+    return {}
+
+
+def _rescored(
+    listed: dict[tuple[str, int], dict[str, Any]], held: dict[tuple[str, int], dict[str, Any]]
+) -> Iterator[tuple[str, int, str, Any, Any]]:
+    """Each score a summary gives a value other than its sample's (sample id, epoch, scorer,
+    the summary's value, the sample's); a scorer only one of them gives is not compared (a
+    summary Inspect thinned, an older one without scores)."""
+    for key, summary in listed.items():
+        given = summary.get("scores")
+        if not isinstance(given, dict):
+            continue
+        values = held.get(key, {})
+        for name, score in given.items():
+            known = isinstance(score, dict) and "value" in score and name in values
+            if known and not _same_value(score["value"], values[name]):
+                yield key[0], key[1], name, score["value"], values[name]
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """*a* and *b* are one score value (NaN, Inspect's no verdict, is one value here)."""
+    nan = isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+    return nan or bool(a == b)
 
 
 def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:

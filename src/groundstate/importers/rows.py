@@ -577,7 +577,8 @@ def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
         return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         place = f"{where}:{exc.lineno}" if at_line else where
-        raise SpecError(place, None, f"not valid JSON: {exc.msg}{_nul(exc)}") from None
+        reason = f"{exc.msg}{located(exc.colno, exc.pos)}{_nul(exc)}"
+        raise SpecError(place, None, f"not valid JSON: {reason}") from None
     except UnicodeDecodeError:
         raise SpecError(where, None, "not UTF-8 text") from None
     except RecursionError:
@@ -614,6 +615,12 @@ def nul_reason(text: str) -> str | None:
             "not UTF-8: save it as UTF-8"
         )
     return None
+
+
+def located(column: int, offset: int) -> str:
+    """Where on its line a syntax error is, and where in the text: a results file is often
+    one line of megabytes (a list dumped without breaks), whose line alone says nothing."""
+    return f" (column {column}, character {offset})"
 
 
 def _nul(exc: json.JSONDecodeError) -> str:

@@ -29,6 +29,7 @@ from groundstate.importers.rows import (
     UNIQUE,
     DoubledKey,
     doubled_field,
+    located,
     not_utf8,
     nul_reason,
 )
@@ -65,6 +66,8 @@ class JsonStream:
         """Characters read and dropped before :attr:`_text`."""
         self._lines = 0
         """Line breaks in them (for the line of a syntax error)."""
+        self._line_start = 0
+        """The offset of the character after the last of them (for the column)."""
         self._eof = False
 
     # --- the document's structure ---------------------------------------------------------
@@ -272,6 +275,8 @@ class JsonStream:
             return False
         if self._pos:
             self._lines += self._text.count("\n", 0, self._pos)
+            if (newline := self._text.rfind("\n", 0, self._pos)) >= 0:
+                self._line_start = self._dropped + newline + 1
             self._dropped += self._pos
             self._text, self._pos = self._text[self._pos :], 0
         try:
@@ -286,12 +291,20 @@ class JsonStream:
         return True
 
     def _syntax(self, message: str, at: int | None = None) -> SpecError:
-        """A syntax error at *at* (the window's position by default), naming its line."""
+        """A syntax error at *at* (the window's position by default), naming its line and
+        column: a file of one line (a results list written without breaks, cut short) is
+        otherwise located nowhere in its megabytes."""
         at = self._pos if at is None else at
         line = self._lines + self._text.count("\n", 0, at) + 1
+        newline = self._text.rfind("\n", 0, at)
+        start = self._line_start if newline < 0 else self._dropped + newline + 1
+        offset = self._dropped + at
         nul = nul_reason(self._text[at : at + 64]) if self._text[at : at + 1] == "\x00" else None
         note = "" if nul is None else f" ({nul})"
-        return SpecError(f"{self._path}:{line}", None, f"not valid JSON: {message}{note}")
+        return SpecError(
+            f"{self._path}:{line}", None,
+            f"not valid JSON: {message}{located(offset - start + 1, offset)}{note}",
+        )  # fmt: skip
 
 
 def _number(value: Any) -> bool:
