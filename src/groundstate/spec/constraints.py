@@ -509,7 +509,8 @@ _HEDGED = r"(,? (i guess|i suppose|i think so|i think|maybe|perhaps|probably|the
 """Hedges after a yes that leave it asked back when a question mark ends them ("Yes, I
 guess?", "OK, maybe?")."""
 NO_PATTERN = (
-    rf"\b({_NOT_CLOSING}no{_IDIOMS}|{_NOT_CLOSING}(nope|nah)|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
+    rf"\b({_NOT_CLOSING}no{_IDIOMS}|{_NOT_CLOSING}(nope|nah)"
+    r"|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})"
     rf"(?! (need|want) (a|any|the|an) {_EXTRAS}\b)|"
     r"hold (on(?! to\b)|off|up|it(?=\W*$)|that thought)|hang on|"
