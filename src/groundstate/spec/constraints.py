@@ -109,6 +109,17 @@ _IDIOMS = (
 problema"), nor the reason for the change ("Yes, I no longer need it"), nor an extra declined
 ("Yes, no receipt needed", "Yes, no need for a receipt", "Yes please, no need to email me";
 "no need to refund it" is a no)."""
+_CLOSING = (
+    r"((,? (thanks|thank you))?[,.!:;-]* ?(that('s| is|'ll be| will be) (all|it|everything)"
+    r"|nothing (else|more|further))|( other| more| further) (changes?|questions?|requests?))"
+    r"( for (now|today))?(,? (thanks|thank you))?(?=[\W_]{0,40}$|[.!?;]+ )"
+)
+_NOT_CLOSING = rf"((?<![.!?,;] )|(?!(no|nope|nah){_CLOSING}))"
+"""A "no" that closes the conversation after the yes before it ("Yes, go ahead. No, nothing
+else.", "Yes please. No, that's all.", "Yes, please proceed. No other changes."): said after
+a clause of its own and saying nothing more, it answers "anything else?" and takes no yes
+back. A "no" opening the reply ("No, that's all") or going on ("No, that's all wrong", "No,
+nothing else to change but don't refund it yet") is read as ever."""
 _ASKING_FOR = (
     r"(tell|check|show|let me know|confirm|verify|explain|give me|quote|calculate|double[- ]check"
     r"|make sure|find out|look up|send me|email me|what's|what is|how much"
@@ -498,7 +509,8 @@ _HEDGED = r"(,? (i guess|i suppose|i think so|i think|maybe|perhaps|probably|the
 """Hedges after a yes that leave it asked back when a question mark ends them ("Yes, I
 guess?", "OK, maybe?")."""
 NO_PATTERN = (
-    rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
+    rf"\b({_NOT_CLOSING}no{_IDIOMS}|{_NOT_CLOSING}(nope|nah)"
+    r"|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})"
     rf"(?! (need|want) (a|any|the|an) {_EXTRAS}\b)|"
     r"hold (on(?! to\b)|off|up|it(?=\W*$)|that thought)|hang on|"
