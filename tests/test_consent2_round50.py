@@ -102,3 +102,15 @@ def test_the_closing_no_costs_the_pattern_no_more_than_other_words() -> None:
     closing = _search_seconds("Yes please. " + "No, that's all. " * 1_500 + "!" * 500)
     other = _search_seconds("Yes please. " + "Ok, sure, thanks. " * 1_350)
     assert closing < 3 * other + 0.05
+
+
+@pytest.mark.parametrize("closing", ["No, that's all. ", "Thanks, that's all. "])
+def test_a_long_reply_of_closing_sentences_is_read_in_linear_time(closing: str) -> None:
+    """A reply over the length whose readings are remembered was read again for each of its
+    clauses (the names it gives, each time): 1,200 closing sentences after a yes took seconds,
+    6,000 (about 100,000 characters) minutes. Its readings are kept too now (a few at a time).
+    Thread CPU time, with a wide bound: linear against quadratic, not the machine's speed."""
+    answer = "Yes please. " + closing * 6000
+    started = time.thread_time()
+    assert _confirms(answer)
+    assert time.thread_time() - started < 5.0

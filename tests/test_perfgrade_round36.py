@@ -143,11 +143,13 @@ def test_the_memo_answers_for_the_reading_it_was_made_by() -> None:
     assert _dialogue._read_once(_dialogue._says_cancel_that, "keep that") is False
 
 
-def test_long_texts_and_str_subclasses_are_read_every_time(
+def test_long_texts_are_kept_apart_and_str_subclasses_read_every_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Past the length remembered, and for a str subclass (whose methods may answer
-    otherwise from one call to the next), the reading runs each time and nothing is kept."""
+    """Past the length remembered, a text's reading is kept in a small memo of its own (a
+    long reply is read again for each of its clauses: fiftieth round), not in the memo of
+    short texts; a str subclass (whose methods may answer otherwise from one call to the
+    next) is read each time and nothing is kept."""
     calls: list[str] = []
 
     def reading(text: str) -> bool:
@@ -158,17 +160,22 @@ def test_long_texts_and_str_subclasses_are_read_every_time(
     before = _dialogue._read_remembered.cache_info().currsize
     assert _dialogue._read_once(reading, "abcdefx") is True
     assert _dialogue._read_once(reading, "abcdefx") is True
+    assert len(calls) == 1
+    assert _dialogue._read_remembered.cache_info().currsize == before
 
     class Shifty(str):
         pass
 
     assert _dialogue._read_once(reading, Shifty("x")) is True
     assert _dialogue._read_once(reading, Shifty("x")) is True
-    assert len(calls) == 4
+    assert len(calls) == 3
     assert _dialogue._read_remembered.cache_info().currsize == before
     assert _dialogue._read_once(reading, "ab") is False  # short: remembered
     assert _dialogue._read_once(reading, "ab") is False
-    assert len(calls) == 5
+    assert len(calls) == 4
+    for n in range(40):  # the long texts' memo is bounded
+        _dialogue._read_once(reading, f"abcdef{n}")
+    assert _dialogue._read_long.cache_info().currsize <= 16
 
 
 def test_a_long_retraction_is_still_found() -> None:
@@ -241,7 +248,7 @@ def test_the_corpus_grades_alike_with_and_without_the_memo(
     warm = results(clear=False)
     assert _dialogue._read_remembered.cache_info().hits > hits
     with monkeypatch.context() as patched:
-        patched.setattr(_dialogue, "READ_ONCE_CHARS", -1)
+        patched.setattr(_dialogue, "_read_once", lambda reading, text: reading(text))
         off = results(clear=True)
     assert cold == off
     assert warm == off

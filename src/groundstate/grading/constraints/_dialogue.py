@@ -4187,9 +4187,13 @@ def _read_once(reading: Callable[[str], _Reading], text: str) -> _Reading:
     and a scripted user's replies come back in every attempt of a task: the retraction
     patterns' searches (tens of µs a message) were the walk's largest part. A str subclass is
     read every time (its methods could answer otherwise from one call to the next)."""
-    if type(text) is not str or len(text) > READ_ONCE_CHARS:
+    if type(text) is not str:
         return reading(text)
-    remembered: _Reading = _read_remembered(reading, text)  # the cache's type is lost
+    remembered: _Reading  # the caches' type is lost
+    if len(text) > READ_ONCE_CHARS:
+        remembered = _read_long(reading, text)
+    else:
+        remembered = _read_remembered(reading, text)
     return remembered
 
 
@@ -4200,9 +4204,18 @@ def _read_remembered(reading: Callable[[str], _Reading], text: str) -> _Reading:
     return reading(text)
 
 
+@lru_cache(maxsize=16)
+def _read_long(reading: Callable[[str], _Reading], text: str) -> _Reading:
+    # A long message is read again for each of its own clauses (a reply of 1,200 "No, that's
+    # all." sentences read the names it gives 1,200 times: seconds at 20,000 characters,
+    # minutes at 100,000): remembered too, a few at a time (the same text is the same object
+    # then, found without comparing its characters).
+    return reading(text)
+
+
 READ_ONCE_CHARS = 4096
-"""Texts up to this long have their readings remembered (4,096 entries at most); a longer
-one is read whole every time, never left unread."""
+"""Texts up to this long have their readings remembered (4,096 entries at most); the
+readings of longer ones, 16 at most."""
 _Reading = TypeVar("_Reading", bool, frozenset[str])
 
 
