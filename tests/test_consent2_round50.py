@@ -114,3 +114,39 @@ def test_a_long_reply_of_closing_sentences_is_read_in_linear_time(closing: str) 
     started = time.thread_time()
     assert _confirms(answer)
     assert time.thread_time() - started < 5.0
+
+
+# --- merge review: the closings said in other words --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes please. No, I'm good.",
+        "Yes please. No, that's all I need, thanks!",
+        "Yes, go ahead. No thanks, I'm all set.",
+        "Yes, proceed. Nope, all good.",
+        "Yes, please do. No, nothing else I need.",
+        "yes go ahead. no, we're good",
+    ],
+)
+def test_a_closing_no_in_other_words_takes_no_yes_back(answer: str) -> None:
+    assert _confirms(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "No, I'm good.",
+        "Yes. No, I'm good without it.",
+        "Yes. No, I'm fine, cancel that",
+        "Yes. No, I'm good. Don't refund it.",
+        "Yes. No, that's all I need to know before deciding",
+        "Yes... actually no, I'm good",
+        "Yes. Nope, all set, keep it",
+        "Yes. No, I'm good, I'll keep it.",
+        "Yes. No, nothing else I need, but hold off on the refund",
+    ],
+)
+def test_a_no_in_those_words_that_goes_on_still_takes_the_yes_back(answer: str) -> None:
+    assert not _confirms(answer)

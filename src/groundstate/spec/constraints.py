@@ -110,13 +110,16 @@ problema"), nor the reason for the change ("Yes, I no longer need it"), nor an e
 ("Yes, no receipt needed", "Yes, no need for a receipt", "Yes please, no need to email me";
 "no need to refund it" is a no)."""
 _CLOSING = (
-    r"((,? (thanks|thank you))?[,.!:;-]* ?(that('s| is|'ll be| will be) (all|it|everything)"
-    r"|nothing (else|more|further))|( other| more| further) (changes?|questions?|requests?))"
+    r"((,? (thanks|thank you))?[,.!:;-]* ?((that('s| is|'ll be| will be) (all|it|everything)"
+    r"|nothing (else|more|further))( (i|we) (need|needed|want|wanted))?"
+    r"|(i'm|i am|we're|we are) (good|fine|all set|set|all good)|all (good|set))"
+    r"|( other| more| further) (changes?|questions?|requests?))"
     r"( for (now|today))?(,? (thanks|thank you))?(?=[\W_]{0,40}$|[.!?;]+ )"
 )
 _NOT_CLOSING = rf"((?<![.!?,;] )|(?!(no|nope|nah){_CLOSING}))"
 """A "no" that closes the conversation after the yes before it ("Yes, go ahead. No, nothing
-else.", "Yes please. No, that's all.", "Yes, please proceed. No other changes."): said after
+else.", "Yes please. No, that's all.", "Yes, please proceed. No other changes.", "Yes please.
+No, I'm good.", "No, that's all I need", "Nope, all set"): said after
 a clause of its own and saying nothing more, it answers "anything else?" and takes no yes
 back. A "no" opening the reply ("No, that's all") or going on ("No, that's all wrong", "No,
 nothing else to change but don't refund it yet") is read as ever."""
