@@ -2800,10 +2800,11 @@ def _left_empty(path: Path, create: bool) -> bool:
 
 
 def _size(path: str | Path) -> int | None:
-    """The size of the file at *path*, or None when there is none."""
+    """The size of the file at *path*, or None when there is none (a file in the way of its
+    folder included: the open names it, see :func:`~groundstate.paths.in_the_way`)."""
     try:
         return os.stat(path).st_size
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
