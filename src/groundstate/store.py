@@ -1032,14 +1032,13 @@ class RunStore:
         try:
             make_folder(self.path.parent)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
-            self._refuse_foreign_database()
-            self._refuse_newer_format()
-            self._refuse_altered_schema()
+            self._refuse_what_is_not_ours()
             _use_wal(self._db)
             # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit
             # survives the process being killed, and an OS crash or power loss may roll back
             # the last commits whole (never part of one). A batch's lost tries rerun on resume.
             self._db.execute("PRAGMA synchronous=NORMAL")
+            _make_new(self._db)
             self._db.executescript(_SCHEMA)
             self._duplicated = self._index_tries()
             _migrate(self._db)
@@ -1086,9 +1085,7 @@ class RunStore:
                 self._db = sqlite3.connect(
                     uri + "&immutable=1", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT
                 )
-            self._refuse_foreign_database()
-            self._refuse_newer_format()
-            self._refuse_altered_schema()
+            self._refuse_what_is_not_ours()
             if missing := _columns(_current_schema()) - _columns(self._db) - _OPTIONAL:
                 self._db.close()
                 raise StoreError(
@@ -1100,6 +1097,16 @@ class RunStore:
             raise StoreError(
                 f"cannot open the run store {self.path}: {exc}{_why(exc, self.path)}"
             ) from exc
+
+    def _refuse_what_is_not_ours(self) -> None:
+        """Refuse another program's database, a newer store's, and one changed outside
+        groundstate, reading all in one snapshot: read statement by statement, a store another
+        process made meanwhile showed its stamp but not yet its tables (refused as dropped)."""
+        self._db.execute("BEGIN")
+        self._refuse_foreign_database()
+        self._refuse_newer_format()
+        self._refuse_altered_schema()
+        self._db.execute("COMMIT")
 
     def _refuse_newer_format(self) -> None:
         """A store written by a newer groundstate (a higher format stamped in SQLite's
@@ -2521,6 +2528,34 @@ _OPTIONAL = {"invalid_tasks_added.batch_id", "invalid_tasks_added.task_id",
              "started_tries.batch_id", "started_tries.record"}  # fmt: skip
 """Columns a store made before them is read without (a read-only one cannot gain them):
 without those tables, no resume added an invalid task, and no session was recorded."""
+
+
+def _make_new(db: sqlite3.Connection) -> None:
+    """Give a new store (no ``batches`` table) every table, index and trigger of this version,
+    stamped, in one transaction: made statement by statement, a store opened by another
+    process meanwhile (two ``run``s started on a fresh ``--store``) was seen half made, and
+    refused as one whose tables were dropped (:func:`_altered`)."""
+    if _has_batches(db):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if not _has_batches(db):  # not made by another process while this one waited
+            for (sql,) in _current_schema().execute(
+                "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite%' "
+                "ORDER BY rowid"
+            ):
+                db.execute(sql)
+            db.execute(_ONE_ROW_PER_TRY)
+            _stamp(db)
+            db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+        db.execute("COMMIT")
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+
+
+def _has_batches(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batches'").fetchone() is not None
 
 
 @functools.cache
