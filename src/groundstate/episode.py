@@ -2056,10 +2056,8 @@ def lost_attempt(
     progress = _Progress()
     progress.interrupt(error, stage, reason)
     progress.evidence["worker"] = evidence
-    output = _record(task, system, info, progress, None, started_at, latency)
     # what the agent spent went with its worker: not known, never 0
-    unknown = {"usage": Usage(input_tokens=None, output_tokens=None), "cost": None}
-    return AttemptOutput(run=output.run.model_copy(update=unknown), artifacts=output.artifacts)
+    return _spend_unknown(task, system, info, progress, started_at, latency)
 
 
 def rebound_attempt(
@@ -2080,6 +2078,19 @@ def rebound_attempt(
         ProhibitedAction(f"rebound the harness's code: {', '.join(names[:5])}"), REBOUND
     )
     progress.evidence["harness_rebound"] = names[:20]
+    return _spend_unknown(task, system, info, progress, started_at, latency)
+
+
+def _spend_unknown(
+    task: AgentTask,
+    system: SystemSpec,
+    info: AttemptInfo,
+    progress: _Progress,
+    started_at: datetime,
+    latency: float,
+) -> AttemptOutput:
+    """The record of an attempt built from *progress* alone, its usage and cost not known
+    (``None``, never 0): what the agent spent was not seen by the harness."""
     output = _record(task, system, info, progress, None, started_at, latency)
     unknown = {"usage": Usage(input_tokens=None, output_tokens=None), "cost": None}
     return AttemptOutput(run=output.run.model_copy(update=unknown), artifacts=output.artifacts)

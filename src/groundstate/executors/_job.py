@@ -85,8 +85,7 @@ async def run_job(
     output = await run_attempt(task, suite, job.system, agent, job.info, make_env)
     if program:  # and must not have changed while it ran, or the record names other code
         refuse_changed_program(job.system)
-    row = prepare_run(output.run, output.artifacts, output.trace_lines)
-    return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
+    return _for_store(output)
 
 
 def _runs_program(system: SystemSpec) -> bool:
@@ -469,8 +468,7 @@ def lost(
             "the stored attempts are kept: resume the batch"
         )
     task = suite.tasks[job.task_id]
-    latency = max(time.monotonic() - started, 0.0)
-    started_at = datetime.now(UTC) - timedelta(seconds=latency)
+    started_at, latency = _elapsed(started)
     error: BaseException
     reason = None
     evidence: dict[str, Any] = {"cause": cause, "overdue": overdue}
@@ -483,11 +481,11 @@ def lost(
         stage = "time_limit"
     else:
         error, stage = WorkerDied(cause), "agent"
-    output = lost_attempt(
-        task, job.system, job.info, error, stage, evidence, started_at, latency, reason
+    return _for_store(
+        lost_attempt(
+            task, job.system, job.info, error, stage, evidence, started_at, latency, reason
+        )
     )
-    row = prepare_run(output.run, output.artifacts, output.trace_lines)
-    return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
 
 
 def entry_put_back() -> list[str]:
@@ -514,12 +512,22 @@ def taken_in(
     names = [*before, *entry_put_back()]
     if not names:
         return output
-    latency = max(time.monotonic() - started, 0.0)
-    started_at = datetime.now(UTC) - timedelta(seconds=latency)
+    started_at, latency = _elapsed(started)
     task = suite.tasks[job.task_id]
-    record = rebound_attempt(task, job.system, job.info, names, started_at, latency)
-    row = prepare_run(record.run, record.artifacts, record.trace_lines)
-    return AttemptOutput(run=row.run, artifacts=record.artifacts, prepared=row)
+    return _for_store(rebound_attempt(task, job.system, job.info, names, started_at, latency))
+
+
+def _elapsed(started: float) -> tuple[datetime, float]:
+    """When an attempt handed out at *started* (``time.monotonic()``) began, and the seconds
+    since: the start and latency of a record the harness builds for it."""
+    latency = max(time.monotonic() - started, 0.0)
+    return datetime.now(UTC) - timedelta(seconds=latency), latency
+
+
+def _for_store(output: AttemptOutput) -> AttemptOutput:
+    """*output* with its row prepared for the store (:func:`prepare_run`)."""
+    row = prepare_run(output.run, output.artifacts, output.trace_lines)
+    return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
 
 
 class WorkerDied(RuntimeError):
