@@ -35,6 +35,7 @@ import pytest
 from groundstate.importers import batch as batch_module
 from groundstate.store import RunStore
 from tests.test_imports_formats import Store, cli, log, sample, write_json
+from tests.test_imports_harbor import job, trial
 from tests.test_imports_round14 import tb_run, tb_trial
 from tests.test_imports_round43 import _imported, _reasons
 
@@ -354,3 +355,68 @@ def test_pass_at_k_over_tasks_of_unequal_trials(store: Store, tmp_path: Path) ->
     path.write_text(json.dumps(data))
     _, err = _imported(store, path)
     assert _pass_lines(err) == []
+
+
+# --- Harbor stats.evals ------------------------------------------------------------------
+
+
+def _harbor(tmp_path: Path, evals: dict[str, Any]) -> Path:
+    trials = [trial("hello", "hello__a", {"reward": 1.0}, minute=1),
+              trial("hello", "hello__b", {"reward": 0.0}, minute=2),
+              trial("fix", "fix__a", None, "AgentTimeoutError", minute=3)]  # fmt: skip
+    folder = job(tmp_path / "job", trials)
+    data = json.loads((folder / "result.json").read_text())
+    data["stats"]["evals"] = evals
+    write_json(folder / "result.json", data)
+    return folder
+
+
+def _evals(rewards: dict[str, list[str]], exceptions: dict[str, list[str]]) -> dict[str, Any]:
+    """One eval, keyed as Harbor keys it (``agent__model__dataset``)."""
+    return {"terminus-2__claude-sonnet-4__terminal-bench": {
+        "n_trials": 2, "n_errors": 1, "metrics": [{"mean": 1 / 3}],
+        "reward_stats": {"reward": rewards}, "exception_stats": exceptions}}  # fmt: skip
+
+
+def _restated(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "stats.evals names trials" in line]
+
+
+@pytest.mark.parametrize(
+    ("rewards", "exceptions"),
+    [
+        ({"1.0": ["hello__a"], "0.0": ["hello__b"]}, {"AgentTimeoutError": ["fix__a"]}),
+        ({"1": ["hello__a"], "0": ["hello__b"]}, {}),  # an int reward's key
+        ({"1.0": ["hello__a"]}, {}),  # a trial the stats do not name yet
+        ({"1.0": ["hello__a", "gone__x"]}, {"Cancelled": ["gone__y"]}),  # not held
+        ({"high": ["hello__a"]}, {}),  # no number: not compared
+    ],
+)
+def test_harbor_stats_the_trials_give_say_nothing(
+    store: Store, tmp_path: Path, rewards: dict[str, list[str]], exceptions: dict[str, Any]
+) -> None:
+    _, err = _imported(store, _harbor(tmp_path, _evals(rewards, exceptions)))
+    assert _restated(err) == []
+
+
+@pytest.mark.parametrize(
+    ("rewards", "exceptions", "said"),
+    [
+        ({"1.0": ["hello__a", "hello__b"]}, {}, "'hello__b' reward 1.0 in the stats, 0.0 in"),
+        ({"0.0": ["hello__a"]}, {}, "'hello__a' reward 0.0 in the stats, 1.0 in its result"),
+        ({"1.0": ["fix__a"]}, {}, "'fix__a' reward 1.0 in the stats, None in its result"),
+        (
+            {},
+            {"AgentTimeoutError": ["hello__a"]},
+            "'hello__a' AgentTimeoutError in the stats, exception None",
+        ),
+        ({}, {"VerifierTimeoutError": ["fix__a"]}, "exception 'AgentTimeoutError' in its"),
+    ],
+)
+def test_harbor_stats_the_trials_do_not_give_are_named(
+    store: Store, tmp_path: Path, rewards: dict[str, list[str]], exceptions: Any, said: str
+) -> None:
+    batch, err = _imported(store, _harbor(tmp_path, _evals(rewards, exceptions)))
+    (line,) = _restated(err)
+    assert said in line and str(tmp_path / "job" / "result.json") in line
+    assert _reasons(store, batch)[("hello", 1)] == "success"  # each trial's result decides
