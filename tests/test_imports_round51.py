@@ -21,6 +21,10 @@ Classes of defect fixed:
   ``pass_at_k`` figures (the mean over tasks of the unbiased estimator) that its trials do
   not give, or a k no task has trials for, were passed over; they are named in a warning,
   as an ``accuracy`` other than the trials' was.
+- **A Harbor job's ``stats.evals`` were not compared with its trials.** ``reward_stats``
+  (each trial's name under its reward's value) and ``exception_stats`` (under its
+  exception's type) naming a trial under a value or an exception its own ``result.json``
+  does not give were passed over; they are named in a warning (the trials are read).
 """
 
 from __future__ import annotations
