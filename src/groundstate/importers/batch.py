@@ -73,8 +73,9 @@ class ImportReport(BaseModel):
     seconds: float
     already_stored: bool = False
     """The same file (by content), under the same name and options, was imported before as
-    :attr:`batch`: nothing was stored again (an import repeated is not a second batch that
-    ``compare`` or ``batches`` would take for another system)."""
+    :attr:`batch`, read as it is read now: nothing was stored again (an import repeated is
+    not a second batch that ``compare`` or ``batches`` would take for another system). One
+    an earlier importer read otherwise is not returned: the file is stored anew, named."""
 
 
 @dataclass(slots=True)
@@ -306,10 +307,12 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         attempts = _Attempts(source, plan)
         known = _stored_batches(store)
         batch = _batch(source, name, plan, {b.batch_id for b in known})
-        earlier = _same_import(known, batch)
-        if earlier is not None:
-            report = _report(source, plan, earlier, attempts, plan.rows, 0.0, warnings)
+        earlier = _same_imports(known, batch)
+        current = next((b for b in earlier if not _read_otherwise(b, batch)), None)
+        if current is not None:
+            report = _report(source, plan, current, attempts, plan.rows, 0.0, warnings)
             return report.model_copy(update={"already_stored": True})
+        warnings += [_reread(old, _read_otherwise(old, batch)) for old in earlier]
         warnings += [_superseded(old) for old in _legacy_imports(known, batch)]
         columns = OutcomeColumns()
         reruns = _Reruns(source, plan.reruns) if plan.reruns else None
@@ -413,22 +416,51 @@ def _stored_batches(store: RunStore) -> list[BatchInfo]:
         return []
 
 
-def _same_import(known: list[BatchInfo], batch: BatchInfo) -> BatchInfo | None:
-    """An earlier import of the same file content under the same name and options."""
-    for earlier in known:
-        if (
-            earlier.source == "imported"
-            and earlier.suite_hash == batch.suite_hash
-            and earlier.system_spec == batch.system_spec
-        ):
-            return earlier
-    return None
+def _same_imports(known: list[BatchInfo], batch: BatchInfo) -> list[BatchInfo]:
+    """The earlier imports of the same file content under the same name and options."""
+    return [
+        earlier
+        for earlier in known
+        if earlier.source == "imported"
+        and earlier.suite_hash == batch.suite_hash
+        and earlier.system_spec == batch.system_spec
+    ]
+
+
+def _read_otherwise(earlier: BatchInfo, batch: BatchInfo) -> list[str]:
+    """How an earlier import of the same file, name and options read it otherwise than this
+    one (an importer since changed: τ-bench trials 1 and 2 were attempts 1 and 2 of a run of
+    2 before the fiftieth round, attempts 2 and 3 of 3 since), as the batch records it: the
+    run's attempts and each task's revision, weight, slices and horizon. Returning it as
+    this import would give an import's report the rule of one reading and the records of
+    another. Not compared: the attempts' own records, and the invalid tasks (a resume adds
+    to them)."""
+    changed = []
+    if earlier.attempts != batch.attempts:
+        changed.append(f"{earlier.attempts} attempts a task then, {batch.attempts} now")
+    if set(earlier.task_revisions) != set(batch.task_revisions):
+        tasks = counted(len(earlier.task_revisions), "task")
+        changed.append(f"{tasks} then, {len(batch.task_revisions)} now")
+    else:
+        for name in ("task_revisions", "task_weights", "task_slices", "task_horizons"):
+            if getattr(earlier, name) != getattr(batch, name):
+                changed.append(f"its {name} differ")
+    return changed
+
+
+def _reread(earlier: BatchInfo, changed: list[str]) -> str:
+    return (
+        f"batch {earlier.batch_id} imported this file under this name and options before, "
+        f"read otherwise by an earlier version of this importer ({'; '.join(changed)}): this "
+        "import stores it as read now; use the new batch (the earlier one stays as stored, "
+        "and is no longer returned for this file)"
+    )
 
 
 def _legacy_imports(known: list[BatchInfo], batch: BatchInfo) -> list[BatchInfo]:
     """Earlier imports of the same file, name and options made before token counts a file
     leaves out were stored as not known (:attr:`BatchInfo.legacy_usage`): an import again does not
-    return them (as :func:`_same_import` does) but stores the file anew, saying so."""
+    return them (as it returns one of :func:`_same_imports`) but stores the file anew, saying so."""
     current = {k: v for k, v in batch.system_spec.items() if k != UNKNOWN_USAGE_KEY}
     return [
         earlier

@@ -14,6 +14,7 @@ is on disk.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -373,6 +374,8 @@ class HarborSource:
         file, _ = self._top
         _within_plan(file, job, self._trials)
         warnings = self._per_task(file, job) + self._taskless(file) + self._filtered()
+        if (restated := _restated(file, job, self._trials)) is not None:
+            warnings.append(restated)
         if self._lock is not None:
             warnings += self._lock.check(file, job, self._trials)
         elif (file.parent / "lock.json").is_file() and not is_trial(self._top[1]):
@@ -1028,6 +1031,67 @@ def _steps(where: str, trial: dict[str, Any]) -> list[dict[str, Any]]:
                 where, f"step_results[{index}]", f"must be an object, got {type(step).__name__}"
             )
     return steps
+
+
+def _restated(file: Path, job: dict[str, Any], trials: list[_Trial]) -> str | None:
+    """The job's ``stats.evals`` (``JobStats.increment``: each trial's name under each of its
+    rewards' values, ``reward_stats: {key: {value: [trial names]}}``, and under its
+    exception's type, ``exception_stats: {type: [trial names]}``) naming a trial the
+    directory holds under a value or an exception its own ``result.json`` does not give:
+    named in one warning (each trial's result is read; the stats were changed, or the trial
+    changed, after the job). A trial the stats name and the directory does not hold is left
+    to the count of trials, and a trial the stats do not name is not looked for (a job still
+    running writes its stats as trials end)."""
+    stats = job.get("stats")
+    evals = stats.get("evals") if isinstance(stats, dict) else None
+    held = {t.name: t.row.origin or {} for t in trials if isinstance(t.row, ImportedRow)}
+    differ: list[str] = []
+    for entry in evals.values() if isinstance(evals, dict) else ():
+        if not isinstance(entry, dict):
+            continue
+        for key, values in _entries(entry.get("reward_stats")):
+            for value, name in _entries(values):
+                given = (held[name].get("rewards") or {}).get(key) if name in held else value
+                if not _same_reward(value, given):
+                    differ.append(f"{name!r} {key} {value} in the stats, {given!r} in its result")
+        for kind, name in _entries(entry.get("exception_stats")):
+            given = held[name].get("exception_type") if name in held else kind
+            if given != kind:
+                differ.append(f"{name!r} {kind} in the stats, exception {given!r} in its result")
+    if not differ:
+        return None
+    more = f"; and {len(differ) - 5} more" if len(differ) > 5 else ""
+    return (
+        f"{file}: stats.evals names trials otherwise than their own result.json "
+        f"({'; '.join(differ[:5])}{more}): each trial's result is read, and the stats were "
+        "changed, or trials changed, after the job"
+    )
+
+
+def _entries(given: Any) -> Iterator[tuple[str, Any]]:
+    """(key, each item) of a ``{key: [items]}`` of Harbor's stats; (key, value) of a
+    ``{key: {...}}``; nothing of another shape (left unread)."""
+    if not isinstance(given, dict):
+        return
+    for key, items in given.items():
+        if isinstance(items, dict):
+            yield key, items
+        elif isinstance(items, list):
+            yield from ((key, item) for item in items if isinstance(item, str))
+
+
+def _same_reward(written: str, value: Any) -> bool:
+    """A reward value as a key of ``reward_stats`` (JSON text: ``"1.0"``, ``"1"``) is *value*
+    (*written* itself: a trial not held); a key that is no number is not compared."""
+    if value == written:
+        return True
+    try:
+        number = float(written)
+    except ValueError:
+        return True
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    return math.isclose(number, value, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _dataset(trial: dict[str, Any]) -> str:

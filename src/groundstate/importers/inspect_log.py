@@ -15,9 +15,11 @@ import contextlib
 import lzma
 import math
 import re
+import statistics
 import struct
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -150,10 +152,10 @@ class InspectSource:
     _values: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     """An archive's samples' score values by scorer, by (sample id, epoch): what its
     ``summaries.json`` is checked against."""
-    _means: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-    """By scorer and sample id, the sum and count of the sample's epochs' scores as Inspect's
-    metrics read them (``value_to_float``): what the header's ``accuracy`` and ``mean`` are
-    checked against (:meth:`_metrics_warning`)."""
+    _epochs: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    """By scorer and sample id, the sample's epochs' scores as Inspect's reducers read them
+    (``value_to_float``): what the header's ``accuracy`` and ``mean`` are checked against
+    (:meth:`_metrics_warnings`)."""
     _rescored: list[tuple[str, int, str, Any, Any]] = field(default_factory=list)
     """(sample id, epoch, scorer, the summary's value, the sample's) of each score a finished
     archive's ``summaries.json`` gives otherwise than its sample (named in a warning)."""
@@ -398,8 +400,8 @@ class InspectSource:
             "from its sample), but one of the two was changed after the run"
         )
 
-    def _add_means(self, where: str, sample_id: str, values: dict[str, Any]) -> None:
-        """Add a sample's scores, read as Inspect's metrics read them, to its sample's sums
+    def _add_epochs(self, where: str, sample_id: str, values: dict[str, Any]) -> None:
+        """Add a sample's scores, read as Inspect's reducers read them, to its sample's epochs
         (a value of no verdict, NaN, or a dict of values, is none Inspect's ``accuracy``
         or ``mean`` reads whole)."""
         for name, value in values.items():
@@ -407,37 +409,42 @@ class InspectSource:
                 reward = _reward(where, name, value)
             except SpecError:
                 continue
-            sums = self._means.setdefault(name, {}).setdefault(sample_id, [0.0, 0])
-            sums[0] += reward
-            sums[1] += 1
+            self._epochs.setdefault(name, {}).setdefault(sample_id, []).append(reward)
 
     def _metrics_warnings(self, results: Any) -> Iterator[str]:
         """The header's ``accuracy`` or ``mean`` of a scorer that the samples held give
-        otherwise: Inspect computes them from the samples (each sample's epochs reduced by
-        their mean, its default reducer, then the mean of those), so the samples decide, and
-        the figure that disagrees is named, not trusted (a summary edited, or samples taken
-        out or edited after the run). Other reducers and metrics are not recomputed."""
+        otherwise: Inspect computes them from the samples (each sample's epochs reduced by the
+        entry's ``reducer``, :func:`reduced`, then the mean of those), so the samples decide,
+        and the figure that disagrees is named, not trusted (a summary edited, or samples
+        taken out or edited after the run). A reducer not known here (a custom one, or a
+        threshold reducer over partial scores) and other metrics are not recomputed."""
         given = results.get("scores") if isinstance(results, dict) else None
         task = _part(self._header(), "eval").get("task")
         for entry in given if isinstance(given, list) else []:
-            if not isinstance(entry, dict) or entry.get("reducer") not in (None, "mean"):
+            if not isinstance(entry, dict):
                 continue
             name, metrics = entry.get("name"), _part(entry, "metrics")
-            samples = self._means.get(name) if isinstance(name, str) else None
-            if not samples:
+            samples = self._epochs.get(name) if isinstance(name, str) else None
+            reducer = entry.get("reducer")
+            if not samples or not isinstance(reducer, str | None):
                 continue
-            held = math.fsum(total / n for total, n in samples.values()) / len(samples)
+            spans = [reduced(reducer, epochs) for epochs in samples.values()]
+            if any(span is None for span in spans):
+                continue
+            low = math.fsum(span[0] for span in spans if span) / len(spans)
+            high = math.fsum(span[1] for span in spans if span) / len(spans)
             for metric in ("accuracy", "mean"):
                 value = _part(metrics, metric).get("value")
                 if not isinstance(value, int | float) or isinstance(value, bool):
                     continue
-                if not math.isclose(value, held, rel_tol=1e-6, abs_tol=1e-9):
+                if not _within(value, low, high):
+                    held = f"{low:.6g}" if low == high else f"{low:.6g} to {high:.6g}"
                     yield (
                         f"{self.path}: results.scores of task {task!r} give {name} {metric} "
                         f"{value!r}, but the {counted(len(samples), 'sample')} held score "
-                        f"{held:.6g}: the samples are read (the figure is computed from them, "
-                        "each sample's epochs by their mean), and the figure was changed, or "
-                        "samples taken out or changed, after the run"
+                        f"{held}: the samples are read (the figure is computed from them, "
+                        f"each sample's epochs by {_reducing(reducer)}), and the figure was "
+                        "changed, or samples taken out or changed, after the run"
                     )
 
     def _plan(self) -> tuple[int | None, list[str] | None, int | None]:
@@ -529,7 +536,7 @@ class InspectSource:
             values = _score_values(where, sample)
             if archive:
                 self._values[row.task_id, epoch] = values
-            self._add_means(where, row.task_id, values)
+            self._add_epochs(where, row.task_id, values)
             own = _own(sample) if self._exported else None
             if own is not None and isinstance(own.get(EARLIER_TRIES), list):
                 yield from _earlier_tries(where, row, own[EARLIER_TRIES])
@@ -1055,6 +1062,55 @@ def _rescored(
             known = isinstance(score, dict) and "value" in score and name in values
             if known and not _same_value(score["value"], values[name]):
                 yield key[0], key[1], name, score["value"], values[name]
+
+
+_COUNTED = re.compile(r"(at_least|pass_at)_([1-9][0-9]{0,5})")
+"""The reducers whose name carries their ``k`` (``at_least(3)`` is logged ``at_least_3``)."""
+
+
+def reduced(reducer: str | None, epochs: list[float]) -> tuple[float, float] | None:
+    """The value Inspect's *reducer* gives a sample's *epochs* (its scores as floats, NaN left
+    out as Inspect leaves it out), as the lowest and highest it can be (``mode`` of a tie
+    takes whichever Inspect met first, an order the log does not keep); ``None``: a reducer
+    not recomputed here. ``at_least_k`` and ``pass_at_k`` count the epochs scoring at least
+    their threshold, which the log does not give (1.0 by default): recomputed only when every
+    score is 0 or 1, which any threshold in (0, 1] counts alike; ``pass_at_k`` of fewer than
+    k epochs is NaN to Inspect (not recomputed)."""
+    if reducer in (None, "mean"):
+        mean = math.fsum(epochs) / len(epochs)
+        return mean, mean
+    if reducer in ("median", "max"):
+        value = statistics.median(epochs) if reducer == "median" else max(epochs)
+        return value, value
+    if reducer == "mode":
+        counts = Counter(epochs)
+        most = max(counts.values())
+        tied = [value for value, n in counts.items() if n == most]
+        return min(tied), max(tied)
+    counted_k = _COUNTED.fullmatch(reducer or "")
+    if counted_k is None or any(value not in (0.0, 1.0) for value in epochs):
+        return None
+    k, n, correct = int(counted_k[2]), len(epochs), epochs.count(1.0)
+    if counted_k[1] == "at_least":
+        value = float(correct >= k)
+    elif n < k:
+        return None
+    else:
+        value = 1.0 - math.comb(n - correct, k) / math.comb(n, k)
+    return value, value
+
+
+def _within(value: float, low: float, high: float) -> bool:
+    """*value* is a figure from *low* to *high*, to a float's rounding."""
+    close = math.isclose(value, low, rel_tol=1e-6, abs_tol=1e-9) or math.isclose(
+        value, high, rel_tol=1e-6, abs_tol=1e-9
+    )
+    return close or low <= value <= high
+
+
+def _reducing(reducer: str | None) -> str:
+    """How a sample's epochs were reduced, for the warning."""
+    return "their mean" if reducer in (None, "mean") else f"the reducer {reducer!r}"
 
 
 def _same_value(a: Any, b: Any) -> bool:

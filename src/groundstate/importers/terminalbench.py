@@ -13,6 +13,7 @@ test results, and was read whole before.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -398,20 +399,58 @@ class TerminalBenchSource:
                 )  # fmt: skip
         accuracy = self._run.get("accuracy")
         share = resolved.total() / len(trials) if trials else 0.0
-        if accuracy is None or (
-            isinstance(accuracy, int | float)
-            and not isinstance(accuracy, bool)
-            and abs(accuracy - share) <= 1e-9
-        ):
-            return warnings
-        return [
-            *warnings,
-            f"{self.path}: accuracy is {accuracy!r}, but {resolved.total()} of {len(trials)} "
-            f"trials are resolved ({share:.6g}): the figures here are the trials'",
-        ]
+        if accuracy is not None and not _near(accuracy, share):
+            warnings.append(
+                f"{self.path}: accuracy is {accuracy!r}, but {resolved.total()} of "
+                f"{len(trials)} trials are resolved ({share:.6g}): the figures here are the "
+                "trials'"
+            )
+        return warnings + _pass_at_k(self.path, self._run.get("pass_at_k"), trials)
 
     def system(self) -> dict[str, Any]:
         return {"harness": "terminal-bench", "run_id": self._run.get("id"), "errors": self.errors}
+
+
+def _near(given: Any, computed: float) -> bool:
+    """*given* is a number and *computed*, to a float's rounding."""
+    return (
+        isinstance(given, int | float)
+        and not isinstance(given, bool)
+        and abs(given - computed) <= 1e-9
+    )
+
+
+def _pass_at_k(path: Path, given: Any, trials: list[_Seen]) -> list[str]:
+    """The ``pass_at_k`` figures ``tb run`` computes from the trials (``BenchmarkResults``: for
+    each k, the mean over the tasks with k trials or more of the unbiased estimator
+    ``1 - C(n - c, k) / C(n, k)``, n trials, c of them resolved) that the trials give
+    otherwise, named in one warning: the figures here are the trials'. A key that is not a
+    k (a whole number from 1), or a figure ``null``, is left alone."""
+    if not isinstance(given, dict):
+        return []
+    tasks: dict[Any, list[bool]] = {}
+    for trial in trials:
+        tasks.setdefault(_hashable(trial.task), []).append(trial.resolved)
+    differ = []
+    for key, value in given.items():
+        if value is None or not re.fullmatch(r"[1-9][0-9]{0,5}", key):
+            continue
+        k = int(key)
+        held = [
+            1 - math.comb(len(r) - sum(r), k) / math.comb(len(r), k)
+            for r in tasks.values()
+            if len(r) >= k
+        ]
+        if not held:
+            differ.append(f"pass@{k} {value!r}, but no task has {k} trials")
+        elif not _near(value, figure := math.fsum(held) / len(held)):
+            differ.append(f"pass@{k} {value!r}, but the trials give {figure:.6g}")
+    if not differ:
+        return []
+    return [
+        f"{path}: pass_at_k gives {'; '.join(differ)}: the figures here are the trials' (the "
+        "figure was changed, or trials taken out or changed, after the run)"
+    ]
 
 
 def _attempt(where: str, name: str) -> tuple[int, int] | None:
