@@ -3007,11 +3007,11 @@ _KINDS_OF_RECORD = frozenset(
 )
 
 # A yes naming a thing and no more ("Yes, the shirt.", "Sure, refund the blue shirt please",
-# "Yes - the shirt one", "The shirt, yes."): a phrase of up to three words after an article
-# ending the sentence (not the Portuguese "as", which English reads "as": "Yes, as
-# discussed"); or, with no article, a *bare* word after the yes ("Yes, shirt.", "Yes, both
-# shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase without
-# an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
+# "Yes - the shirt one", "The shirt, yes.", "Yes, thanks shirt"): a phrase of up to three
+# words after an article ending the sentence (not the Portuguese "as", which English reads
+# "as": "Yes, as discussed"); or, with no article, a *bare* word after the yes ("Yes, shirt.",
+# "Yes, both shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase
+# without an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
 _PHRASE = r"[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){0,2}?"
 _STREET_KINDS = _words(
     "street st road rd avenue ave lane ln drive dr boulevard blvd court ct terrace crescent"
@@ -3022,7 +3022,8 @@ _BARE = (
     rf"|[^\W\d_][\w'-]*( [^\W\d_][\w'-]*)? ({'|'.join(sorted(_STREET_KINDS))})"
 )
 _THING_NAMED = re.compile(
-    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)++((just|only|please) )*({_CHANGE_KINDS}\w* )?"
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)++(?P<thanked>(thanks|thank you)\b[\W_]*)?"
+    rf"((just|only|please) )*({_CHANGE_KINDS}\w* )?"
     rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only|though|tho)\b)*[\W_]*$"
     rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
@@ -3104,6 +3105,7 @@ def _names_another_thing(
     # a word opening the reply is written capitalised whatever it names ("Shirt, yes", "Sam,
     # yes"): capitalised there, it may be a thing or a person, as "Yes, Sam." may
     opening = found is not None and found.group("bare_first") is not None
+    thanked = found is not None and found.group("thanked") is not None
     if found is not None:
         bare = found.group("bare") is not None or found.group("bare_first") is not None
         named = found.group("thing") or found.group("bare") or found.group("bare_first")
@@ -3135,10 +3137,32 @@ def _names_another_thing(
         # a word written capitalised alone ("Yes, Hoodie.", "Yes, Nike."), not a name of
         # the list, may be a person addressed, a brand or a thing: the reply is not read
         capitalised = _opens_capitalised(written) if opening else _capitalised(words, written)
+        addressing = opening or (thanked and capitalised)
+        if addressing and not _conversation_names(thing, earlier, written):
+            continue  # "Sam, yes", "sam yes", "Yes, thanks Sam": a person addressed
         unsure = unsure or (bare and thing == words and capitalised)
         if not unsure or found_one is None:
             found_one = "unread" if unsure else "thing"
     return found_one
+
+
+def _conversation_names(thing: list[str], earlier: Sequence[AgentEvent], written: str) -> bool:
+    """Whether the messages of *earlier* (but the reply *written* itself) or the arguments of
+    its tool calls say each word of *thing* (or its singular): an item of the conversation ("I
+    ordered a shirt and a hoodie"), which a word alone before a yes or after "thanks" names as
+    a correction ("Shirt, yes" to the hoodie); a word nothing there says is a person addressed
+    ("Sam, yes")."""
+    said: set[str] = set()
+    for event in earlier:
+        if isinstance(event, MessageEvent) and event.text and event.text is not written:
+            said |= _read_once(_message_words, event.text)
+        elif isinstance(event, ToolCallEvent):
+            said.update(w for _, v in _leaves(event.args, ()) for w in _tokens_of(normalise(v)))
+    return all(_said(word, said) for word in thing)
+
+
+def _message_words(text: str) -> frozenset[str]:
+    return frozenset(_tokens_of(normalise(text)))
 
 
 def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], bool] | None:
