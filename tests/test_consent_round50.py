@@ -41,8 +41,15 @@ from .trace_builder import Trace
 HOODIE = "Shall I refund the hoodie?"
 
 
-def _hoodie(answer: str) -> tuple[bool, dict[str, object]]:
-    return _check(answer, HOODIE, item="hoodie")
+def _hoodie(
+    answer: str, request: str = "Please help with my order"
+) -> tuple[bool, dict[str, object]]:
+    return _check(answer, HOODIE, item="hoodie", request=request)
+
+
+# A word alone before the yes is a correction when it names an item of the conversation (round
+# 51: one nothing there says is a person addressed, "Sam, yes").
+BOTH_BOUGHT = "I bought a shirt and a hoodie, can you help?"
 
 
 # --- 1. a word before the yes, read as after it -------------------------------------------------
@@ -52,14 +59,14 @@ def _hoodie(answer: str) -> tuple[bool, dict[str, object]]:
     "answer", ["Shirt, yes", "shirt yes", "Shirt - yes", "Shirt: yes please", "shirt, yes please"]
 )
 def test_another_thing_before_the_yes_confirms_nothing(answer: str) -> None:
-    passed, evidence = _hoodie(answer)
+    passed, evidence = _hoodie(answer, BOTH_BOUGHT)
     assert not passed
     assert "counter_offer" in evidence or "unread" in evidence, evidence
 
 
 @pytest.mark.parametrize("answer", ["Yes, shirt", "Shirt, yes", "shirt yes", "Yes shirt"])
 def test_word_order_does_not_decide(answer: str) -> None:
-    assert not _hoodie(answer)[0]
+    assert not _hoodie(answer, BOTH_BOUGHT)[0]
 
 
 @pytest.mark.parametrize(
@@ -109,8 +116,9 @@ def test_a_word_of_a_plain_yes_before_it_keeps_confirming(answer: str) -> None:
     assert passed, evidence
 
 
-@pytest.mark.parametrize("answer", ["Sam, yes", "Sam yes", "Sam, yes please", "Yes, Sam"])
-def test_an_unknown_capitalised_word_next_to_the_yes_is_unread_either_side(answer: str) -> None:
+@pytest.mark.parametrize("answer", ["Yes, Sam", "Ok, Sam"])
+def test_an_unknown_capitalised_word_after_the_yes_is_unread(answer: str) -> None:
+    # (before the yes, "Sam, yes", it is a person addressed since round 51)
     passed, evidence = _hoodie(answer)
     assert not passed and "unread" in evidence, evidence
 

@@ -78,10 +78,13 @@ anywhere ("👍")."""
 _WHY_NOT = r"^[\W_]*((sure|ok|okay|yes|yeah|well),? )?why not(?=[\W_]*$|[.!?,;] )"
 """"Why not?" as a clause of its own opening the reply: a yes, asked or not ("Sure, why not";
 not "Why not the gift card?")."""
-YES_PATTERN = rf"\b({_YES_WORDS})\b|^[\W_]*({_OPENING_YES})\b|{_OTHER_YES}|{_WHY_NOT}"
+_ADDRESSED = r"([^\W\d_][\w'-]*,[\W_]*)?"
+"""One word and a comma before the reply's first yes: a person addressed or an interjection
+("Sam, sure", "Oh, ok", "Ana, sí"), read as that yes opening the reply."""
+YES_PATTERN = rf"\b({_YES_WORDS})\b|^[\W_]*{_ADDRESSED}({_OPENING_YES})\b|{_OTHER_YES}|{_WHY_NOT}"
 """The default ``confirmed.yes``, on normalised text: the scripted user's "Yes, please go
 ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good",
-"Absolutely", "Of course", "Confirm")."""
+"Absolutely", "Of course", "Confirm"), after a name or an interjection too ("Sam, sure")."""
 _ITEM = r"(it|them|these|those|one|ones)"
 _REASON = (
     r"((fit|fits|fitted|work|works|worked)\b|(need|needed|use|used|wear|wore|want|wanted|like|"
@@ -110,19 +113,28 @@ problema"), nor the reason for the change ("Yes, I no longer need it"), nor an e
 ("Yes, no receipt needed", "Yes, no need for a receipt", "Yes please, no need to email me";
 "no need to refund it" is a no)."""
 _CLOSING = (
-    r"((,? (thanks|thank you))?[,.!:;-]* ?((that('s| is|'ll be| will be) (all|it|everything)"
-    r"|nothing (else|more|further))( (i|we) (need|needed|want|wanted))?"
-    r"|(i'm|i am|we're|we are) (good|fine|all set|set|all good)|all (good|set))"
+    r"((,? (thanks|thank you))?[,.!:;-]* ?(((that('s| is|'ll be| will be)|thats)"
+    r" (all|it|everything)|nothing (else|more|further))( (i|we) (need|needed|want|wanted))?"
+    r"|(i'm|im|i am|we're|we are) (good|fine|all set|set|all good)|all (good|set))"
     r"|( other| more| further) (changes?|questions?|requests?))"
     r"( for (now|today))?(,? (thanks|thank you))?(?=[\W_]{0,40}$|[.!?;]+ )"
 )
-_NOT_CLOSING = rf"((?<![.!?,;] )|(?!(no|nope|nah){_CLOSING}))"
+_ENDS_A_YES = (
+    "yes yeah yep yup sure ok okay please ahead proceed it thanks you fine great perfect"
+    " s\u00ed oui"
+)
+_AFTER_A_CLAUSE = r"(?<![.!?,;\u2600-\u27bf\U0001f300-\U0001faff] )" + "".join(
+    rf"(?<!\b{word} )" for word in _ENDS_A_YES.split()
+)
+_NOT_CLOSING = rf"({_AFTER_A_CLAUSE}|(?!(no|nope|nah){_CLOSING}))"
 """A "no" that closes the conversation after the yes before it ("Yes, go ahead. No, nothing
 else.", "Yes please. No, that's all.", "Yes, please proceed. No other changes.", "Yes please.
-No, I'm good.", "No, that's all I need", "Nope, all set"): said after
-a clause of its own and saying nothing more, it answers "anything else?" and takes no yes
-back. A "no" opening the reply ("No, that's all") or going on ("No, that's all wrong", "No,
-nothing else to change but don't refund it yet") is read as ever."""
+No, I'm good.", "No, that's all I need", "Nope, all set"): said after a clause of its own (a
+mark or an emoji before it, or unmarked after a word ending a yes: "yes go ahead no that's
+all", "yes please no thats it thanks") and saying nothing more, it answers "anything else?"
+and takes no yes back. A "no" opening the reply ("No, that's all"), after any other word
+("Yes... actually no, I'm good") or going on ("No, that's all wrong", "yes go ahead no
+don't", "No, nothing else to change but don't refund it yet") is read as ever."""
 _ASKING_FOR = (
     r"(tell|check|show|let me know|confirm|verify|explain|give me|quote|calculate|double[- ]check"
     r"|make sure|find out|look up|send me|email me|what's|what is|how much"

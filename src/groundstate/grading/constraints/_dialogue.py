@@ -2290,8 +2290,11 @@ def _other_record(
     if _ASKS_MORE.search(answer):  # "Yes, the socks too": more, not another
         return None
     # Only words the question does not say can name another record: a plain "Yes, please go
-    # ahead." reads no tool output.
-    if not set(_TOKEN.findall(answer)) - set(_TOKEN.findall(yes.answered)) - _REPLY_WORDS:
+    # ahead." reads no tool output. A word alone before the yes or after "thanks" may name
+    # another item the question says ("A shirt and a hoodie are eligible: refund the
+    # hoodie?" "Shirt, yes"): read on.
+    unsaid = set(_TOKEN.findall(answer)) - set(_TOKEN.findall(yes.answered)) - _REPLY_WORDS
+    if not unsaid and not _addresses(answer):
         return None
     known = {normalise(value) for value in values}
     taken = known | {w for value in known for w in _WORD.findall(value)}
@@ -3007,11 +3010,11 @@ _KINDS_OF_RECORD = frozenset(
 )
 
 # A yes naming a thing and no more ("Yes, the shirt.", "Sure, refund the blue shirt please",
-# "Yes - the shirt one", "The shirt, yes."): a phrase of up to three words after an article
-# ending the sentence (not the Portuguese "as", which English reads "as": "Yes, as
-# discussed"); or, with no article, a *bare* word after the yes ("Yes, shirt.", "Yes, both
-# shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase without
-# an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
+# "Yes - the shirt one", "The shirt, yes.", "Yes, thanks shirt"): a phrase of up to three
+# words after an article ending the sentence (not the Portuguese "as", which English reads
+# "as": "Yes, as discussed"); or, with no article, a *bare* word after the yes ("Yes, shirt.",
+# "Yes, both shirts") or a phrase opening with a figure ("Yes, 14 Elm Road."). A longer phrase
+# without an article may be a clause ("Ja, wenn es geht", "Sì, se possibile"): not read.
 _PHRASE = r"[^\W\d_][\w'-]*( [^\W\d_][\w'-]*){0,2}?"
 _STREET_KINDS = _words(
     "street st road rd avenue ave lane ln drive dr boulevard blvd court ct terrace crescent"
@@ -3022,7 +3025,8 @@ _BARE = (
     rf"|[^\W\d_][\w'-]*( [^\W\d_][\w'-]*)? ({'|'.join(sorted(_STREET_KINDS))})"
 )
 _THING_NAMED = re.compile(
-    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)++((just|only|please) )*({_CHANGE_KINDS}\w* )?"
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)++(?P<thanked>(thanks|thank you)\b[\W_]*)?"
+    rf"((just|only|please) )*({_CHANGE_KINDS}\w* )?"
     rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only|though|tho)\b)*[\W_]*$"
     rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
@@ -3104,6 +3108,7 @@ def _names_another_thing(
     # a word opening the reply is written capitalised whatever it names ("Shirt, yes", "Sam,
     # yes"): capitalised there, it may be a thing or a person, as "Yes, Sam." may
     opening = found is not None and found.group("bare_first") is not None
+    thanked = found is not None and found.group("thanked") is not None
     if found is not None:
         bare = found.group("bare") is not None or found.group("bare_first") is not None
         named = found.group("thing") or found.group("bare") or found.group("bare_first")
@@ -3125,6 +3130,13 @@ def _names_another_thing(
                 return None
             found_one = "thing"
             continue
+        capitalised = _opens_capitalised(written) if opening else _capitalised(words, written)
+        # a word alone before the yes ("Sam, yes", "shirt yes"), or written capitalised after
+        # "thanks" ("Yes, thanks Sam"), is a person addressed unless the conversation names
+        # it, and no value of the change does: then another item ("Shirt, yes")
+        if (opening or thanked) and _another_item(thing, known, earlier, written):
+            found_one = "thing"
+            continue
         if said is None:
             said = _words_said(question, known, earlier)
         # the thing's word (the phrase's last; a street's name before its kind) said (a thing
@@ -3132,13 +3144,48 @@ def _names_another_thing(
         # records shown; a word before it ("the blue shirt" of socks shown blue) does not
         if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing):
             return None
+        if opening or (thanked and capitalised):
+            continue
         # a word written capitalised alone ("Yes, Hoodie.", "Yes, Nike."), not a name of
         # the list, may be a person addressed, a brand or a thing: the reply is not read
-        capitalised = _opens_capitalised(written) if opening else _capitalised(words, written)
         unsure = unsure or (bare and thing == words and capitalised)
         if not unsure or found_one is None:
             found_one = "unread" if unsure else "thing"
     return found_one
+
+
+def _addresses(answer: str) -> bool:
+    """Whether the first sentence *answer* of a yes is a word alone and a yes ("Shirt, yes",
+    "Sam, yes") or a yes, thanks and a word ("Yes, thanks shirt")."""
+    found = _THING_NAMED.match(answer)
+    return found is not None and (found["bare_first"] or found["thanked"]) is not None
+
+
+def _another_item(
+    thing: list[str], known: set[str], earlier: Sequence[AgentEvent], written: str
+) -> bool:
+    """Whether the messages of *earlier* (but the reply *written* itself) or the arguments of
+    its tool calls say each word of *thing* (or its singular), and the change's *known* values
+    do not: another item of the conversation ("I ordered a shirt and a hoodie"), which a word
+    alone before a yes or after "thanks" names as a correction ("Shirt, yes" to the hoodie).
+    A word nothing there says is a person addressed ("Sam, yes"), and so is one a message
+    writes capitalised inside a sentence ("Shall I refund it, Sam?"); one only the tools'
+    outputs say is left to the reading of records shown, as after a yes."""
+    values = {word for value in known for word in _tokens_of(value)}
+    if all(_said(word, values) for word in thing):
+        return False
+    said: set[str] = set()
+    for event in earlier:
+        if isinstance(event, MessageEvent) and event.text and event.text is not written:
+            names = _read_once(_names_written, event.text)
+            said |= _read_once(_message_words, event.text) - names
+        elif isinstance(event, ToolCallEvent):
+            said.update(w for _, v in _leaves(event.args, ()) for w in _tokens_of(normalise(v)))
+    return all(_said(word, said) for word in thing)
+
+
+def _message_words(text: str) -> frozenset[str]:
+    return frozenset(_tokens_of(normalise(text)))
 
 
 def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], bool] | None:
