@@ -86,11 +86,22 @@ _UNIT_FIRST = re.compile(
 St", "#4 - 200 W Adams", "Unit 4 200 W Adams Street", "Suite 1400 / 200 W Adams"."""
 
 
+_UNIT_CIVIC = re.compile(r"^\W*(?P<unit>[A-Z]?\d+[A-Z]?)[-\u2013](?=\d+[A-Z]?\s)")
+"""The Canadian form, a unit's number joined to the house number by a hyphen and no space:
+"1400-200 W Adams St" is unit 1400 of 200 W Adams St (not "1400 - 200 W Adams", spaced)."""
+ANY_UNIT = "~"
+"""The designator of a unit written with none (the Canadian form): it stands for any."""
+
+
 def _unit_after_street(lines: str) -> str:
     """An address's street lines with a unit written first moved to their end ("Apt 4, 200 W
-    Adams St" is "200 W Adams St Apt 4"), where the state and a fixture write it."""
+    Adams St" is "200 W Adams St Apt 4"), where the state and a fixture write it; a unit of
+    the Canadian form with ANY_UNIT as its designator ("200 W Adams St ~ 1400")."""
     found = _UNIT_FIRST.match(lines)
-    return f"{lines[found.end() :]} {found.group('unit')}" if found else lines
+    if found:
+        return f"{lines[found.end() :]} {found.group('unit')}"
+    found = _UNIT_CIVIC.match(lines)
+    return f"{lines[found.end() :]} {ANY_UNIT} {found.group('unit')}" if found else lines
 
 
 def _order_address(view: StateView, order_id: str) -> str:
@@ -140,8 +151,18 @@ def _changes(s0: StateView, sT: StateView) -> StateDiff:
 
 
 def _addresses_equal(found: dict[str, str], expected: dict[str, str]) -> Evidence:
-    wrong = {k: v for k, v in found.items() if v != expected[k]}
+    wrong = {k: v for k, v in found.items() if not _same_address(v, expected[k])}
     return not wrong, {"expected": expected, "found": found}
+
+
+_DESIGNATOR = re.compile(r"\b(?:APT|STE|UNIT|FLOOR|FL|ROOM|RM)(?= [A-Z]?\d)")
+
+
+def _same_address(found: str, expected: str) -> bool:
+    """Whether canonical *found* is *expected*, a unit of the Canadian form (ANY_UNIT) being
+    the unit of that number whatever its designator ("1400-200 W Adams St" is "200 W Adams
+    St, Suite 1400"; "200 W Adams St #1400" is not: see :func:`_norm`)."""
+    return found == expected or found == _DESIGNATOR.sub(ANY_UNIT, expected)
 
 
 # --- change-order-address -------------------------------------------------------------------
