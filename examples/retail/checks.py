@@ -1205,11 +1205,12 @@ one), or by dots, commas or apostrophes ("1,234.50", "1.234,50", "1'234.50"), or
 whole ones may end in ",-" or ".-" ("22,-")."""
 _CENT = r"(?:cents?\b|¢|pence\b|centimes?\b)"
 DOLLARS = "usd"
+_POUNDS = r"(?:(?:british|uk|u\.k\.) )?pounds?(?: sterling)?"
 """The shop's currency: an amount said in no currency ("21.99", "2200 cents") is in it."""
 _CURRENCIES = {
     DOLLARS: r"\$|(?:us|u\.s\.) ?\$|usd|(?:(?:us|u\.s\.|american) )?(?:dollars?|bucks)",
     "eur": r"€|eur|euros?",
-    "gbp": r"£|gbp|pounds? sterling",
+    "gbp": rf"£|gbp|{_POUNDS}|quid",
     "cad": r"ca?n?\$|cad|canadian dollars?",
     "aud": r"au?\$|aud|australian dollars?",
     "nzd": r"nz\$|nzd|new zealand dollars?",
@@ -1228,14 +1229,16 @@ _CURRENCIES = {
     "pln": r"pln|zlotys?",
 }
 """Each currency an amount may be said in, by its code: the marks written before or after
-its figures (symbols, codes, names). Not "pounds" alone (a weight as often)."""
+its figures (symbols, codes, names); "pounds" alone is a weight as often (see
+:func:`_a_weight`)."""
 _CURRENCY_MARKS = {code: re.compile(marks) for code, marks in _CURRENCIES.items()}
 _OTHER_DOLLAR = r"c|ca|can|a|au|nz|hk|s|sg|nt|mx|r"
 """The letters before "$" that make it another country's dollar ("C$22", "A$22")."""
 _CODES = "|".join(code for code in _CURRENCIES)
 _NAMES = (
     r"(?:(?:us|u\.s\.|american|canadian|australian|new zealand|hong kong|singapore"
-    r"|taiwan(?:ese)?) )?(?:dollars?|bucks)|euros?|pounds? sterling|(?:mexican )?pesos?|reais"
+    r"|taiwan(?:ese)?) )?(?:dollars?|bucks)|euros?|(?:mexican )?pesos?|reais"
+    rf"|{_POUNDS}|quid"
     r"|(?:swiss )?francs?|yen|yuan|rupees?|kronor|krona|kroner|krone|zlotys?"
 )
 _SAID_CENTS_END = (
@@ -1315,6 +1318,8 @@ def money_in(text: str) -> list[tuple[str, int]]:
     found = []
     for match in _MONEY.finditer(folded):
         said = match.groupdict()
+        if _a_weight(said, folded, match.start(), match.end()):
+            continue
         figures = said["before"] or said["after"] or said["bare"]
         if figures or said["words"]:
             cents = _figures_cents(figures) if figures else _words_cents(said["words"])
@@ -1324,6 +1329,37 @@ def money_in(text: str) -> list[tuple[str, int]]:
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
         found.append((_currency(mark), cents))
     return found
+
+
+_POUND_ALONE = re.compile(r"pounds?")
+_MONEY_WORD = re.compile(
+    r"\b(?:refund\w*|credit\w*|charg\w*|paid|pay\w*|cost\w*|pric\w*|fees?|total|back|balance"
+    r"|owe\w*|spen[dt]\w*|reimburs\w*|compensat\w*|goodwill|cash|money|card|visa|mastercard"
+    r"|amex|paypal|account|bought|sold|discount\w*|worth|bill\w*|invoice\w*)\b"
+)
+_WEIGHT_WORD = re.compile(
+    r"\b(?:weigh\w*|heav\w*|light\w*|lbs?|kg|kilo\w*|grams?|ounces?|oz|lift\w*|load\w*"
+    r"|capacity|carr\w*|holds?|los[et]|gain\w*|mass|size\w*|dimensions?)\b|\d ?(?:lbs?|kg|oz)\b"
+)
+MONEY_WORDS_NEAR = 5
+"""Words either side of "pounds" alone among which a word of money makes them money."""
+_CLAUSE_AROUND = 80
+
+
+def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) -> bool:
+    """Whether the amount read at *start*..*end* is "pounds" alone that are a weight: money
+    only with a word of money among the MONEY_WORDS_NEAR words either side ("22 pounds is on
+    its way back to your Visa") and none of weight in its sentence ("the set weighs 22
+    pounds", "22 pounds of coffee", "a refund for the 22 pounds dumbbells, which weigh ...")."""
+    mark = said["after_mark"] or said["word_mark"]
+    if not mark or not _POUND_ALONE.fullmatch(mark):
+        return False
+    before = re.split(r"[.!?;:](?: |$)", folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
+    after = re.split(r"[.!?;:](?: |$)", folded[end : end + _CLAUSE_AROUND])[0]
+    if after.startswith(" of ") or _WEIGHT_WORD.search(f"{before} {after}"):
+        return True
+    near = " ".join([*before.split()[-MONEY_WORDS_NEAR:], *after.split()[:MONEY_WORDS_NEAR]])
+    return not _MONEY_WORD.search(near)
 
 
 def amounts_in(text: str) -> list[int]:
