@@ -1196,6 +1196,32 @@ AMOUNT_WORDS = 12
 hundred and fifty-six" is ten): read in longer runs, a reply of number words took time
 growing with the square of its length (a 24,500-character one, 11 seconds)."""
 _WORDS = rf"(?:(?:{_WORD})[- ](?:and )?){{0,{AMOUNT_WORDS - 1}}}(?:{_WORD})"
+_DIGIT_WORD = "|".join(sorted(_UNITS[1:10], key=len, reverse=True))
+_TEEN = "|".join(sorted(_UNITS[10:], key=len, reverse=True))
+_TENS_WORD = "|".join(_TENS)
+_TWO_DIGITS = rf"(?:(?:{_TENS_WORD})(?:[- ](?:{_DIGIT_WORD}))?|{_TEEN})\b"
+_BELOW_100 = rf"(?:{_TWO_DIGITS}|(?:{_DIGIT_WORD})\b)"
+_BELOW_1000 = rf"{_BELOW_100}(?: hundred(?: (?:and )?{_BELOW_100})?)?"
+_WHOLE = rf"{_BELOW_1000}(?: thousand(?: (?:and )?{_BELOW_1000})?)?"
+_NOT_SPOKEN_AFTER = "".join(
+    rf"(?<!\b{word} )"
+    for word in ["at", "by", "in", "from", "until", "till", "since", "year", "before", "after"]
+) + "".join(rf"(?<!\b{word}[- ])" for word in _WORD_VALUES)
+"""Words before a number said in two parts that make it a time or a year ("at one thirty",
+"in nineteen ninety-nine"), or a part of a longer run of number words ("eight nine ten")."""
+_SPOKEN_END = (
+    r"(?![-'\w]|[.,]\d| ?%| (?!(?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or"
+    r"|on|for|from|each|total|in all|in total)\b)[^\W\d_])"
+)
+"""After a spoken amount: no other word than a verb or joining word ("two fifty-page", "one
+thirty pm", "twenty-two fifty boxes" count or tell the time)."""
+_SPOKEN = (
+    rf"(?<![\w$-])(?=(?:{_WORD})\b){_NOT_SPOKEN_AFTER}"
+    rf"(?P<spoken>{_WHOLE}) (?<!hundred )(?<!thousand )(?P<spoken_cents>{_TWO_DIGITS}){_SPOKEN_END}"
+)
+"""An amount said as dollars and cents with no currency ("twenty-two fifty" for $22.50, "one
+ninety-nine"): a whole number then two digits in words, which no number is said as ("twenty
+fifty" is no number; "one hundred fifty" is one)."""
 _FIGURES = (
     r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)|\d(?:[\d.,']*\d)?)"
     r"(?:[.,](?:-|\u2013|\u2014))?"
@@ -1259,6 +1285,7 @@ _MONEY = re.compile(
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
     rf"|(?<![\d.,'$])(?<!\bmy )(?<!\byour )\b(?!one ?{_CENT})"
     rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?{_CENT}"
+    rf"|{_SPOKEN}"
     r"|(?<![\w.,'/:-])(?P<bare>\d{1,3}(?:,\d{3})+\.\d\d|\d+\.\d\d)(?![\w/:%-]|[.,]\d| ?%)"
 )
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
@@ -1321,9 +1348,12 @@ def money_in(text: str) -> list[tuple[str, int]]:
         if _a_weight(said, folded, match.start(), match.end()):
             continue
         figures = said["before"] or said["after"] or said["bare"]
-        if figures or said["words"]:
-            cents = _figures_cents(figures) if figures else _words_cents(said["words"])
-            cents += _counted_cents(said["cents"] or said["mark_cents"] or said["said_cents"])
+        words = said["words"] or said["spoken"]
+        if figures or words:
+            cents = _figures_cents(figures) if figures else _words_cents(words)
+            cents += _counted_cents(
+                said["cents"] or said["mark_cents"] or said["said_cents"] or said["spoken_cents"]
+            )
         else:
             cents = _counted_cents(said["only_cents"])
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
