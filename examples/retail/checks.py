@@ -1295,6 +1295,7 @@ dollars``; with the cents said after it (``twenty-two dollars and one cent``, ``
 cents``, ``22 dollars 50``, ``twenty-two dollars fifty``: read alone, $22.00, an amount a cent
 off passed as the one shown), or in cents alone (``2200 cents``, ``50¢``, ``fifty cents``; not
 "one cent", which is mostly an idiom: "you won't pay one cent", nor "my two cents"), or as
+dollars and cents in words with no currency (``twenty-two fifty``: see ``_SPOKEN``), or as
 figures with two decimals and no currency (``a refund of 21.99``: no size, date, time or
 count is written so here)."""
 
