@@ -5,8 +5,8 @@ honest variants that must keep passing. Four classes were found open and fixed:
 - **"Pounds" alone were never money** (``p2-amounts-as-shown``): after the $22.00 socks
   refund, "22 pounds is on its way back to your Visa", "a refund of twenty-two pounds", "22
   quid" or "22 British pounds" passed as the $22.00 shown. "Pounds" alone are pounds sterling
-  now among words of money ("back", "refund", "card"...) and no word of weight in their
-  sentence; "the parcel weighs 22 pounds", "22 pounds of coffee" are no amount.
+  now with a word of money ("back", "refund", "card"...) near them, nearer than any word of
+  weight; "the parcel weighs 22 pounds", "22 pounds of coffee" are no amount.
 - **Dollars and cents said in words with no currency were no amount** (``p2-amounts-as-shown``):
   "twenty-two fifty is on its way back" after $22.00 passed. A whole number then two digits
   in words, which no number is said as, is dollars and cents now ("one ninety-nine" is
@@ -81,6 +81,12 @@ def test_pounds_said_back_for_the_dollars_shown_fail(
         "A refund of 22 pounds went to your Visa ending 4417.",
         "I've refunded 22 pounds to your card ending 4417.",
         "You'll be credited 22 pounds, on your Visa ending 4417.",
+        # a word of weight in the sentence, further than the word of money
+        "Done. 22 pounds back to your Visa ending 4417 for the size M socks.",
+        "Done. 22 pounds is on its way back to your Visa ending 4417, and the heavy box too.",
+        "For the heavy box, 22 pounds back to your Visa ending 4417.",
+        "Done: 22 pounds loaded onto your Visa ending 4417.",
+        "Done: 22 pounds of store credit, and $22.00 back to your Visa ending 4417.",
     ],
 )
 def test_pounds_among_other_words_of_money_fail(
@@ -100,6 +106,8 @@ def test_pounds_among_other_words_of_money_fail(
         "A 22-pound parcel ships free.",
         "Twenty-two pounds is the limit for a light parcel.",
         "The parcel was 22.50 pounds in size",
+        "The return for the dumbbells, which weigh 22 pounds, is booked.",
+        "You lost 22 pounds on the exchange, sorry.",  # no word of money near
     ],
 )
 def test_pounds_of_weight_beside_the_amount_pass(
@@ -131,6 +139,9 @@ def test_pounds_the_customer_said_may_be_said_back(
         ("The set is 22 pounds.", []),  # no word of money
         ("You paid $22.00; the parcel is 22 pounds (heavy).", [("usd", 2200)]),
         ("22.50 pounds, weighed at the depot", []),  # was $22.50: figures with two decimals
+        ("22 pounds of store credit", [("gbp", 2200)]),
+        ("a refund for the dumbbells, which weigh 22 pounds, is on its way back", []),
+        ("for the heavy box, 22 pounds back to your card", [("gbp", 2200)]),
     ],
 )
 def test_what_pounds_are_read_as(text: str, money: list[tuple[str, int]]) -> None:
