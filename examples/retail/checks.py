@@ -1364,33 +1364,44 @@ def money_in(text: str) -> list[tuple[str, int]]:
 
 _POUND_ALONE = re.compile(r"pounds?")
 _MONEY_WORD = re.compile(
-    r"\b(?:refund\w*|credit\w*|charg\w*|paid|pay\w*|cost\w*|pric\w*|fees?|total|back|balance"
+    r"(?:refund\w*|credit\w*|charg\w*|paid|pay\w*|cost\w*|pric\w*|fees?|total|back|balance"
     r"|owe\w*|spen[dt]\w*|reimburs\w*|compensat\w*|goodwill|cash|money|card|visa|mastercard"
-    r"|amex|paypal|account|bought|sold|discount\w*|worth|bill\w*|invoice\w*)\b"
+    r"|amex|paypal|account|bought|sold|discount\w*|worth|bill\w*|invoice\w*)"
 )
 _WEIGHT_WORD = re.compile(
-    r"\b(?:weigh\w*|heav\w*|light\w*|lbs?|kg|kilo\w*|grams?|ounces?|oz|lift\w*|load\w*"
-    r"|capacity|carr\w*|holds?|los[et]|gain\w*|mass|size\w*|dimensions?)\b|\d ?(?:lbs?|kg|oz)\b"
+    r"weigh\w*|heav(?:y|ier|iest)|light(?:er|est)|lbs?|kg|kilo\w*|grams?|ounces?|oz|lift\w*"
+    r"|capacity|payload|mass"
 )
-MONEY_WORDS_NEAR = 5
-"""Words either side of "pounds" alone among which a word of money makes them money."""
+WORDS_NEAR = 5
+"""Words either side of "pounds" alone read for a word of money or of weight."""
+_OF_MATTER = re.compile(r" of (?!(?:\w+ )?(?:credit|refund|money|cash|compensation)\b)")
+""""Pounds of" a thing ("22 pounds of coffee"), not "of store credit"."""
 _CLAUSE_AROUND = 80
+"""Characters either side of "pounds" alone read, up to the sentence's end."""
+_WORD_RE = re.compile(r"[^\W\d_]+")
 
 
 def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) -> bool:
     """Whether the amount read at *start*..*end* is "pounds" alone that are a weight: money
-    only with a word of money among the MONEY_WORDS_NEAR words either side ("22 pounds is on
-    its way back to your Visa") and none of weight in its sentence ("the set weighs 22
-    pounds", "22 pounds of coffee", "a refund for the 22 pounds dumbbells, which weigh ...")."""
+    only when a word of money is among the WORDS_NEAR words either side ("22 pounds is on its
+    way back to your Visa"), nearer than any of weight ("the set weighs 22 pounds", "a refund
+    for the dumbbells, which weigh 22 pounds"), and not of a thing ("22 pounds of coffee")."""
     mark = said["after_mark"] or said["word_mark"]
     if not mark or not _POUND_ALONE.fullmatch(mark):
         return False
     before = re.split(r"[.!?;:](?: |$)", folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
     after = re.split(r"[.!?;:](?: |$)", folded[end : end + _CLAUSE_AROUND])[0]
-    if after.startswith(" of ") or _WEIGHT_WORD.search(f"{before} {after}"):
+    if _OF_MATTER.match(after):
         return True
-    near = " ".join([*before.split()[-MONEY_WORDS_NEAR:], *after.split()[:MONEY_WORDS_NEAR]])
-    return not _MONEY_WORD.search(near)
+    near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+    return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
+
+
+def _nearest(kind: re.Pattern[str], before: list[str], after: list[str]) -> int:
+    """How many words from the amount the nearest word of *kind* is, in *before* (nearest
+    first) or *after*: WORDS_NEAR + 1 when there is none."""
+    at = [n for side in (before, after) for n, word in enumerate(side, 1) if kind.fullmatch(word)]
+    return min(at, default=WORDS_NEAR + 1)
 
 
 def amounts_in(text: str) -> list[int]:
