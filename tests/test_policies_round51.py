@@ -183,6 +183,8 @@ def test_dollars_and_cents_said_in_words_fail(
         SHOWN.format("It should arrive by one thirty tomorrow."),
         SHOWN.format("You've been a customer since twenty twenty-one, thank you!"),
         SHOWN.format("Keep the two fifty-page manuals."),
+        SHOWN.format("Your warranty runs from January twenty twenty-five."),
+        SHOWN.format("Room two fifteen at our store has the returns desk."),
         SHOWN.format("Returns are open for thirty days; item twenty-two is fine."),
         SHOWN.format("One hundred fifty customers asked the same today."),
         SHOWN.format("Steps: one two three four five six seven eight nine ten."),

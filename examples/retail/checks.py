@@ -1205,10 +1205,14 @@ _BELOW_1000 = rf"{_BELOW_100}(?: hundred(?: (?:and )?{_BELOW_100})?)?"
 _WHOLE = rf"{_BELOW_1000}(?: thousand(?: (?:and )?{_BELOW_1000})?)?"
 _NOT_SPOKEN_AFTER = "".join(
     rf"(?<!\b{word} )"
-    for word in ["at", "by", "in", "from", "until", "till", "since", "year", "before", "after"]
+    for word in [
+        *["at", "by", "in", "from", "until", "till", "since", "year", "before", "after"],
+        *["size", "page", "room", "number", "model", "version", "step", *MONTHS],
+    ]
 ) + "".join(rf"(?<!\b{word}[- ])" for word in _WORD_VALUES)
-"""Words before a number said in two parts that make it a time or a year ("at one thirty",
-"in nineteen ninety-nine"), or a part of a longer run of number words ("eight nine ten")."""
+"""Words before a number said in two parts that make it a time, a date or a year ("at one
+thirty", "in nineteen ninety-nine", "January twenty twenty-five"), another number ("size
+twelve fifty"), or a part of a longer run of number words ("eight nine ten")."""
 _SPOKEN_END = (
     r"(?![-'\w]|[.,]\d| ?%| (?!(?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or"
     r"|on|for|from|each|total|in all|in total)\b)[^\W\d_])"
