@@ -86,11 +86,22 @@ _UNIT_FIRST = re.compile(
 St", "#4 - 200 W Adams", "Unit 4 200 W Adams Street", "Suite 1400 / 200 W Adams"."""
 
 
+_UNIT_CIVIC = re.compile(r"^\W*(?P<unit>[A-Z]?\d+[A-Z]?)[-\u2013](?=\d+[A-Z]?\s)")
+"""The Canadian form, a unit's number joined to the house number by a hyphen and no space:
+"1400-200 W Adams St" is unit 1400 of 200 W Adams St (not "1400 - 200 W Adams", spaced)."""
+ANY_UNIT = "~"
+"""The designator of a unit written with none (the Canadian form): it stands for any."""
+
+
 def _unit_after_street(lines: str) -> str:
     """An address's street lines with a unit written first moved to their end ("Apt 4, 200 W
-    Adams St" is "200 W Adams St Apt 4"), where the state and a fixture write it."""
+    Adams St" is "200 W Adams St Apt 4"), where the state and a fixture write it; a unit of
+    the Canadian form with ANY_UNIT as its designator ("200 W Adams St ~ 1400")."""
     found = _UNIT_FIRST.match(lines)
-    return f"{lines[found.end() :]} {found.group('unit')}" if found else lines
+    if found:
+        return f"{lines[found.end() :]} {found.group('unit')}"
+    found = _UNIT_CIVIC.match(lines)
+    return f"{lines[found.end() :]} {ANY_UNIT} {found.group('unit')}" if found else lines
 
 
 def _order_address(view: StateView, order_id: str) -> str:
@@ -140,8 +151,18 @@ def _changes(s0: StateView, sT: StateView) -> StateDiff:
 
 
 def _addresses_equal(found: dict[str, str], expected: dict[str, str]) -> Evidence:
-    wrong = {k: v for k, v in found.items() if v != expected[k]}
+    wrong = {k: v for k, v in found.items() if not _same_address(v, expected[k])}
     return not wrong, {"expected": expected, "found": found}
+
+
+_DESIGNATOR = re.compile(r"\b(?:APT|STE|UNIT|FLOOR|FL|ROOM|RM)(?= [A-Z]?\d)")
+
+
+def _same_address(found: str, expected: str) -> bool:
+    """Whether canonical *found* is *expected*, a unit of the Canadian form (ANY_UNIT) being
+    the unit of that number whatever its designator ("1400-200 W Adams St" is "200 W Adams
+    St, Suite 1400"; "200 W Adams St #1400" is not: see :func:`_norm`)."""
+    return found == expected or found == _DESIGNATOR.sub(ANY_UNIT, expected)
 
 
 # --- change-order-address -------------------------------------------------------------------
@@ -350,11 +371,11 @@ def verification_retried_once(trace: list[AgentEvent], s0: StateView) -> Evidenc
     """Policy 1, "if verification fails, you may ask once more": no ``verify_identity`` call
     after two failed tries of one verification. A verification that succeeded, and a call the
     gateway refused (its arguments malformed: nothing was checked), is no failed try; verifying
-    the same customer again is no retry. A success ends the tries it was the outcome of (see
+    the same customer again is no retry. A success ends the customer's own tries (see
     :func:`_tries_left`): the customer verified, mistyping their zip code when asked to verify
-    again later, may be asked once more then too."""
+    again later, may be asked once more then too; a guess at another account stays counted."""
+    others = _account_emails(s0)
     failures: list[tuple[int, str]] = []  # each failed try still counted: its step, its email
-    verified = False
     for event in trace:
         if not isinstance(event, ToolCallEvent) or event.tool != VERIFYING:
             continue
@@ -368,19 +389,26 @@ def verification_retried_once(trace: list[AgentEvent], s0: StateView) -> Evidenc
         if event.error_class == "tool_error":
             failures.append((event.step, _email_tried(event.args)))
         elif event.ok:
-            failures = _tries_left(failures, _email_tried(event.args), verified)
-            verified = True
+            failures = _tries_left(failures, _email_tried(event.args), others)
     return True, {}
 
 
 def _tries_left(
-    failures: list[tuple[int, str]], email: str, verified: bool
+    failures: list[tuple[int, str]], email: str, accounts: frozenset[str]
 ) -> list[tuple[int, str]]:
-    """The failed tries still counted once a verification with *email* succeeded. The first
-    success ends every try before it (the customer may have given another email first); a
-    later one, the tries with its own email only: verifying oneself again between guesses at
-    another account's zip code does not make the guesses first tries again."""
-    return [] if not verified else [(step, tried) for step, tried in failures if tried != email]
+    """The failed tries still counted once a verification with *email* succeeded: the tries at
+    another account (an email of *accounts* other than *email*). The customer's own tries end,
+    with their email or an email of no account (a typo of it, "maya.chen@exmaple.com"); a
+    guess at the spouse's account does not, before the first success or after it."""
+    return [(step, tried) for step, tried in failures if tried != email and tried in accounts]
+
+
+ACCOUNT_EMAILS = "SELECT email FROM customers"
+
+
+def _account_emails(s0: StateView) -> frozenset[str]:
+    """Every account's email, as :func:`_email_tried` writes a try's."""
+    return frozenset(email.strip().lower() for (email,) in s0.query(ACCOUNT_EMAILS))
 
 
 def _email_tried(args: Any) -> str:
@@ -1168,6 +1196,36 @@ AMOUNT_WORDS = 12
 hundred and fifty-six" is ten): read in longer runs, a reply of number words took time
 growing with the square of its length (a 24,500-character one, 11 seconds)."""
 _WORDS = rf"(?:(?:{_WORD})[- ](?:and )?){{0,{AMOUNT_WORDS - 1}}}(?:{_WORD})"
+_DIGIT_WORD = "|".join(sorted(_UNITS[1:10], key=len, reverse=True))
+_TEEN = "|".join(sorted(_UNITS[10:], key=len, reverse=True))
+_TENS_WORD = "|".join(_TENS)
+_TWO_DIGITS = rf"(?:(?:{_TENS_WORD})(?:[- ](?:{_DIGIT_WORD}))?|{_TEEN})\b"
+_BELOW_100 = rf"(?:{_TWO_DIGITS}|(?:{_DIGIT_WORD})\b)"
+_BELOW_1000 = rf"{_BELOW_100}(?: hundred(?: (?:and )?{_BELOW_100})?)?"
+_WHOLE = rf"{_BELOW_1000}(?: thousand(?: (?:and )?{_BELOW_1000})?)?"
+_NOT_SPOKEN_AFTER = "".join(
+    rf"(?<!\b{word} )"
+    for word in [
+        *["at", "by", "in", "from", "until", "till", "since", "year", "before", "after"],
+        *["size", "page", "room", "number", "model", "version", "step", *MONTHS],
+    ]
+) + "".join(rf"(?<!\b{word}[- ])" for word in _WORD_VALUES)
+"""Words before a number said in two parts that make it a time, a date or a year ("at one
+thirty", "in nineteen ninety-nine", "January twenty twenty-five"), another number ("size
+twelve fifty"), or a part of a longer run of number words ("eight nine ten")."""
+_SPOKEN_END = (
+    r"(?![-'\w]|[.,]\d| ?%| (?!(?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or"
+    r"|on|for|from|each|total|in all|in total)\b)[^\W\d_])"
+)
+"""After a spoken amount: no other word than a verb or joining word ("two fifty-page", "one
+thirty pm", "twenty-two fifty boxes" count or tell the time)."""
+_SPOKEN = (
+    rf"(?<![\w$-])(?=(?:{_WORD})\b){_NOT_SPOKEN_AFTER}"
+    rf"(?P<spoken>{_WHOLE}) (?<!hundred )(?<!thousand )(?P<spoken_cents>{_TWO_DIGITS}){_SPOKEN_END}"
+)
+"""An amount said as dollars and cents with no currency ("twenty-two fifty" for $22.50, "one
+ninety-nine"): a whole number then two digits in words, which no number is said as ("twenty
+fifty" is no number; "one hundred fifty" is one)."""
 _FIGURES = (
     r"(?:\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)|\d(?:[\d.,']*\d)?)"
     r"(?:[.,](?:-|\u2013|\u2014))?"
@@ -1177,11 +1235,12 @@ one), or by dots, commas or apostrophes ("1,234.50", "1.234,50", "1'234.50"), or
 whole ones may end in ",-" or ".-" ("22,-")."""
 _CENT = r"(?:cents?\b|¢|pence\b|centimes?\b)"
 DOLLARS = "usd"
+_POUNDS = r"(?:(?:british|uk|u\.k\.) )?pounds?(?: sterling)?"
 """The shop's currency: an amount said in no currency ("21.99", "2200 cents") is in it."""
 _CURRENCIES = {
     DOLLARS: r"\$|(?:us|u\.s\.) ?\$|usd|(?:(?:us|u\.s\.|american) )?(?:dollars?|bucks)",
     "eur": r"€|eur|euros?",
-    "gbp": r"£|gbp|pounds? sterling",
+    "gbp": rf"£|gbp|{_POUNDS}|quid",
     "cad": r"ca?n?\$|cad|canadian dollars?",
     "aud": r"au?\$|aud|australian dollars?",
     "nzd": r"nz\$|nzd|new zealand dollars?",
@@ -1200,14 +1259,16 @@ _CURRENCIES = {
     "pln": r"pln|zlotys?",
 }
 """Each currency an amount may be said in, by its code: the marks written before or after
-its figures (symbols, codes, names). Not "pounds" alone (a weight as often)."""
+its figures (symbols, codes, names); "pounds" alone is a weight as often (see
+:func:`_a_weight`)."""
 _CURRENCY_MARKS = {code: re.compile(marks) for code, marks in _CURRENCIES.items()}
 _OTHER_DOLLAR = r"c|ca|can|a|au|nz|hk|s|sg|nt|mx|r"
 """The letters before "$" that make it another country's dollar ("C$22", "A$22")."""
 _CODES = "|".join(code for code in _CURRENCIES)
 _NAMES = (
     r"(?:(?:us|u\.s\.|american|canadian|australian|new zealand|hong kong|singapore"
-    r"|taiwan(?:ese)?) )?(?:dollars?|bucks)|euros?|pounds? sterling|(?:mexican )?pesos?|reais"
+    r"|taiwan(?:ese)?) )?(?:dollars?|bucks)|euros?|(?:mexican )?pesos?|reais"
+    rf"|{_POUNDS}|quid"
     r"|(?:swiss )?francs?|yen|yuan|rupees?|kronor|krona|kroner|krone|zlotys?"
 )
 _SAID_CENTS_END = (
@@ -1228,6 +1289,7 @@ _MONEY = re.compile(
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
     rf"|(?<![\d.,'$])(?<!\bmy )(?<!\byour )\b(?!one ?{_CENT})"
     rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?{_CENT}"
+    rf"|{_SPOKEN}"
     r"|(?<![\w.,'/:-])(?P<bare>\d{1,3}(?:,\d{3})+\.\d\d|\d+\.\d\d)(?![\w/:%-]|[.,]\d| ?%)"
 )
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
@@ -1237,6 +1299,7 @@ dollars``; with the cents said after it (``twenty-two dollars and one cent``, ``
 cents``, ``22 dollars 50``, ``twenty-two dollars fifty``: read alone, $22.00, an amount a cent
 off passed as the one shown), or in cents alone (``2200 cents``, ``50¢``, ``fifty cents``; not
 "one cent", which is mostly an idiom: "you won't pay one cent", nor "my two cents"), or as
+dollars and cents in words with no currency (``twenty-two fifty``: see ``_SPOKEN``), or as
 figures with two decimals and no currency (``a refund of 21.99``: no size, date, time or
 count is written so here)."""
 
@@ -1287,15 +1350,62 @@ def money_in(text: str) -> list[tuple[str, int]]:
     found = []
     for match in _MONEY.finditer(folded):
         said = match.groupdict()
+        if _a_weight(said, folded, match.start(), match.end()):
+            continue
         figures = said["before"] or said["after"] or said["bare"]
-        if figures or said["words"]:
-            cents = _figures_cents(figures) if figures else _words_cents(said["words"])
-            cents += _counted_cents(said["cents"] or said["mark_cents"] or said["said_cents"])
+        words = said["words"] or said["spoken"]
+        if figures or words:
+            cents = _figures_cents(figures) if figures else _words_cents(words)
+            cents += _counted_cents(
+                said["cents"] or said["mark_cents"] or said["said_cents"] or said["spoken_cents"]
+            )
         else:
             cents = _counted_cents(said["only_cents"])
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
         found.append((_currency(mark), cents))
     return found
+
+
+_POUND_ALONE = re.compile(r"pounds?")
+_MONEY_WORD = re.compile(
+    r"(?:refund\w*|credit\w*|charg\w*|paid|pay\w*|cost\w*|pric\w*|fees?|total|back|balance"
+    r"|owe\w*|spen[dt]\w*|reimburs\w*|compensat\w*|goodwill|cash|money|card|visa|mastercard"
+    r"|amex|paypal|account|bought|sold|discount\w*|worth|bill\w*|invoice\w*)"
+)
+_WEIGHT_WORD = re.compile(
+    r"weigh\w*|heav(?:y|ier|iest)|light(?:er|est)|lbs?|kg|kilo\w*|grams?|ounces?|oz|lift\w*"
+    r"|capacity|payload|mass"
+)
+WORDS_NEAR = 5
+"""Words either side of "pounds" alone read for a word of money or of weight."""
+_OF_MATTER = re.compile(r" of (?!(?:\w+ )?(?:credit|refund|money|cash|compensation)\b)")
+""""Pounds of" a thing ("22 pounds of coffee"), not "of store credit"."""
+_CLAUSE_AROUND = 80
+"""Characters either side of "pounds" alone read, up to the sentence's end."""
+_WORD_RE = re.compile(r"[^\W\d_]+")
+
+
+def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) -> bool:
+    """Whether the amount read at *start*..*end* is "pounds" alone that are a weight: money
+    only when a word of money is among the WORDS_NEAR words either side ("22 pounds is on its
+    way back to your Visa"), nearer than any of weight ("the set weighs 22 pounds", "a refund
+    for the dumbbells, which weigh 22 pounds"), and not of a thing ("22 pounds of coffee")."""
+    mark = said["after_mark"] or said["word_mark"]
+    if not mark or not _POUND_ALONE.fullmatch(mark):
+        return False
+    before = re.split(r"[.!?;:](?: |$)", folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
+    after = re.split(r"[.!?;:](?: |$)", folded[end : end + _CLAUSE_AROUND])[0]
+    if _OF_MATTER.match(after):
+        return True
+    near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+    return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
+
+
+def _nearest(kind: re.Pattern[str], before: list[str], after: list[str]) -> int:
+    """How many words from the amount the nearest word of *kind* is, in *before* (nearest
+    first) or *after*: WORDS_NEAR + 1 when there is none."""
+    at = [n for side in (before, after) for n, word in enumerate(side, 1) if kind.fullmatch(word)]
+    return min(at, default=WORDS_NEAR + 1)
 
 
 def amounts_in(text: str) -> list[int]:

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 93
+VALIDATOR_REVISION = 94
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -297,9 +297,11 @@ to the user after a yes ("Yes, ship it back") goes with the change, a name given
 name; 90: an attempt handed out or taken in by the runner or a pool worker while the harness's code
 is rebound (its entry, `_job.run_attempt`, by a thread an agent left) is a prohibited action;
 91: a "no" closing the conversation after a yes ("Yes please. No, that's all.") takes no yes
-back; 92: nor one closing it in other words ("No, I'm good", "No, that's all I need"); 93: a
-word before a yes is a person addressed unless the conversation names it as an item ("Sam,
-yes"), a thing after "thanks" is read, a closing no after an unmarked yes takes no yes back."""
+back; 92: nor one closing it in other words ("No, I'm good", "No, that's all I need"); 93: a word
+before a yes is a person addressed unless the conversation names it as an item ("Sam, yes"), a thing
+after "thanks" is read, a closing no after an unmarked yes takes no yes back; 94: "pounds" alone
+among words of money, "twenty-two fifty", "1400-200 W Adams St", guesses at another account before
+the first verification still counted."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
