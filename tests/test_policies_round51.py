@@ -226,6 +226,15 @@ def test_an_amount_the_customer_said_may_be_said_in_words(
         ("one two three four five six seven eight nine ten one two", []),
         ("twenty-two dollars fifty", [2250]),
         ("$22.50", [2250]),
+        # before a currency word too (merge review: its words were added up, $72.00)
+        ("twenty-two fifty dollars", [2250]),
+        ("nineteen ninety-nine dollars back to your card", [1999]),
+        ("one twenty-five dollars", [125]),
+        ("one hundred fifty dollars", [15000]),  # a number
+        ("a hundred and fifty dollars", [15000]),
+        ("two thousand twenty dollars", [202000]),
+        ("ninety nine dollars", [9900]),
+        ("twenty two dollars", [2200]),
     ],
 )
 def test_what_is_read_as_dollars_and_cents_in_words(text: str, cents: list[int]) -> None:

@@ -1283,7 +1283,8 @@ _MONEY = re.compile(
     rf"(?P<before>{_FIGURES})(?: (?P<trail>{_CODES})\b)?"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
     rf" ?(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
-    rf"|\b(?P<words>{_WORDS}) (?P<word_mark>{_NAMES})\b)"
+    rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
+    rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS})) (?P<word_mark>{_NAMES})\b)"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
@@ -1294,14 +1295,14 @@ _MONEY = re.compile(
 )
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
 ``22,00 $``, ``€ 22,-``, ``22€50``, ``CHF 1'234.50``, ``£25``, ``C$22``, ``$22 CAD``, ``22
-dollars``, ``twenty-two dollars``, ``one hundred and nineteen dollars``, ``22 Canadian
-dollars``; with the cents said after it (``twenty-two dollars and one cent``, ``$22 and 50
-cents``, ``22 dollars 50``, ``twenty-two dollars fifty``: read alone, $22.00, an amount a cent
-off passed as the one shown), or in cents alone (``2200 cents``, ``50¢``, ``fifty cents``; not
-"one cent", which is mostly an idiom: "you won't pay one cent", nor "my two cents"), or as
-dollars and cents in words with no currency (``twenty-two fifty``: see ``_SPOKEN``), or as
-figures with two decimals and no currency (``a refund of 21.99``: no size, date, time or
-count is written so here)."""
+dollars``, ``twenty-two dollars``, ``one hundred and nineteen dollars``, ``22 Canadian dollars``,
+``twenty-two fifty dollars`` (dollars and cents, as ``_SPOKEN``: not $72.00); with the cents said
+after it (``twenty-two dollars and one cent``, ``$22 and 50 cents``, ``22 dollars 50``, ``twenty-two
+dollars fifty``: read alone, $22.00, an amount a cent off passed as the one shown), or in cents
+alone (``2200 cents``, ``50¢``, ``fifty cents``; not "one cent", which is mostly an idiom: "you
+won't pay one cent", nor "my two cents"), or as dollars and cents in words with no currency
+(``twenty-two fifty``: see ``_SPOKEN``), or as figures with two decimals and no currency (``a refund
+of 21.99``: no size, date, time or count is written so here)."""
 
 
 @lru_cache(maxsize=256)
@@ -1353,12 +1354,12 @@ def money_in(text: str) -> list[tuple[str, int]]:
         if _a_weight(said, folded, match.start(), match.end()):
             continue
         figures = said["before"] or said["after"] or said["bare"]
-        words = said["words"] or said["spoken"]
+        words = said["words"] or said["spoken"] or said["spoken_whole"]
         if figures or words:
             cents = _figures_cents(figures) if figures else _words_cents(words)
             cents += _counted_cents(
                 said["cents"] or said["mark_cents"] or said["said_cents"] or said["spoken_cents"]
-            )
+            ) + _counted_cents(said["spoken_part"])
         else:
             cents = _counted_cents(said["only_cents"])
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
