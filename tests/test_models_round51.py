@@ -14,7 +14,8 @@ Classes of defect fixed:
   `max_new_tokens`", OpenAI's "reduce the length of the messages", a code in ``type``,
   ``string_above_max_length`` of a message) was a bare ``harness_compatibility_failure``.
   It is ``.../context_window`` now, while ``max_tokens`` too large (even beside the words
-  "context length"), a tier's tokens per minute and a tool description too long stay bare;
+  "context length"), a tier's tokens per minute, a setting the API does not know and a tool
+  description too long stay bare;
 - a simulated user's model refusing the conversation for its length made the attempt
   invalid (``environment_failure/user_simulator``), at the agent's choosing: long messages
   fill any window. The model is asked again with the agent's messages left out: answered,
@@ -183,6 +184,9 @@ NOT_THE_WINDOW = [
     "Request too large for model `llama3-70b` in organization `org_1` on tokens per minute"
     " (TPM): Limit 6000, Requested 7000, please reduce your message size and try again.",
     "Unsupported parameter: 'seed' is not supported with this model.",
+    "Unrecognized request argument supplied: context_length",
+    "Unsupported parameter: 'context_window' is not supported with this model.",
+    "Extra inputs are not permitted: context_size",
     "Invalid 'messages[2].content': expected a string, got null.",
     "The model `gpt-9` does not exist or you do not have access to it.",
     "Invalid value for 'temperature': the input must be at most 2.",

@@ -230,9 +230,14 @@ context length"): a bad request, the system's setting, whatever the request hold
 beside the conversation ("input length and `max_tokens` exceed context limit"), the window is
 what the conversation outgrew."""
 
-RATE = re.compile(r"per min|\btpm\b|rate limit", re.IGNORECASE)
-"""A tier's tokens per minute (Groq's 413 "Request too large ... tokens per minute (TPM)"):
-the account's limit, not the model's window."""
+NOT_THE_WINDOW = re.compile(
+    r"per min|\btpm\b|rate limit|unrecognized|unknown (?:parameter|field|argument)"
+    r"|unsupported|not permitted",
+    re.IGNORECASE,
+)
+"""A tier's tokens per minute (Groq's 413 "Request too large ... tokens per minute (TPM)"),
+the account's limit, or a setting the API does not know ("Unrecognized request argument
+supplied: context_length", a system's decoding key), the system's: not the model's window."""
 
 CONTEXT_CODES = frozenset(
     {"context_length_exceeded", "context_window_exceeded", "exceed_context_size_error"}
@@ -267,8 +272,11 @@ def too_long(exc: Any) -> bool:
 def says_too_long(said: str) -> bool:
     """Whether an error message says the request is too long for the model's window
     (:data:`CONTEXT_WINDOW`, :data:`TOO_MANY_TOKENS`), not that ``max_tokens`` is too large
-    (:data:`OUTPUT_SIDE`) or a tier's rate is spent (:data:`RATE`). Linear in *said*."""
-    if RATE.search(said) or not (CONTEXT_WINDOW.search(said) or TOO_MANY_TOKENS.search(said)):
+    (:data:`OUTPUT_SIDE`), nor a tier's rate or an unknown setting (:data:`NOT_THE_WINDOW`).
+    Linear in *said*."""
+    if NOT_THE_WINDOW.search(said):
+        return False
+    if not (CONTEXT_WINDOW.search(said) or TOO_MANY_TOKENS.search(said)):
         return False
     return OUTPUT_SIDE.search(said) is None or INPUT_SIDE.search(said) is not None
 
