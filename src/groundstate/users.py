@@ -28,7 +28,13 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any, Protocol
 
-from groundstate.agents.model_loop import bounded_message, error_in_answer, hide_secret
+from groundstate.agents.model_loop import (
+    bounded_message,
+    error_in_answer,
+    hide_secret,
+    kind_of_status,
+    too_long,
+)
 from groundstate.errors import EnvironmentFailure
 from groundstate.grading.constraints._text import within_bound
 from groundstate.grading.model_judge import shortened
@@ -188,7 +194,8 @@ class ModelUser(TurnLimit):
     was left out (what the agent sends is bounded, as for every reader of the instrument's).
     A failing model call raises :class:`EnvironmentFailure`: the attempt is invalid
     (``environment_failure/user_simulator``), never held against the agent, unless the
-    agent's own messages made it fail: see :meth:`_refused`.
+    agent's own messages made it fail: see :meth:`_refused` (a content filter) and
+    :meth:`_outgrown` (the model's window).
     """
 
     waits = True
@@ -239,6 +246,9 @@ class ModelUser(TurnLimit):
             text, said, stopped = self._answer()
         except _Filtered as exc:
             self._refused(str(exc))
+            return None
+        except _TooLong as exc:
+            self._outgrown(str(exc))
             return None
         self.messages.append({"role": "assistant", "content": text})
         if stopped:
@@ -291,6 +301,30 @@ class ModelUser(TurnLimit):
         self.left_because = f"the user model refused the agent's messages: {reason}"
         return None
 
+    def _outgrown(self, reason: str) -> None:
+        """The user model's API refused the conversation for its length (a context-window
+        400, as :func:`groundstate.agents.model_loop.too_long` reads it). Whose failure is
+        it? Each agent message is shortened to what every reader is shown, but ``max_turns``
+        of them fill any window: made invalid, an attempt the agent was failing could be
+        rerun at its choosing, by writing long messages. So the model is asked once more with
+        every agent message replaced by :data:`PROBE` (the instrument's prompt, its opening
+        and the user's own replies kept). Refused again, the instrument's own side outgrows
+        the window whatever the agent says: the user model failed
+        (``environment_failure/user_simulator``, invalid: a user model whose window is too
+        small for its side of the conversation). Answered, the agent's messages made the
+        difference: the user leaves (``left_because``) and the state decides, as for a
+        conversation the user ended."""
+        probe = [{**m, "content": PROBE} if m["role"] == "user" else m for m in self.messages]
+        try:
+            self._ask(probe)
+        except (_TooLong, _Filtered) as again:
+            why = f"{reason}; with the agent's messages left out too: {again}"
+            raise self._failure(why) from None
+        except _Malformed:
+            pass  # answered, if badly: what outgrew the window was the agent's
+        self.left = True
+        self.left_because = f"the conversation outgrew the user model's window: {reason}"
+
     def _ask(self, messages: list[dict[str, str]] | None = None) -> str:
         client = self._sdk()  # first: it explains a missing SDK
         openai = self._openai  # imported with the client, before the attempt's clock
@@ -308,6 +342,8 @@ class ModelUser(TurnLimit):
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
             if _content_filtered(exc):
                 raise _Filtered(bounded_message(hide_secret(reason, self._key()))) from None
+            if kind_of_status(exc.status_code) == "rejected" and too_long(exc):
+                raise _TooLong(bounded_message(hide_secret(reason, self._key()))) from None
             raise self._failure(reason) from None
         except openai.APIConnectionError as exc:  # a timeout too; the SDK retried it
             if not isinstance(exc.__cause__, AnswerTooLarge):
@@ -355,6 +391,11 @@ class _Malformed(Exception):
 class _Filtered(Exception):
     """The user model's API refused the request for its content (see
     :meth:`ModelUser._refused`)."""
+
+
+class _TooLong(Exception):
+    """The user model's API refused the request for its length (see
+    :meth:`ModelUser._outgrown`)."""
 
 
 def _content_filtered(exc: Any) -> bool:

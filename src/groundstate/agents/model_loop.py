@@ -198,30 +198,87 @@ def _status_kind(exc: Any) -> ErrorKind:
     if _out_of_quota(exc):
         return "auth"
     kind = kind_of_status(exc.status_code)
-    return "context_window" if kind == "rejected" and _too_long(exc) else kind
+    return "context_window" if kind == "rejected" and too_long(exc) else kind
 
 
 CONTEXT_WINDOW = re.compile(
-    r"context[ _-]?(?:length|window|limit)|prompt is too long|input is too long"
-    r"|(?:input|prompt) token count .{0,40}exceeds",
+    r"context[ _-]?(?:length|window|limit|size)|max(?:imum)?[ _-]?(?:model|prompt)[ _-]?len"
+    r"|(?:prompt|input|messages?) (?:is|are) too (?:long|large)"
+    r"|(?:input|prompt) token count .{0,40}exceeds|length of the messages"
+    r"|`?inputs`? tokens \+ `?max_new_tokens",
     re.IGNORECASE,
 )
 """How APIs word a request refused for its length: OpenAI's ``context_length_exceeded``
-("maximum context length is 128000 tokens"), vLLM's and OpenRouter's the same words,
-Anthropic's "prompt is too long: 208310 tokens > 200000 maximum" and "input length and
-`max_tokens` exceed context limit", LiteLLM's ``ContextWindowExceededError``, Gemini's "The
-input token count (X) exceeds the maximum"."""
+("maximum context length is 128000 tokens", "Your input exceeds the context window",
+"Please reduce the length of the messages"), vLLM's, OpenRouter's, DeepSeek's and Mistral's
+"maximum context length", vLLM's "longer than the maximum model length" and ``max_model_len``,
+xAI's "maximum prompt length", llama.cpp's "exceeds the available context size", Anthropic's
+"prompt is too long: 208310 tokens > 200000 maximum" and "input length and `max_tokens`
+exceed context limit", Bedrock's "Input is too long for requested model", LiteLLM's
+``ContextWindowExceededError``, Gemini's "The input token count (X) exceeds the maximum",
+TGI's "`inputs` tokens + `max_new_tokens` must be <= 4096"."""
+
+TOO_MANY_TOKENS = re.compile(r"too many (?:input |prompt |total )?tokens|\d tokens? > \d", re.I)
+"""Words that say a request holds too many tokens (Cohere's "too many tokens: total number of
+tokens in the prompt cannot exceed", Bedrock's "too many input tokens")."""
+
+OUTPUT_SIDE = re.compile(r"max_(?:completion_|new_|output_)?tokens|output|completion", re.I)
+INPUT_SIDE = re.compile(r"input|prompt|messages|conversation", re.IGNORECASE)
+"""A message that names the answer's tokens (:data:`OUTPUT_SIDE`) and not the conversation's
+(:data:`INPUT_SIDE`) is about ``max_tokens`` ("max_tokens (200000) exceeds the model's
+context length"): a bad request, the system's setting, whatever the request holds. Named
+beside the conversation ("input length and `max_tokens` exceed context limit"), the window is
+what the conversation outgrew."""
+
+NOT_THE_WINDOW = re.compile(
+    r"per min|\btpm\b|rate limit|unrecognized|unknown (?:parameter|field|argument)"
+    r"|unsupported|not permitted",
+    re.IGNORECASE,
+)
+"""A tier's tokens per minute (Groq's 413 "Request too large ... tokens per minute (TPM)"),
+the account's limit, or a setting the API does not know ("Unrecognized request argument
+supplied: context_length", a system's decoding key), the system's: not the model's window."""
+
+CONTEXT_CODES = frozenset(
+    {"context_length_exceeded", "context_window_exceeded", "exceed_context_size_error"}
+)
+"""Error codes (or types) of a request refused for its length: OpenAI's, Azure's, Groq's and
+DeepSeek's ``context_length_exceeded``, llama.cpp's ``exceed_context_size_error``."""
+
+LONG_STRING = "string_above_max_length"
+"""OpenAI's code for a string over its limit (some ten million characters): the
+conversation's when its ``param`` is a message's (``messages[3].content``, the Responses
+API's ``input[3]``); a tool's description so long is the system's setting, a bare rejection."""
+
+A_MESSAGE = re.compile(r"\b(?:messages|input)\[\d")
 
 
-def _too_long(exc: Any) -> bool:
-    """Whether a rejected request was refused for the conversation's length (its error's
-    ``code`` or message): a failure the system meets by outgrowing its model's window,
-    ``harness_compatibility_failure/context_window`` as the importers name it."""
+def too_long(exc: Any) -> bool:
+    """Whether a rejected request was refused for the conversation's length: a failure the
+    system meets by outgrowing its model's window, ``harness_compatibility_failure/
+    context_window`` as the importers name it. Read from the error's ``code`` or ``type``
+    (:data:`CONTEXT_CODES`; :data:`LONG_STRING` of a message), else from its message."""
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
-    said = f"{code if isinstance(code, str) else ''} {api_message(exc)}"
-    return CONTEXT_WINDOW.search(said[:MAX_MESSAGE_CHARS]) is not None
+    fields = error if isinstance(error, dict) else {}
+    named = {value for key in ("code", "type") if isinstance(value := fields.get(key), str)}
+    said = api_message(exc)[:MAX_MESSAGE_CHARS]
+    if LONG_STRING in named:
+        param = fields.get("param")
+        return A_MESSAGE.search(param if isinstance(param, str) else said) is not None
+    return not CONTEXT_CODES.isdisjoint(named) or says_too_long(said)
+
+
+def says_too_long(said: str) -> bool:
+    """Whether an error message says the request is too long for the model's window
+    (:data:`CONTEXT_WINDOW`, :data:`TOO_MANY_TOKENS`), not that ``max_tokens`` is too large
+    (:data:`OUTPUT_SIDE`), nor a tier's rate or an unknown setting (:data:`NOT_THE_WINDOW`).
+    Linear in *said*."""
+    if NOT_THE_WINDOW.search(said):
+        return False
+    if not (CONTEXT_WINDOW.search(said) or TOO_MANY_TOKENS.search(said)):
+        return False
+    return OUTPUT_SIDE.search(said) is None or INPUT_SIDE.search(said) is not None
 
 
 def _out_of_quota(exc: Any) -> bool:

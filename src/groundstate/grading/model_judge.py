@@ -321,9 +321,8 @@ async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, di
                     client, request, first_try=tries + 1
                 )
             except Exhausted as exc:
-                message = describe_failure(adapter.api, exc.error)
                 raise JudgeFailure(
-                    f"the judge's model failed after {exc.tries} tries: {message}",
+                    _failed(adapter, exc),
                     exc.error.evidence().model_dump()
                     | {"tries": exc.tries, **({"usage": spent} if spent else {})},
                 ) from None
@@ -346,6 +345,20 @@ async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, di
                     evidence | {"answer": answer, "stop_reason": turn.response.stop_reason},
                 ) from None
             return passed, evidence | {"reason": reasons, "verdict": "pass" if passed else "fail"}
+
+
+def _failed(adapter: ModelAgent, exc: Exhausted) -> str:
+    """What a judge's failed request says. Refused for its length, the prompt outgrew the
+    judge model's window: the instrument's failure (a grader failure, invalid), not the
+    agent's, as what the attempt wrote is shown within :data:`MAX_SHOWN_CHARS` a part, so a
+    judge that cannot read that much is misconfigured for every attempt that writes it."""
+    message = describe_failure(adapter.api, exc.error)
+    if exc.error.kind == "context_window":
+        return (
+            f"the judge's prompt outgrew its model's window (the instrument's: a judge model"
+            f" with a larger window, or a shorter template): {message}"
+        )
+    return f"the judge's model failed after {exc.tries} tries: {message}"
 
 
 FINISHED = frozenset({None, "stop", "end_turn", "stop_sequence"})
