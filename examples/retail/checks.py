@@ -2516,9 +2516,12 @@ def _sentences_read(text: str) -> tuple[tuple[str, str], ...]:
     """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
     looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`): the one home
     of what every reader of a claim reads. Kept per text, as :func:`_in_english` is: each of
-    policy 9's readers asks for them, for every message (a str subclass is read every time)."""
-    cached = type(text) is str and len(text) <= _CACHED_TEXT
-    return _read_cached(text) if cached else _read_sentences(text)
+    policy 9's readers asks for them, for every message (a str subclass is read every time);
+    a long text in a memo of its own, of a few (read again by each reader, a 100,000-character
+    reply took seconds)."""
+    if type(text) is not str:
+        return _read_sentences(text)
+    return _read_cached(text) if len(text) <= _CACHED_TEXT else _read_long(text)
 
 
 _CACHED_TEXT = 4096
@@ -2526,6 +2529,11 @@ _CACHED_TEXT = 4096
 
 @lru_cache(maxsize=1024)
 def _read_cached(text: str) -> tuple[tuple[str, str], ...]:
+    return _read_sentences(text)
+
+
+@lru_cache(maxsize=16)
+def _read_long(text: str) -> tuple[tuple[str, str], ...]:
     return _read_sentences(text)
 
 
@@ -3710,7 +3718,7 @@ def _claims_done(sentence: str) -> bool:
     (:data:`_CLAIMS_CHANGE`) in the part of it that states (:func:`_stating`), or a
     first-person claim naming no kind ("I've processed it")."""
     stated = _stating(sentence)
-    claim = _CLAIMS_CHANGE.search(stated)
+    claim = _change_stated(stated)
     if claim is not None and not _states_rule(stated, claim):
         return True
     return not _conditioned(sentence) and bool(_first_person_claims(sentence, unnamed=True))
@@ -4317,14 +4325,32 @@ _CLAIMS_CHANGE = re.compile(
     rf"|{_NOT_NEGATED_SUBJECT}\b(was|were)( now| also| successfully)? (refunded|cancell?ed|"
     r"exchanged|changed|updated|credited|added|issued|moved|applied)\b"
     r"|\bon (its|their) way back\b"
-    r"|(\b(refund|money|credit|funds)\b|[$€£]\d|\d ?(dollars|usd|euros?|eur)\b)([^.!?]|\.\d)*"
-    r"\bon (its|their|the) way\b"
 )
 """A statement that a change was made besides a first-person claim: "Done", "All set", "is
-refunded", "has been issued", money "on its way back", money or an amount "on its way" ("Your
-$22.00 is on its way"); not a change with a negated subject
-("No refund has been issued", "nothing was changed") or a condition ("is refunded only if
-...")."""
+refunded", "has been issued", money "on its way back" (or on its way, :func:`_change_stated`);
+not a change with a negated subject ("No refund has been issued", "nothing was changed") or a
+condition ("is refunded only if ...")."""
+_MONEY = re.compile(r"\b(refund|money|credit|funds)\b|[$€£]\d|\d ?(dollars|usd|euros?|eur)\b")
+_MONEY_ON_ITS_WAY = re.compile(rf"(?:{_MONEY.pattern})([^.!?]|\.\d)*\bon (its|their|the) way\b")
+"""Money or an amount "on its way" in one sentence ("Your $22.00 is on its way")."""
+_UNTIL_SENTENCE_END = re.compile(r"([^.!?]|\.\d)*")
+
+
+def _change_stated(stated: str) -> re.Match[str] | None:
+    """The first statement of a change made in *stated* (:data:`_CLAIMS_CHANGE`, or
+    :data:`_MONEY_ON_ITS_WAY`), in time linear in its length: money is matched from the first
+    amount of each sentence only (read from each amount, a row of thousands of amounts in
+    one sentence took seconds)."""
+    claim = _CLAIMS_CHANGE.search(stated)
+    end = claim.start() if claim is not None else len(stated)
+    money = _MONEY.search(stated)
+    while money is not None and money.start() < end:
+        found = _MONEY_ON_ITS_WAY.match(stated, money.start())
+        if found is not None:
+            return found
+        sentence_end = _UNTIL_SENTENCE_END.match(stated, money.end())
+        money = _MONEY.search(stated, sentence_end.end() + 1) if sentence_end else None
+    return claim
 
 
 def reply_claims_no_change(trace: list[AgentEvent], s0: StateView) -> Evidence:
