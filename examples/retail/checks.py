@@ -12,11 +12,11 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
 from groundstate.grading.cancel_reasons import REASON_WORDS as CANCEL_REASON_WORDS
@@ -33,6 +33,8 @@ Evidence = tuple[bool, dict[str, Any]]
 
 # Only rows with these keys may change (or, with None, any row may be added) per table.
 Allowed = dict[str, set[Any] | None]
+
+T = TypeVar("T")
 
 
 # USPS abbreviations (Publication 28) for the words these addresses use, a few more, and the
@@ -2502,42 +2504,39 @@ _BROKEN_LINE = re.compile(
 to\nEvanston.", "It will ship to:\nMaria and Leo")."""
 
 
-def _sentences(text: str) -> Iterator[str]:
+def _per_text(read: Callable[[str], T]) -> Callable[[str], T]:
+    """*read*, its answer kept per text, as :func:`_in_english`'s is: each of policy 9's
+    readers asks for it, for every message. Up to 1,024 texts of up to 4,096 characters and
+    16 longer ones (read again by each reader, a 100,000-character reply took seconds); a str
+    subclass is read every time."""
+    short = lru_cache(maxsize=1024)(read)
+    long = lru_cache(maxsize=16)(read)
+
+    def kept(text: str) -> T:
+        if type(text) is not str:
+            return read(text)
+        return short(text) if len(text) <= 4096 else long(text)
+
+    return kept
+
+
+@_per_text
+def _sentences(text: str) -> tuple[str, ...]:
     """The normalised sentences of a message, :func:`_in_english`: split at line breaks (each
     item of a list), then at a full stop, semicolon, "!" or "?" (not the point of "$22.00");
     markdown marks dropped."""
+    said = []
     for line in _LINE.split("\n" + _BROKEN_LINE.sub(r"\1 ", _plain_text(text))):
         for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
-                yield sentence.strip()
-
-
-def _sentences_read(text: str) -> tuple[tuple[str, str], ...]:
-    """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
-    looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`): the one home
-    of what every reader of a claim reads. Kept per text, as :func:`_in_english` is: each of
-    policy 9's readers asks for them, for every message (a str subclass is read every time);
-    a long text in a memo of its own, of a few (read again by each reader, a 100,000-character
-    reply took seconds)."""
-    if type(text) is not str:
-        return _read_sentences(text)
-    return _read_cached(text) if len(text) <= _CACHED_TEXT else _read_long(text)
-
-
-_CACHED_TEXT = 4096
-
-
-@lru_cache(maxsize=1024)
-def _read_cached(text: str) -> tuple[tuple[str, str], ...]:
-    return _read_sentences(text)
-
-
-@lru_cache(maxsize=16)
-def _read_long(text: str) -> tuple[tuple[str, str], ...]:
-    return _read_sentences(text)
+                said.append(sentence.strip())
+    return tuple(said)
 
 
 def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
+    """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
+    looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`): the one home
+    of what every reader of a claim reads (kept per text, :func:`_sentences_read`)."""
     read: list[tuple[str, str]] = []
     place, asked = "", False
     for sentence in _sentences(text):
@@ -2546,6 +2545,9 @@ def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
         place = places[-1] if places else place
         asked = _said_back(sentence)
     return tuple(read)
+
+
+_sentences_read = _per_text(_read_sentences)
 
 
 _GOODS_PLACE = re.compile(
@@ -4330,10 +4332,12 @@ _CLAIMS_CHANGE = re.compile(
 refunded", "has been issued", money "on its way back" (or on its way, :func:`_change_stated`);
 not a change with a negated subject ("No refund has been issued", "nothing was changed") or a
 condition ("is refunded only if ...")."""
-_MONEY = re.compile(r"\b(refund|money|credit|funds)\b|[$€£]\d|\d ?(dollars|usd|euros?|eur)\b")
-_MONEY_ON_ITS_WAY = re.compile(rf"(?:{_MONEY.pattern})([^.!?]|\.\d)*\bon (its|their|the) way\b")
+_MONEY_WORD = re.compile(r"\b(refund|money|credit|funds)\b|[$€£]\d|\d ?(dollars|usd|euros?|eur)\b")
+_MONEY_ON_ITS_WAY = re.compile(
+    rf"(?:{_MONEY_WORD.pattern})([^.!?]|\.\d)*\bon (its|their|the) way\b"
+)
 """Money or an amount "on its way" in one sentence ("Your $22.00 is on its way")."""
-_UNTIL_SENTENCE_END = re.compile(r"([^.!?]|\.\d)*")
+_SENTENCE_STOP = re.compile(r"[!?]|\.(?!\d)")
 
 
 def _change_stated(stated: str) -> re.Match[str] | None:
@@ -4343,13 +4347,13 @@ def _change_stated(stated: str) -> re.Match[str] | None:
     one sentence took seconds)."""
     claim = _CLAIMS_CHANGE.search(stated)
     end = claim.start() if claim is not None else len(stated)
-    money = _MONEY.search(stated)
+    money = _MONEY_WORD.search(stated)
     while money is not None and money.start() < end:
         found = _MONEY_ON_ITS_WAY.match(stated, money.start())
         if found is not None:
             return found
-        sentence_end = _UNTIL_SENTENCE_END.match(stated, money.end())
-        money = _MONEY.search(stated, sentence_end.end() + 1) if sentence_end else None
+        stop = _SENTENCE_STOP.search(stated, money.end())
+        money = None if stop is None else _MONEY_WORD.search(stated, stop.end())
     return claim
 
 
