@@ -3204,6 +3204,8 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             if whole in planned and (done.re is _STATUS or _TICK.search(clause)):
                 continue  # "Here's the plan: Socks \u2014 refunded. Shall I go ahead?"
             claims.append((kind, clause))
+        if whole not in planned and not asking:
+            claims += _amount_labelled(sentence)
         back = None if asking or _UNSTATED.search(sentence) else _MONEY_BACK.search(sentence)
         if (
             back is not None
@@ -3213,6 +3215,30 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
         ):
             claims.append(("refund", _clause_at(sentence, back.start())))
     return list(dict.fromkeys(claims))
+
+
+_AMOUNT_LABEL = re.compile(
+    r"(?:^|(?<=\| ))[\W_]*(?:(?:your|total|full) )?(?:refund(?: amount| total)?|amount of refund)"
+    r"(?= ?(?:[:=\u2192\u2014\u2013]|-+>|=>))"
+)
+"""A refund's noun laid out as a label at the start of a line or a cell, its value an amount
+(:data:`_LABEL_VALUE`) with no verb: "Refund: $22.00 to Visa", "Refund \u2014 $22.00",
+"Refund amount: $22.00"."""
+
+
+def _amount_labelled(sentence: str) -> list[tuple[str, str]]:
+    """The refund *sentence* lays out as a label and an amount (:data:`_AMOUNT_LABEL`): money
+    said refunded, as "Refunded: $22.00" is; not an amount of none ("Refund: $0.00"), nor
+    one said undone, offered, under a condition or negated after it ("Refund: $22.00 \u2014
+    not issued", "(pending)", "Refund amount: $22.00 if approved")."""
+    label = _AMOUNT_LABEL.match(sentence)
+    value = None if label is None else _LABEL_VALUE.match(sentence, label.end())
+    if label is None or value is None or not any(amounts_in(value.group())):
+        return []
+    rest = sentence[label.end() :]
+    if _LAID_UNDONE.search(rest) or _UNSTATED.search(rest) or _FUTURE.search(rest):
+        return []
+    return [("refund", sentence[label.start() : value.end()])]
 
 
 _CONFIRMED = re.compile(
