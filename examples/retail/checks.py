@@ -2201,7 +2201,7 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
     text = _table_read(text)
     if places is not None:
         places = replace(places, named=_names(text) | places.mentioned)
-    claims = []
+    claims, heading = [], ""
     for _, said in _sentences_read(text):
         sentence = _after_turn(_unasked(said))
         claims += [
@@ -2209,8 +2209,17 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
             for kind, found in _goods_sent(sentence, places)
             if not _unstated_at(sentence, *found.span())
         ]
-        claims += _laid_places(sentence, places)
+        claims += _laid_places(heading + sentence, places)
+        heading = _address_heading(said)
     return list(dict.fromkeys(claims))
+
+
+def _address_heading(sentence: str) -> str:
+    """*sentence* as a label ("new shipping address: ") when it is an address's label alone,
+    a heading whose value is the next line ("**New shipping address**\n200 W Adams St"), read
+    with it as one layout (:data:`_ADDRESS_LAID`); else nothing."""
+    label = sentence.rstrip(" :.")
+    return f"{label}: " if _ADDRESS_LAID.fullmatch(f"{label}:") else ""
 
 
 _SET_OFF = re.compile(
