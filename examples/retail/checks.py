@@ -2529,12 +2529,40 @@ def _per_text(read: Callable[[str], T]) -> Callable[[str], T]:
     return kept
 
 
+_BLOCKQUOTE = re.compile(r"[ \t]*>[ \t]?")
+_QUOTING = re.compile(
+    r"(?i)\b(?:you|your (?:[\w-]+ )?(?:note|message|e-?mail|request|words|text|chat))(?: had"
+    r"| have|'ve)? (?:said|say|says|wrote|write|writes|asked|mentioned|noted|typed|put it|reads?)"
+    r"\W*$|\bquot(?:e|ing) you\W*$"
+)
+"""A line that introduces the customer's words: "You wrote:", "Your message says:"."""
+_IN_CUSTOMER_VOICE = re.compile(r"(?i)\b(?:my|me|mine)\b")
+
+
+def _customer_quoted(text: str) -> str:
+    """*text* with each line of a markdown blockquote as the customer's words quoted
+    (\u00ab...\u00bb after "you wrote:", which :data:`_QUOTED` drops) when a line before the
+    block introduces them (:data:`_QUOTING`: "You wrote:\n> Address: 200 W Adams St") or
+    the line speaks as the customer ("> please change my address to ..."); any other
+    blockquote as the agent's own words (an agent's claim in a blockquote is one)."""
+    lines, introduced = text.split("\n"), False
+    for at, line in enumerate(lines):
+        mark = _BLOCKQUOTE.match(line)
+        if mark is None:
+            introduced = _QUOTING.search(line) is not None
+        elif introduced or _IN_CUSTOMER_VOICE.search(line):
+            quoted = line[mark.end() :].replace("\u00ab", "").replace("\u00bb", "")
+            lines[at] = f"> you wrote: \u00ab{quoted}\u00bb"
+    return "\n".join(lines)
+
+
 @_per_text
 def _sentences(text: str) -> tuple[str, ...]:
     """The normalised sentences of a message, :func:`_in_english`: split at line breaks (each
     item of a list), then at a full stop, semicolon, "!" or "?" (not the point of "$22.00");
     markdown marks dropped."""
     said = []
+    text = _customer_quoted(text) if ">" in text else text
     for line in _LINE.split("\n" + _BROKEN_LINE.sub(r"\1 ", _plain_text(text))):
         for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
