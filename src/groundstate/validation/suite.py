@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 94
+VALIDATOR_REVISION = 95
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -301,7 +301,8 @@ back; 92: nor one closing it in other words ("No, I'm good", "No, that's all I n
 before a yes is a person addressed unless the conversation names it as an item ("Sam, yes"), a thing
 after "thanks" is read, a closing no after an unmarked yes takes no yes back; 94: "pounds" alone
 among words of money, "twenty-two fifty", "1400-200 W Adams St", guesses at another account before
-the first verification still counted."""
+the first verification still counted; 95: a refund's noun and an amount ("Refund: $22.00")
+and an address under a heading are claims, a blockquote of the customer's words is not."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
