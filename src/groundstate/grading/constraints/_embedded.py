@@ -67,16 +67,66 @@ def embedded(value: Any) -> Any:
 
 def error_value(error: Any) -> Any:
     """A tool's error as paths below it read it: the object or list its text holds as JSON
-    text (:func:`embedded`), or that the text ends with after a message (``Refused:
-    {"order_id": "#W1"}``, from its first ``{``); else the error itself. A tool that puts the
+    text (:func:`embedded`), or the longest one written in it among words (``Refused:
+    {"order_id": "#W1"}``, ``{"code": "E42"} while updating``, ``[404] {"code":
+    "not_found"}``: see :func:`_written_in`); else the error itself. A tool that puts the
     record it refused in its message shows it as surely as one answering with it. Raises
     :class:`TooLarge`."""
     read = embedded(error)
-    if read is not error or type(error) is not str or (at := error.find("{")) <= 0:
+    if read is not error or type(error) is not str or _OPENING.search(error) is None:
         return read
-    tail = error[at:]
-    found = embedded(tail)
-    return error if found is tail else found
+    found = _written_in_short(error) if len(error) <= SHORT else _written_in_long(error)
+    if isinstance(found, str):
+        raise TooLarge(found)
+    return error if found is None else found
+
+
+_OPENING = re.compile(r"[{\[]")
+_TRIED = 8
+"""Openings of JSON text an error is read at, at most: each read is bounded, so an error of
+any length is read in time linear in it."""
+
+
+def _written_in(text: str) -> dict[str, Any] | list[Any] | str | None:
+    """The longest object or list written in *text* among other words (read from each of the
+    first :data:`_TRIED` ``{`` or ``[`` outside one read; words after it are no part of
+    it: "[404]" before a record is a list, but not the record), why it cannot be read (a
+    string), or None."""
+    best: dict[str, Any] | list[Any] | None = None
+    size, at = 0, 0
+    for _ in range(_TRIED):
+        opening = _OPENING.search(text, at)
+        if opening is None:
+            break
+        at = opening.start()
+        read = _read_at(text, at)
+        if isinstance(read, str):  # a record already read is not hidden by text after it
+            return read if best is None else best
+        if read is None:
+            at += 1
+            continue
+        value, end = read
+        if end - at > size:
+            best, size = value, end - at
+        at = end
+    return best
+
+
+def _read_at(text: str, at: int) -> tuple[Any, int] | str | None:
+    """The object or list JSON text starting at *at* of *text* holds and where it ends, why
+    it cannot be read (a string), or None (no such text there)."""
+    window = text[at : at + MAX_ARGUMENT_CHARS + 1]
+    try:
+        value, end = _DECODER.raw_decode(window)
+    except RecursionError:
+        return _TOO_DEEP
+    except ValueError:  # no JSON there; or perhaps JSON longer than is read
+        if len(window) > MAX_ARGUMENT_CHARS:
+            return f"{len(text) - at:,} characters of JSON text, over {MAX_ARGUMENT_CHARS:,}"
+        return None
+    if _depth(value) > MAX_ARGUMENT_DEPTH:
+        return _TOO_DEEP
+    return value, at + end
 
 
 def unfolded(value: Any) -> Any:
@@ -143,6 +193,8 @@ def _read(text: str) -> dict[str, Any] | list[Any] | str | None:
 _TOO_DEEP = f"JSON text nested deeper than {MAX_ARGUMENT_DEPTH} levels"
 _read_short = lru_cache(maxsize=256)(_read)
 _read_long = lru_cache(maxsize=4)(_read)
+_written_in_short = lru_cache(maxsize=256)(_written_in)
+_written_in_long = lru_cache(maxsize=4)(_written_in)
 
 
 def _integer(digits: str) -> int | float:
@@ -159,6 +211,9 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         else:
             made[key] = Repeated([made[key], value])
     return made
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_int=_integer)
 
 
 def _depth(value: Any) -> int:
