@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 92
+VALIDATOR_REVISION = 93
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -297,7 +297,9 @@ to the user after a yes ("Yes, ship it back") goes with the change, a name given
 name; 90: an attempt handed out or taken in by the runner or a pool worker while the harness's code
 is rebound (its entry, `_job.run_attempt`, by a thread an agent left) is a prohibited action;
 91: a "no" closing the conversation after a yes ("Yes please. No, that's all.") takes no yes
-back; 92: nor one closing it in other words ("No, I'm good", "No, that's all I need")."""
+back; 92: nor one closing it in other words ("No, I'm good", "No, that's all I need"); 93: a
+value taken back after it ("eve@x.com. No, don't use that one.") is not said, JSON among words in
+an error is read below it, and JSON text compared whole is the value it encodes."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

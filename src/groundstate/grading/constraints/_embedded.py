@@ -7,7 +7,8 @@ into the arguments that goes below a string (``args.payload.order_id``, ``args.i
 therefore reads the string as the JSON it holds, when it holds an object or a list (JSON's
 own whitespace and escapes, and JSON text encoded as a JSON string again, read as a parser
 reads them). A string that is no such JSON text (``"{W1}"``, ``"[note] refund"``, ``"5"``)
-has nothing below it, as before; a path ending at the string compares the string itself.
+has nothing below it, as before; a path ending at the string compares the string itself
+(or, where it and the value compared hold one object or list, that value).
 
 A key the JSON text repeats (``{"order_id": "#W2", "order_id": "#W1"}``) holds each of its
 values: parsers differ on which one wins, so a condition sees them all, as it sees every
@@ -20,9 +21,11 @@ a check reading below it fails, the agent having made its call too large to judg
 The arguments are read so, being the agent's words shaped as it chose, and so is a tool's
 output: JSON text a tool answers with (``{"data": "{\\"order_id\\": \\"#W1\\"}"}``) shows what
 it holds, to every condition on the output, as the object would. So is an error: a path below
-``error`` reads the JSON text it is, or ends with after words naming it (``Refused:
-{"order_id": "#W1"}``, see :func:`error_value`); and a column a call wrote holding JSON text
-is the value it encodes where a write is compared (its record shown, a value set back).
+``error`` reads the JSON text it is, or holds among words (``Refused: {"order_id": "#W1"}``,
+``{"code": "E42"} while updating``, see :func:`error_value`); and a column a call wrote
+holding JSON text is the value it encodes where a write is compared (its record shown, a
+value set back). JSON text compared whole with JSON text is the value it encodes too
+(``_paths.same_encoded``).
 """
 
 from __future__ import annotations

@@ -409,9 +409,12 @@ _WITHDRAWN = (
     r"|(?:(?:i'd|i would|we'd|we would) )?rather not|(?:i|we) (?:don't|do not) want(?: to)?"
     r"|(?:i|we) won't|(?:i|we) will not|(?:you )?(?:can't|cannot|shouldn't|should not))"
     r" (?:(?:use|go with|pay with|charge|bill|send (?:it |them )?to|ship (?:it |them )?to"
-    r"|want|pick|choose|take|be using|using|put (?:it|that) on) )?" + _BACK
-    + r"|not " + _BACK
-    + r"|(?:scratch|strike|forget|ignore|disregard) " + _BACK
+    r"|want|pick|choose|take|be using|using|put (?:it|that) on) )?"
+    + _BACK
+    + r"|not "
+    + _BACK
+    + r"|(?:scratch|strike|forget|ignore|disregard) "
+    + _BACK
     + r"|never mind (?:that|this) (?:one|address|email|e-mail|card|account|number|option)\b"
     r"|that(?: one)?(?:'s| is| was) (?:the wrong one|not the (?:right )?one|not mine"
     r"|(?:my|an) old one)\b|that one(?:'s| is) (?:wrong|old|not mine|outdated)\b"
