@@ -149,6 +149,9 @@ def not_found(path: str = "error.code") -> HardConstraint:
         'tool error [E42]: {"code":"not_found", "detail": {"id": [1, 2]}} retry later',
         'Template {name} failed: {"code": "not_found"}',
         '{"code": "not_found"}\n\nTraceback (most recent call last): ...',
+        "[E1] [E2] [E3] [E4] [E5] [E6] [E7] [E8] [E9] [E10] " + '{"code": "not_found"}',
+        "a{b{c{d{e{f{g{h{i{j{ " + '{"code": "not_found"}',
+        '[1] [2] [3] [4] [5] [6] [7] [8] [9] {"code": "not_found", "why": "' + "x" * 300 + '"}',
     ],
 )
 def test_json_text_among_words_in_an_error_is_read(error: str) -> None:
@@ -210,6 +213,14 @@ def test_reading_a_long_error_stays_linear_and_bounded() -> None:
     started = time.perf_counter()
     assert passes(not_found(), failed_with("{[" * 50_000))
     assert time.perf_counter() - started < 1.0
+    for noise in ("x {", "{ ", "[E1] ", '{"a": 1} ', "[404] "):
+        started = time.perf_counter()
+        assert not passes(not_found(), failed_with(noise * 30_000 + '{"code": "not_found"}'))
+        assert time.perf_counter() - started < 1.0
+    for noise in ('{"', "[1 "):  # openings almost JSON: a bounded number read (1,024)
+        started = time.perf_counter()
+        failed_with(noise * 50_000 + '{"code": "not_found"}').check(not_found())
+        assert time.perf_counter() - started < 1.0
 
 
 def test_an_error_too_large_to_read_among_words_fails_a_check_below_it() -> None:

@@ -84,52 +84,65 @@ def error_value(error: Any) -> Any:
     return error if found is None else found
 
 
-_OPENING = re.compile(r"[{\[]")
+_OPENING = re.compile(r'\{\s*["}]|\[\s*[-\[{"\d\]tfn]')
+"""Where JSON text of an object or a list may start: ``{"``, ``{}``, ``[1``, ``["``... (not
+``{name}``, ``[E42]``, ``[ERROR]``, which are passed over unread)."""
 _TRIED = 8
-"""Openings of JSON text an error is read at, at most: each read is bounded, so an error of
-any length is read in time linear in it."""
+"""Openings an error is read at past :data:`_GLANCE` characters, at most, and
+:data:`_GLANCED` seen sooner to be no JSON (``[404 and``): an error of any length is read in
+time linear in it (a JSON text read within the glance is passed, and costs its length)."""
+_GLANCE = 256
+_GLANCED = 1024
 
 
 def _written_in(text: str) -> dict[str, Any] | list[Any] | str | None:
-    """The longest object or list written in *text* among other words (read from each of the
-    first :data:`_TRIED` ``{`` or ``[`` outside one read; words after it are no part of
-    it: "[404]" before a record is a list, but not the record), why it cannot be read (a
-    string), or None."""
+    """The longest object or list written in *text* among other words (read from each ``{``
+    or ``[`` outside one read; words after it are no part of it: "[404]" before a record is a
+    list, but not the record), why it cannot be read (a string), or None."""
     best: dict[str, Any] | list[Any] | None = None
-    size, at = 0, 0
-    for _ in range(_TRIED):
-        opening = _OPENING.search(text, at)
-        if opening is None:
-            break
+    size, at, tried, glanced = 0, 0, 0, 0
+    while tried < _TRIED and glanced < _GLANCED and (opening := _OPENING.search(text, at)):
         at = opening.start()
         read = _read_at(text, at)
         if isinstance(read, str):  # a record already read is not hidden by text after it
             return read if best is None else best
-        if read is None:
+        value, end = read
+        tried += end < 0 or end - at > _GLANCE
+        glanced += end == 0
+        if value is None:
             at += 1
             continue
-        value, end = read
         if end - at > size:
             best, size = value, end - at
         at = end
     return best
 
 
-def _read_at(text: str, at: int) -> tuple[Any, int] | str | None:
-    """The object or list JSON text starting at *at* of *text* holds and where it ends, why
-    it cannot be read (a string), or None (no such text there)."""
-    window = text[at : at + MAX_ARGUMENT_CHARS + 1]
-    try:
-        value, end = _DECODER.raw_decode(window)
-    except RecursionError:
-        return _TOO_DEEP
-    except ValueError:  # no JSON there; or perhaps JSON longer than is read
-        if len(window) > MAX_ARGUMENT_CHARS:
-            return f"{len(text) - at:,} characters of JSON text, over {MAX_ARGUMENT_CHARS:,}"
-        return None
-    if _depth(value) > MAX_ARGUMENT_DEPTH:
-        return _TOO_DEEP
-    return value, at + end
+def _read_at(text: str, at: int) -> tuple[Any, int] | str:
+    """The object or list JSON text starting at *at* of *text* holds and where it ends; or
+    None and -1 where it is no such text read past :data:`_GLANCE` characters (0: seen
+    sooner); or why it cannot be read (a string). Read from a window of the text: the
+    parser's error names its line, which costs as much as the text before it."""
+    for size in (_GLANCE, MAX_ARGUMENT_CHARS + 1):
+        window = text[at : at + size]
+        try:
+            value, end = _DECODER.raw_decode(window)
+        except RecursionError:
+            return _TOO_DEEP
+        except json.JSONDecodeError as exc:
+            if len(window) < size or not _ran_out(exc, window):
+                return None, 0 if size == _GLANCE else -1
+            continue
+        if _depth(value) > MAX_ARGUMENT_DEPTH:
+            return _TOO_DEEP
+        return value, at + end
+    return f"{len(text) - at:,} characters from a {text[at]!r}, over {MAX_ARGUMENT_CHARS:,}"
+
+
+def _ran_out(error: json.JSONDecodeError, window: str) -> bool:
+    """Whether JSON text may go on past the end of *window* (its string or its value ended
+    the window), not fail within it."""
+    return error.pos >= len(window) - 1 or error.msg.startswith("Unterminated string")
 
 
 def unfolded(value: Any) -> Any:
