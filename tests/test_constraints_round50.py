@@ -227,7 +227,6 @@ def test_a_path_below_an_error_reads_the_json_it_holds(error: str) -> None:
         '{"code": "rate_limited"}',
         "not_found",
         "Order {W1} not found",
-        'Refused: {"code": "not_found"} (and more)',
         '{"error": {"code": "not_found"}}',
     ],
 )
@@ -235,11 +234,14 @@ def test_control_an_error_holding_no_such_value_passes(error: str) -> None:
     assert passes(not_found(), failed_with(error))
 
 
-def test_a_path_ending_at_the_error_still_compares_its_text() -> None:
+def test_a_path_ending_at_the_error_compares_the_value_it_encodes() -> None:
+    # Round 51: JSON text compared whole is the value it encodes, however it is spaced (and
+    # words after JSON text in an error are read: tests/test_constraints_round51.py).
     error = '{"code": "not_found"}'
     rule = constraint(id="n", never={"tool": "cancel", "where": {"error": error}})
     assert not passes(rule, failed_with(error))
-    assert passes(rule, failed_with('{"code":"not_found"}'))
+    assert not passes(rule, failed_with('{"code":"not_found"}'))
+    assert passes(rule, failed_with('Refused: {"code": "not_found"}'))
 
 
 def test_a_capture_from_an_error_binds_the_value_it_encodes() -> None:

@@ -7,7 +7,8 @@ into the arguments that goes below a string (``args.payload.order_id``, ``args.i
 therefore reads the string as the JSON it holds, when it holds an object or a list (JSON's
 own whitespace and escapes, and JSON text encoded as a JSON string again, read as a parser
 reads them). A string that is no such JSON text (``"{W1}"``, ``"[note] refund"``, ``"5"``)
-has nothing below it, as before; a path ending at the string compares the string itself.
+has nothing below it, as before; a path ending at the string compares the string itself
+(or, where it and the value compared hold one object or list, that value).
 
 A key the JSON text repeats (``{"order_id": "#W2", "order_id": "#W1"}``) holds each of its
 values: parsers differ on which one wins, so a condition sees them all, as it sees every
@@ -20,9 +21,11 @@ a check reading below it fails, the agent having made its call too large to judg
 The arguments are read so, being the agent's words shaped as it chose, and so is a tool's
 output: JSON text a tool answers with (``{"data": "{\\"order_id\\": \\"#W1\\"}"}``) shows what
 it holds, to every condition on the output, as the object would. So is an error: a path below
-``error`` reads the JSON text it is, or ends with after words naming it (``Refused:
-{"order_id": "#W1"}``, see :func:`error_value`); and a column a call wrote holding JSON text
-is the value it encodes where a write is compared (its record shown, a value set back).
+``error`` reads the JSON text it is, or holds among words (``Refused: {"order_id": "#W1"}``,
+``{"code": "E42"} while updating``, see :func:`error_value`); and a column a call wrote
+holding JSON text is the value it encodes where a write is compared (its record shown, a
+value set back). JSON text compared whole with JSON text is the value it encodes too
+(``_paths.same_encoded``).
 """
 
 from __future__ import annotations
@@ -67,16 +70,79 @@ def embedded(value: Any) -> Any:
 
 def error_value(error: Any) -> Any:
     """A tool's error as paths below it read it: the object or list its text holds as JSON
-    text (:func:`embedded`), or that the text ends with after a message (``Refused:
-    {"order_id": "#W1"}``, from its first ``{``); else the error itself. A tool that puts the
+    text (:func:`embedded`), or the longest one written in it among words (``Refused:
+    {"order_id": "#W1"}``, ``{"code": "E42"} while updating``, ``[404] {"code":
+    "not_found"}``: see :func:`_written_in`); else the error itself. A tool that puts the
     record it refused in its message shows it as surely as one answering with it. Raises
     :class:`TooLarge`."""
     read = embedded(error)
-    if read is not error or type(error) is not str or (at := error.find("{")) <= 0:
+    if read is not error or type(error) is not str or _OPENING.search(error) is None:
         return read
-    tail = error[at:]
-    found = embedded(tail)
-    return error if found is tail else found
+    found = _written_in_short(error) if len(error) <= SHORT else _written_in_long(error)
+    if isinstance(found, str):
+        raise TooLarge(found)
+    return error if found is None else found
+
+
+_OPENING = re.compile(r'\{\s*["}]|\[\s*[-\[{"\d\]tfn]')
+"""Where JSON text of an object or a list may start: ``{"``, ``{}``, ``[1``, ``["``... (not
+``{name}``, ``[E42]``, ``[ERROR]``, which are passed over unread)."""
+_TRIED = 8
+"""Openings an error is read at past :data:`_GLANCE` characters, at most, and
+:data:`_GLANCED` seen sooner to be no JSON (``[404 and``): an error of any length is read in
+time linear in it (a JSON text read within the glance is passed, and costs its length)."""
+_GLANCE = 256
+_GLANCED = 1024
+
+
+def _written_in(text: str) -> dict[str, Any] | list[Any] | str | None:
+    """The longest object or list written in *text* among other words (read from each ``{``
+    or ``[`` outside one read; words after it are no part of it: "[404]" before a record is a
+    list, but not the record), why it cannot be read (a string), or None."""
+    best: dict[str, Any] | list[Any] | None = None
+    size, at, tried, glanced = 0, 0, 0, 0
+    while tried < _TRIED and glanced < _GLANCED and (opening := _OPENING.search(text, at)):
+        at = opening.start()
+        read = _read_at(text, at)
+        if isinstance(read, str):  # a record already read is not hidden by text after it
+            return read if best is None else best
+        value, end = read
+        tried += end < 0 or end - at > _GLANCE
+        glanced += end == 0
+        if value is None:
+            at += 1
+            continue
+        if end - at > size:
+            best, size = value, end - at
+        at = end
+    return best
+
+
+def _read_at(text: str, at: int) -> tuple[Any, int] | str:
+    """The object or list JSON text starting at *at* of *text* holds and where it ends; or
+    None and -1 where it is no such text read past :data:`_GLANCE` characters (0: seen
+    sooner); or why it cannot be read (a string). Read from a window of the text: the
+    parser's error names its line, which costs as much as the text before it."""
+    for size in (_GLANCE, MAX_ARGUMENT_CHARS + 1):
+        window = text[at : at + size]
+        try:
+            value, end = _DECODER.raw_decode(window)
+        except RecursionError:
+            return _TOO_DEEP
+        except json.JSONDecodeError as exc:
+            if len(window) < size or not _ran_out(exc, window):
+                return None, 0 if size == _GLANCE else -1
+            continue
+        if _depth(value) > MAX_ARGUMENT_DEPTH:
+            return _TOO_DEEP
+        return value, at + end
+    return f"{len(text) - at:,} characters from a {text[at]!r}, over {MAX_ARGUMENT_CHARS:,}"
+
+
+def _ran_out(error: json.JSONDecodeError, window: str) -> bool:
+    """Whether JSON text may go on past the end of *window* (its string or its value ended
+    the window), not fail within it."""
+    return error.pos >= len(window) - 1 or error.msg.startswith("Unterminated string")
 
 
 def unfolded(value: Any) -> Any:
@@ -143,6 +209,8 @@ def _read(text: str) -> dict[str, Any] | list[Any] | str | None:
 _TOO_DEEP = f"JSON text nested deeper than {MAX_ARGUMENT_DEPTH} levels"
 _read_short = lru_cache(maxsize=256)(_read)
 _read_long = lru_cache(maxsize=4)(_read)
+_written_in_short = lru_cache(maxsize=256)(_written_in)
+_written_in_long = lru_cache(maxsize=4)(_written_in)
 
 
 def _integer(digits: str) -> int | float:
@@ -159,6 +227,9 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         else:
             made[key] = Repeated([made[key], value])
     return made
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_int=_integer)
 
 
 def _depth(value: Any) -> int:

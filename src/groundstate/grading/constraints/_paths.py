@@ -307,7 +307,7 @@ def _met_together(
     for name in names:
         bound = bindings[name]
         wanted = [
-            (_agreeing(event) if _segments(path)[0] == "args" else same, value)
+            (_comparer(event, _segments(path)[0]), value)
             for (path, n), (_, value) in zip(uses, row, strict=True)
             if n == name
         ]
@@ -346,7 +346,7 @@ def selects(event: AgentEvent, where: Conditions) -> bool:
     for field_name, inner in where.keys:
         if field_name not in _fields(type(event)):
             return False
-        compare = _agreeing(event) if field_name == "args" else same
+        compare = _comparer(event, field_name)
         read = error_value if field_name == "error" else embedded
         try:
             if not inner.hold(getattr(event, field_name), compare, field_name in READS_TEXT, read):
@@ -414,6 +414,7 @@ def agrees(event: AgentEvent, value: Any, expected: Any) -> bool:
         same(value, expected)
         or same_path(value, expected)
         or (respelt(value, expected) and shown(event, expected, value))
+        or same_encoded(value, expected)
     )
 
 
@@ -421,11 +422,41 @@ def _agreeing(event: AgentEvent) -> Compare:
     return lambda value, expected: agrees(event, value, expected)
 
 
+def _comparer(event: AgentEvent, root: str) -> Compare:
+    """How a value below the field *root* of *event* is compared with the one expected: in
+    the arguments as the tool took it (:func:`agrees`), in the output or error as the value
+    a JSON text encodes (:func:`same_read`), elsewhere exactly (:func:`same`)."""
+    if root == "args":
+        return _agreeing(event)
+    return same_read if root in READS_TEXT else same
+
+
+def same_read(a: Any, b: Any) -> bool:
+    """:func:`same`, or :func:`same_encoded`: ``where: {error: '{"code": "E42"}'}`` is met
+    by an error ``{"code":"E42"}``, as a path below it reads it."""
+    return same(a, b) or same_encoded(a, b)
+
+
+def same_encoded(a: Any, b: Any) -> bool:
+    """Whether JSON text is of the same object or list as the other value, or other JSON text
+    (``{"code": "E42"}``, and ``{ "code":"E42" }``, its keys in another order, or the object
+    itself): the same value as a path below each reads it. Text too large to read (over what
+    the gateway lets arguments be) is compared as written only."""
+    if type(a) is not str and type(b) is not str:
+        return False
+    try:
+        read_a, read_b = embedded(a), embedded(b)
+    except TooLarge:
+        return False
+    texts = (read_a is not a) or (read_b is not b)
+    return texts and isinstance(read_a, dict | list) and same(read_a, read_b)
+
+
 def _condition(event: AgentEvent, path: str, expected: JsonScalar, bindings: Bindings) -> bool:
     values = resolve(event, path)
     if values is None:
         return False
-    compare = _agreeing(event) if _segments(path)[0] == "args" else same
+    compare = _comparer(event, _segments(path)[0])
     name = variable(expected)
     if name is not None:
         bound = bindings.get(name)

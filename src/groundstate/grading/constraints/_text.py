@@ -397,19 +397,58 @@ right before it, starting its clause ("No PayPal, please"; not "No, PayPal is fi
 "order no 1002"). "You don't need the bottle" does not turn the bottle down, nor does "not
 only the socks" (but also ...), "I don't mind" or "I don't want anything but"."""
 
+_BACK = (
+    r"(?:that|this|it)(?: (?:one|address|email|e-mail|card|account|number|option|method))?"
+    r"(?: (?:please|anymore|any more|after all|either))?(?=[,.;:!?\u2013\u2014)-]| ?$)"
+)
+"""Words pointing back at a value, ending their clause: "that one", "this address", "it
+anymore" (not "it for marketing", "that order": a use of it refused, or another thing)."""
+
+_WITHDRAWN = (
+    r"(?:(?:please )?(?:don't|do not|dont|let's not|better not|never|no need to"
+    r"|(?:(?:i'd|i would|we'd|we would) )?rather not|(?:i|we) (?:don't|do not) want(?: to)?"
+    r"|(?:i|we) won't|(?:i|we) will not|(?:you )?(?:can't|cannot|shouldn't|should not))"
+    r" (?:(?:use|go with|pay with|charge|bill|send (?:it |them )?to|ship (?:it |them )?to"
+    r"|want|pick|choose|take|be using|using|put (?:it|that) on) )?"
+    + _BACK
+    + r"|not "
+    + _BACK
+    + r"|(?:scratch|strike|forget|ignore|disregard) "
+    + _BACK
+    + r"|never mind (?:that|this) (?:one|address|email|e-mail|card|account|number|option)\b"
+    r"|that(?: one)?(?:'s| is| was) (?:the wrong one|not the (?:right )?one|not mine"
+    r"|(?:my|an) old one)\b|that one(?:'s| is) (?:wrong|old|not mine|outdated)\b"
+    r"|i meant(?: to say)? (?:[^ .!?]*[@\d]|(?:the|my) other\b)"
+    r"|(?:use|go with|send it to|charge|bill|make it) (?!(?:it|that|this|them|the same|same"
+    r"|mine|my (?:email|e-mail|address|card))\b)(?:[^.!?]|\.(?! |$)){1,60}? instead\b(?! of\b))"
+)
+"""Words taking back a value just given, without naming it again: "don't use that one",
+"not that one", "scratch that", "that's my old one", "I meant maya@x.com", "use the Visa
+instead" (not "use it instead", "instead of the phone", "don't use it for marketing")."""
+
+_OPENERS = (
+    r"(?:(?:actually|wait|h+m+|sorry|oh|oops|no|nope|nah|hold on|on second thought|ok|okay"
+    r"|um+|uh+|correction)\b[,.!:]* ?)*"
+)
+"""Words a correction may start with: "Actually, not that one", "Wait, no, scratch that"."""
+
 _REFUSED_AFTER = re.compile(
-    r"(?: (?:one|option|account|card|method|address|email|please))?[\s,;:?\u2013\u2014-]*"
-    r"(?:(?:no|nope|nah)\b(?:[,.!]* (?:thanks|thank you|(?:(?:i'd|i would|we'd|we would) )?rather"
-    r" not|not (?:that|this|it)\b)|[.!]*\s*$)"
+    r"(?: (?:one|option|account|card|method|address|email|please))?"
+    r"(?:[\s,;:?\u2013\u2014-]*(?:(?:no|nope|nah)\b(?:[,.!]* (?:thanks|thank you"
+    r"|(?:(?:i'd|i would|we'd|we would) )?rather not|not (?:that|this|it)\b)|[.!]*\s*$)"
     r"|(?:(?:i'd|i would|we'd|we would) )?rather not\b|not (?:that|this) one\b|no way\b"
-    r"|(?:is not|isn't|won't|will not) (?:an option|the one|what i want|do)\b)"
+    r"|(?:is not|isn't|won't|will not) (?:an option|the one|what i want|do)\b"
+    r"|" + _OPENERS + _WITHDRAWN + r")"
+    r"|[\s,;:\u2013\u2014-]*[.!?]+ " + _OPENERS + _WITHDRAWN + r")"
 )
 """Just after a value, what turns it down without naming another: "PayPal? No thanks",
 "PayPal \u2014 no, I'd rather not", "the PayPal one? Nope.", "PayPal isn't an option", in
-the value's sentence. A "no" with more after it is no refusal of the value ("PayPal, no
-receipt needed", "PayPal, not the Visa": the Visa is turned down), nor is one after another
-value ("PayPal; the Visa? No thanks") or in the next sentence ("My email is eve@x.com. No
-thanks, that's all": the answer to "anything else?")."""
+the value's sentence; or, there or in the next sentence, words taking it back
+(:data:`_WITHDRAWN`: "eve@x.com. No, don't use that one.", "eve@x.com, actually not that
+one"). A "no" with more after it is no refusal of the value ("PayPal, no receipt needed",
+"PayPal, not the Visa": the Visa is turned down), nor is one after another value ("PayPal;
+the Visa? No thanks") or in the next sentence ("My email is eve@x.com. No thanks, that's
+all": the answer to "anything else?"; "eve@x.com. Yes, that's right")."""
 
 
 _SPELLED_CHARS = 500
