@@ -173,7 +173,7 @@ def test_a_callable_a_value_was_meant_for_is_suggested(tmp_path: Path) -> None:
     [
         "def make():\n    return None\nagent = make()\n",  # a factory's result
         "async def careful(session):\n    pass\nagent = careful\n",
-        "import functools\nasync def a(session, n=1):\n    pass\nagent = functools.partial(a, n=2)\n",
+        "import functools\nasync def a(session, n=1):\n    pass\nagent = functools.partial(a)\n",
         "agent = lambda session: None\n",
         "agent = 42\nif True:\n    async def agent(session):\n        pass\n",  # bound twice
         "agent = 42\nglobals()['agent'] = lambda **p: None\n",  # bound unseen
