@@ -66,7 +66,7 @@ def test_a_check_file_ending_the_process_with_0_at_import_is_no_success(
 def test_an_agent_module_ending_the_process_with_0_in_check_is_no_success(copy: Path) -> None:
     """Fails on the old code: ``check`` exited 0 (what the module printed, then nothing)."""
     # ``make`` is defined: an entry naming nothing is refused unread (fiftieth round)
-    _agent(copy, "import os\nprint('hello')\nos._exit(0)\n\n\ndef make():\n    pass\n")
+    _agent(copy, "import os\nprint('hello')\nos._exit(0)\n\n\ndef make(**params):\n    pass\n")
     outcome = groundstate(*COMMANDS["check"], cwd=copy)
     assert outcome.code == ENDED_BY_USER_CODE, outcome.text
     assert "called os._exit(0)" in outcome.err

@@ -190,7 +190,8 @@ def test_system_spec_round_trips_through_json() -> None:
 def test_a_module_entry_is_hashed_by_its_source(tmp_path: Path) -> None:
     path = tmp_path / "system.yaml"
     path.write_text(
-        "harness: {orchestration_loop: {entry: groundstate.agents.scripted:ScriptedAgent}}"
+        "harness: {orchestration_loop: {entry: groundstate.agents.scripted:ScriptedAgent,"
+        " params: {steps: []}}}"
     )
     import groundstate.agents.scripted as scripted
     from groundstate.spec.canonical import hash_file

@@ -163,7 +163,7 @@ def test_params_an_async_def_cannot_take_are_refused_as_the_system_loads(
         "async def agent(session, *, mode, fault_rat=1):\n    return None\n",
         "import functools\n@functools.cache\nasync def agent(session):\n    return None\n",
         "async def agent(session):\n    return None\nagent = lambda **p: None\n",
-        "class agent:\n    def __init__(self):\n        pass\n",  # a factory: checked later
+        "class Base:\n    pass\nclass agent(Base):\n    def __init__(self):\n        pass\n",
     ],
 )
 def test_params_read_only_where_the_text_shows_the_function_called(

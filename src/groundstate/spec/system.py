@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import importlib.util
-import inspect
 import os
 import platform
 import sqlite3
@@ -26,11 +24,12 @@ from pydantic import (
     model_validator,
 )
 
-from groundstate.errors import SpecError, one_line
+from groundstate.errors import SpecError
 from groundstate.rounding import inflected
 from groundstate.sandbox import command_digests, command_problem
 from groundstate.spec.canonical import hash_file, hash_value
-from groundstate.spec.code import hash_code, top_level_names
+from groundstate.spec.code import hash_code
+from groundstate.spec.entry import entry_problem
 from groundstate.spec.files import is_file, load_model, no_file
 from groundstate.spec.strict import (
     MAX_INTEGER,
@@ -468,7 +467,8 @@ def load_system(path: Path) -> SystemSpec:
         reason = f"cannot import{what}: {type(exc).__name__}: {exc}"
         raise SpecError(path, "harness.orchestration_loop.entry", reason) from None
     shown, params = (target if code_file else str(source)), spec.harness.orchestration_loop.params
-    if source is not None and (problem := _entry_problem(source, loop_entry, shown, params)):
+    name = BUILTIN_AGENTS.get(loop_entry, (loop_entry, ""))[0].rpartition(":")[2]
+    if source is not None and (problem := entry_problem(source, loop_entry, name, shown, params)):
         raise SpecError(path, *problem)
     if loop_entry == "mcp-command":  # what runs is the program: its files' digests are hashed
         code["command"] = command_file_digests(spec, path)
@@ -530,72 +530,3 @@ def _code_hash(code_file: Path | None, source: Path | None) -> str:
     if code_file is None:
         return "unknown" if source is None else hash_file(source)
     return hash_code(code_file)
-
-
-def _entry_problem(
-    source: Path, entry: str, shown: str, params: dict[str, Any]
-) -> tuple[str, str] | None:
-    """(field, why) when *entry* names nothing its file *source* (*shown* so) defines, or its
-    ``async def`` cannot take *params*: read from the file's text before any of it runs (a
-    batch validated its whole suite, minutes, before it found out), in the words
-    :func:`~groundstate.agents.python.load_agent` says it in. None when the file may define
-    it (in ways its text does not show, too), or where only importing it can tell."""
-    field = "harness.orchestration_loop.entry"
-    name = BUILTIN_AGENTS.get(entry, (entry, ""))[0].rpartition(":")[2]
-    try:
-        tree = ast.parse(source.read_bytes(), str(source))
-    except SyntaxError as exc:
-        at = f" (line {exc.lineno})" if exc.lineno else ""
-        return field, f"cannot import {shown}: {type(exc).__name__}: {one_line(str(exc.msg))}{at}"
-    except (OSError, ValueError, MemoryError, RecursionError, SystemError):
-        return None  # importing it says why (SystemError: python/cpython#106905)
-    defined = top_level_names(tree)
-    if defined is not None and name not in defined:
-        hint = did_you_mean(name, (n for n in defined if not n.isupper()))  # not a CONSTANT
-        return field, f"{entry!r} names no callable{hint}"
-    found = [n for n in tree.body if isinstance(n, ast.AsyncFunctionDef) and n.name == name]
-    if len(found) != 1 or found[0].decorator_list or _bindings(tree, name) != 1:
-        return None  # a factory, or a function that may be another: imported, it is checked
-    signature = _signature(found[0].args)
-    try:
-        signature.bind(None, **params)
-    except TypeError as exc:
-        taken = list(signature.parameters)[1:]
-        hints = "".join(did_you_mean(key, taken) for key in params if key not in taken)
-        return "harness.orchestration_loop.params", f"{exc}{hints}"
-    return None
-
-
-def _bindings(tree: ast.Module, name: str) -> int:
-    """How many statements of *tree* may bind *name* (a def, a class, an import, a store)."""
-    count = 0
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            count += node.name == name
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            count += node.id == name
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            count += any((a.asname or a.name) in (name, "*") for a in node.names)
-        elif isinstance(node, ast.Global):
-            count += name in node.names
-    return count
-
-
-def _signature(args: ast.arguments) -> inspect.Signature:
-    """The signature *args* declares, without annotations (only the names and which have
-    defaults: what binding the parameters needs)."""
-    P, given = inspect.Parameter, object()
-    positional = [*args.posonlyargs, *args.args]
-    defaults = [P.empty] * (len(positional) - len(args.defaults)) + [given] * len(args.defaults)
-    kinds = [P.POSITIONAL_ONLY] * len(args.posonlyargs) + [P.POSITIONAL_OR_KEYWORD] * len(args.args)
-    together = zip(positional, kinds, defaults, strict=True)
-    parameters = [P(a.arg, kind, default=d) for a, kind, d in together]
-    if args.vararg is not None:
-        parameters.append(P(args.vararg.arg, P.VAR_POSITIONAL))
-    parameters += [
-        P(a.arg, P.KEYWORD_ONLY, default=P.empty if d is None else given)
-        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
-    ]
-    if args.kwarg is not None:
-        parameters.append(P(args.kwarg.arg, P.VAR_KEYWORD))
-    return inspect.Signature(parameters)
