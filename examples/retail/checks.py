@@ -4506,9 +4506,9 @@ _CLAIMS_CHANGE = re.compile(
 refunded", "has been issued", money "on its way back" (or on its way, :func:`_change_stated`);
 not a change with a negated subject ("No refund has been issued", "nothing was changed") or a
 condition ("is refunded only if ...")."""
-_MONEY_WORD = re.compile(r"\b(refund|money|credit|funds)\b|[$€£]\d|\d ?(dollars|usd|euros?|eur)\b")
+_MONEY_SAID = re.compile(r"\b(refund|money|credit|funds)\b|[$€£]\d|\d ?(dollars|usd|euros?|eur)\b")
 _MONEY_ON_ITS_WAY = re.compile(
-    rf"(?:{_MONEY_WORD.pattern})([^.!?]|\.\d)*\bon (its|their|the) way\b"
+    rf"(?:{_MONEY_SAID.pattern})([^.!?]|\.\d)*\bon (its|their|the) way\b"
 )
 """Money or an amount "on its way" in one sentence ("Your $22.00 is on its way")."""
 _SENTENCE_STOP = re.compile(r"[!?]|\.(?!\d)")
@@ -4521,13 +4521,13 @@ def _change_stated(stated: str) -> re.Match[str] | None:
     one sentence took seconds)."""
     claim = _CLAIMS_CHANGE.search(stated)
     end = claim.start() if claim is not None else len(stated)
-    money = _MONEY_WORD.search(stated)
+    money = _MONEY_SAID.search(stated)
     while money is not None and money.start() < end:
         found = _MONEY_ON_ITS_WAY.match(stated, money.start())
         if found is not None:
             return found
         stop = _SENTENCE_STOP.search(stated, money.end())
-        money = None if stop is None else _MONEY_WORD.search(stated, stop.end())
+        money = None if stop is None else _MONEY_SAID.search(stated, stop.end())
     return claim
 
 
