@@ -2636,9 +2636,11 @@ def _altered(db: sqlite3.Connection) -> str | None:
 def _table_missing(db: sqlite3.Connection, tables: set[str]) -> str | None:
     """Which table of its :data:`_GENERATIONS` a store with *tables* lacks, as the end of a
     sentence naming the store; None when it lacks only tables added after it was made.
-    Unstamped, a table is known dropped only beside one made with it or after it: a store
-    from before the stamp lacking every table of its newest generation (``started_tries``)
-    cannot be told from one made before that generation, and gains it empty."""
+    Unstamped, a table is known dropped only beside one added after it: a store from before
+    the stamp lacking every table of its newest generation (``started_tries``) cannot be told
+    from one made before that generation, and gains it empty; nor can one lacking a table
+    made in the same generation as one it has (older stores were made so: ``chains`` without
+    ``leases``), which gains it too."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     given = _stamped(db)
     newest = max(i for i, names in enumerate(_GENERATIONS) for t in names if t in tables)
@@ -2646,8 +2648,6 @@ def _table_missing(db: sqlite3.Connection, tables: set[str]) -> str | None:
         for table in (t for t in names if t not in tables):
             if given is not None and i < given:
                 return f"has no table {table!r}, which it had (dropped?)"
-            if sibling := next((t for t in names if t in tables), None):
-                return f"has no table {table!r}, though it has {sibling!r}, made with it (dropped?)"
             if i < newest:
                 later = next(t for t in _GENERATIONS[newest] if t in tables)
                 return f"has no table {table!r}, though it has {later!r}, added after it (dropped?)"
