@@ -2639,8 +2639,8 @@ def _table_missing(db: sqlite3.Connection, tables: set[str]) -> str | None:
     Unstamped, a table is known dropped only beside one added after it: a store from before
     the stamp lacking every table of its newest generation (``started_tries``) cannot be told
     from one made before that generation, and gains it empty; nor can one lacking a table
-    made in the same generation as one it has (older stores were made so: ``chains`` without
-    ``leases``), which gains it too."""
+    made in the same generation as one it has (older stores were made so: ``batches`` and
+    ``runs`` without ``validations``), which gains it too."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     given = _stamped(db)
     newest = max(i for i, names in enumerate(_GENERATIONS) for t in names if t in tables)
