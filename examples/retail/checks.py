@@ -1762,10 +1762,10 @@ def _negated_at(sentence: str, start: int, end: int) -> bool:
     them turning against them ("The refund was submitted, but it wasn't approved") or denying
     a change after them ("Refund submitted, it didn't go through"). Not a negation of
     another clause: "O-1002 \u2014 cancelled, you won't be charged" states the cancellation."""
-    if _NEGATION.search(_own_clause(sentence, start, end)):
+    if _NEGATING.search(_own_clause(sentence, start, end)):
         return True
     turn = _TURNED.search(sentence, end)
-    later = [] if turn is None else list(_NEGATION.finditer(sentence, turn.end()))
+    later = [] if turn is None else list(_NEGATING.finditer(sentence, turn.end()))
     later += _NEGATED.finditer(sentence, end)
     return any(not _of_another(sentence, found.start()) for found in later)
 
@@ -3952,7 +3952,7 @@ def _made_despite_opener(sentence: str) -> bool:
         (_PAST_DONE.search(main) is not None or claimed)
         and _UNSTATED.search(main) is None
         and _FUTURE.search(main) is None
-        and _NEGATION.search(main) is None
+        and _NEGATING.search(main) is None
     )
 
 
@@ -4612,8 +4612,6 @@ REFUND_WINDOW_DAYS = 30
 """Policies 3 and 6: day 0 is the day of delivery, day 30 the last day."""
 SLOW_DELIVERY_DAYS = 7
 """Policy 7: goodwill credit only when delivery took more than this many days."""
-GOODWILL_CENTS = 1000
-"""Policy 7: the goodwill credit is exactly $10.00."""
 
 _ORDER_FACTS = (
     "SELECT status, payment_method_id, placed_at, delivered_at FROM orders WHERE order_id = ?"
@@ -4814,7 +4812,7 @@ _OFFERS = re.compile(
 )
 """The agent offering something: "I can offer", "we could add", "would you like", "how
 about", "would a voucher help" (not a claim of it done: "I've added")."""
-_NEGATION = re.compile(
+_NEGATING = re.compile(
     r"\b(?:not|never|no|none|nothing|nor|neither|cannot|unable|without)\b"
     r"(?! (?:problem|worries|matter|later than|only)\b)|n't\b"
     r"|\bagainst (?:our |the |company |store )?(?:polic|rule)"
@@ -4856,7 +4854,7 @@ def _offers_credit(sentence: str, complained: bool, next_sentence: str) -> bool:
                 continue  # store credit named, not offered ("your store credit balance")
             if _negated(clause):
                 continue
-            if not _OFFERS.search(clause) and _NEGATION.search(next_sentence):
+            if not _OFFERS.search(clause) and _NEGATING.search(next_sentence):
                 continue  # "Store credit instead? That's not something we offer."
             return True
     return False
@@ -4869,7 +4867,7 @@ def _clauses(sentence: str) -> list[str]:
 def _negated(clause: str) -> bool:
     """Whether a negation in *clause* governs the store credit it names: any negation but one
     of a refund, which governs the credit only through "or"/"nor"."""
-    for negation in _NEGATION.finditer(clause):
+    for negation in _NEGATING.finditer(clause):
         subject = _REFUND_SUBJECT.search(clause, 0, negation.start())
         if subject is not None and _TURNED_DOWN.search(clause, 0, subject.start()):
             subject = None  # "store credit in place of a refund isn't ...": not its subject

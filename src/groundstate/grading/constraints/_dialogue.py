@@ -1658,7 +1658,6 @@ _TO_SOMEONE_ELSE = re.compile(
     r"|account|phone|number|address|e-?mail address|store|shop|warehouse)\b)(?!the e-?mail\b)"
     r"\w+|\bback to\b"
 )
-_CLAUSE_END = re.compile(r"[,.;:!?]| (?:and|but|then|so|also)\b")
 
 
 def _accompanies(clause: str) -> bool:
@@ -1689,7 +1688,7 @@ def _other_verb(text: str, question: str, asks: re.Pattern[str] | None) -> str |
             continue
         if verb in _PART_LEFT_OUT and not text.startswith((" it", " them"), found.end("verb")):
             continue  # "hold the headlamp", "leave the address as it is": a part left out
-        if _accompanies(_CLAUSE_END.split(text[found.end("verb") :], maxsplit=1)[0]):
+        if _accompanies(_QUESTION_CLAUSE_END.split(text[found.end("verb") :], maxsplit=1)[0]):
             continue  # "Yes, ship it back", "Yes, and email the receipt to me"
         if _ABOUT_A_CHANGE.match(verb):
             if _changes_family(verb, question, asks):
@@ -2857,7 +2856,7 @@ def _priced(
 # Where a clause of a question ends: a sentence's end, a semicolon or a dash, and "but",
 # "however", "whereas", "while", "although" ("O-1003 is past the window, but I can refund
 # the socks from O-1001"); not a colon, which a list of what is proposed follows.
-_CLAUSE_END = re.compile(
+_QUESTION_CLAUSE_END = re.compile(
     r"(?<=[.!?;]) |\s[\u2013\u2014]+\s|,? \b(?=(?:but|however|whereas|while|although|though)\b)"
 )
 
@@ -2895,7 +2894,9 @@ def _proposes_another(
     ("Your orders O-1001 and O-1003 are both eligible.")."""
     proposes = asks or _OFFERS_TO_ACT
     proposing = [
-        clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(proposes, clause)
+        clause
+        for clause in _QUESTION_CLAUSE_END.split(yes.answered)
+        if clause and affirms(proposes, clause)
     ]
     # asking about more where it proposes, not in a statement beside it ("The shirt is also
     # eligible. Shall I refund the socks?" proposes the socks alone)
