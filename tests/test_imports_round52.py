@@ -19,6 +19,13 @@ Classes of defect fixed:
   ``at_least_k`` or ``pass_at_k`` over partial scores (their threshold is not in the log) or
   by ``pass_at_k`` of a sample with fewer than k epochs was passed over, whatever it said:
   an import's silence read as a figure checked. It is named now as not checked, with why.
+- **A summary figure written as text was passed in silence or named for what it is not.**
+  An Inspect header's ``accuracy`` of ``"0.5"`` said nothing; Terminal-Bench's
+  ``accuracy`` or ``pass_at_k`` of ``"0.5"`` was named as disagreeing with the trials'
+  0.5, and its ``n_resolved`` of ``"1"`` refused as "edited or cut" beside 1 trial
+  resolved. A figure that is no JSON number is named as such now (a warning: figures are
+  checked, not read), and a count as text is refused as SWE-bench's is (a quoted integer
+  is from a file ``tb run`` did not write).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import pytest
 
 from groundstate.importers import batch as batch_module
 from tests.test_imports_formats import Store, cli, log, sample, write_json
+from tests.test_imports_round14 import tb_run, tb_trial
 
 
 @pytest.fixture
@@ -287,3 +295,65 @@ def test_no_figure_of_a_scorer_held_says_nothing(
     store: Store, tmp_path: Path, results: Any
 ) -> None:
     assert _lines(store, tmp_path, [["C", "I"], ["I", "I"]], results) == []
+
+
+# --- summary figures written as text ---------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["0.25", True, [0.25]])
+def test_an_inspect_figure_as_text_is_named(store: Store, tmp_path: Path, value: Any) -> None:
+    (line,) = _lines(store, tmp_path, [["C", "I"], ["I", "I"]], _results("mean", value))
+    assert f"give match accuracy {value!r}, not a number" in line and "not checked" in line
+
+
+def _tb(store: Store, tmp_path: Path, **edit: Any) -> tuple[int, str]:
+    run = tb_run([tb_trial("hello", 1, True), tb_trial("hello", 2, False)])
+    run.update({"accuracy": 0.5, "pass_at_k": {"2": 1.0}, **edit})
+    folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    path = write_json(folder / "results.json", run)
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    return code, err
+
+
+def _warned(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("warning: ")]
+
+
+@pytest.mark.parametrize("value", ["0.5", True])
+def test_a_terminal_bench_accuracy_as_text_is_named_as_such(
+    store: Store, tmp_path: Path, value: Any
+) -> None:
+    code, err = _tb(store, tmp_path, accuracy=value)
+    (line,) = _warned(err)
+    assert code == 0 and f"accuracy is {value!r}, not a number" in line and "but" not in line
+
+
+def test_a_terminal_bench_pass_at_k_as_text_is_named_as_such(store: Store, tmp_path: Path) -> None:
+    code, err = _tb(store, tmp_path, pass_at_k={"2": "1.0", "1": 0.5})
+    (line,) = _warned(err)
+    assert code == 0 and "pass@2 '1.0', not a number" in line and "pass@1" not in line
+
+
+@pytest.mark.parametrize(("field", "value"), [("n_resolved", "1"), ("n_unresolved", "1")])
+def test_a_terminal_bench_count_as_text_is_refused_as_text(
+    store: Store, tmp_path: Path, field: str, value: Any
+) -> None:
+    code, err = _tb(store, tmp_path, **{field: value})
+    assert code == 2 and "Traceback" not in err and "results.json" in err
+    assert f"{field}: must be an integer written as a JSON integer, got text '1'" in err
+
+
+@pytest.mark.parametrize(("field", "value"), [("n_resolved", True), ("n_resolved", 2)])
+def test_a_terminal_bench_count_otherwise_is_still_refused(
+    store: Store, tmp_path: Path, field: str, value: Any
+) -> None:
+    code, err = _tb(store, tmp_path, **{field: value})
+    assert code == 2 and f"{field}: " in err and "Traceback" not in err
+
+
+def test_terminal_bench_figures_as_written_say_nothing(store: Store, tmp_path: Path) -> None:
+    code, err = _tb(store, tmp_path, n_resolved=1.0)  # an integer written as a float: read
+    assert code == 0 and _warned(err) == []
+    code, err = _tb(store, tmp_path)
+    assert code == 0 and _warned(err) == []

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 if sys.version_info >= (3, 14):
     import zipfile
@@ -437,7 +437,13 @@ class InspectSource:
             high = math.fsum(span[1] for span in spans if span) / len(spans)
             for metric in ("accuracy", "mean"):
                 value = _part(metrics, metric).get("value")
-                if not isinstance(value, int | float) or isinstance(value, bool):
+                if value is not None and not _a_number(value):
+                    yield (
+                        f"{self.path}: results.scores of task {task!r} give {name} {metric} "
+                        f"{value!r}, not a number (Inspect writes a JSON number): not checked "
+                        "against the samples (the samples are read, as always)"
+                    )
+                if not _a_number(value):
                     continue
                 if not _within(value, low, high):
                     held = f"{low:.6g}" if low == high else f"{low:.6g} to {high:.6g}"
@@ -450,7 +456,7 @@ class InspectSource:
                     )
 
     def _unchecked(
-        self, task: Any, name: str, metrics: dict[str, Any], reducer: str | None,
+        self, task: Any, name: object, metrics: dict[str, Any], reducer: str | None,
         samples: dict[str, list[float]],
     ) -> Iterator[str]:  # fmt: skip
         """The header's ``accuracy`` or ``mean`` of a scorer whose reducer is not recomputed
@@ -458,8 +464,7 @@ class InspectSource:
         given = [
             f"{metric} {value!r}"
             for metric in ("accuracy", "mean")
-            if isinstance(value := _part(metrics, metric).get("value"), int | float)
-            and not isinstance(value, bool)
+            if _a_number(value := _part(metrics, metric).get("value"))
         ]
         if given:
             yield (
@@ -1119,6 +1124,11 @@ def reduced(reducer: str | None, epochs: list[float]) -> tuple[float, float] | N
     else:
         value = 1.0 - math.comb(n - correct, k) / math.comb(n, k)
     return value, value
+
+
+def _a_number(value: Any) -> TypeGuard[float]:
+    """*value* is a JSON number, as Inspect writes a metric's value (not text, not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _not_recomputed(reducer: str | None, samples: dict[str, list[float]]) -> str:
