@@ -280,11 +280,6 @@ def test_a_figure_recomputed_and_right_says_nothing(
         {"scores": [{"name": "match", "reducer": "best_of", "metrics": {}}]},  # no figure
         {
             "scores": [
-                {"name": "match", "reducer": "best_of", "metrics": {"accuracy": {"value": "high"}}}
-            ]
-        },
-        {
-            "scores": [
                 {"name": "other", "reducer": "best_of", "metrics": {"accuracy": {"value": 0.5}}}
             ]
         },
@@ -304,6 +299,13 @@ def test_no_figure_of_a_scorer_held_says_nothing(
 def test_an_inspect_figure_as_text_is_named(store: Store, tmp_path: Path, value: Any) -> None:
     (line,) = _lines(store, tmp_path, [["C", "I"], ["I", "I"]], _results("mean", value))
     assert f"give match accuracy {value!r}, not a number" in line and "not checked" in line
+
+
+def test_a_figure_as_text_of_a_reducer_not_recomputed_is_said_to_be_unchecked(
+    store: Store, tmp_path: Path
+) -> None:
+    (line,) = _lines(store, tmp_path, [["C", "I"], ["I", "I"]], _results("best_of", "0.5"))
+    assert "give match accuracy '0.5' reduced by 'best_of'" in line and "not checked" in line
 
 
 def _tb(store: Store, tmp_path: Path, **edit: Any) -> tuple[int, str]:

@@ -464,7 +464,7 @@ class InspectSource:
         given = [
             f"{metric} {value!r}"
             for metric in ("accuracy", "mean")
-            if _a_number(value := _part(metrics, metric).get("value"))
+            if (value := _part(metrics, metric).get("value")) is not None
         ]
         if given:
             yield (
