@@ -182,6 +182,9 @@ def _edit(store: Store, batch: str, sql: str) -> None:
     [
         ("json_set(record, '$.success', json('false'))", "the records of 1 task differ ('2')"),
         ("json_set(record, '$.cost', 'a lot')", "its records cannot be read"),
+        ("json_set(record, '$.cost', '0')", "its records cannot be read"),  # text, not 0
+        ("json_set(record, '$.success', 'true')", "its records cannot be read"),
+        ("json_set(record, '$.usage.input_tokens', 1.0)", "its records cannot be read"),
         ("'not json'", "its records cannot be read"),
     ],
 )

@@ -512,22 +512,33 @@ _DIGEST_MODULUS = 1 << 128
 def _try_digest(fields: tuple[Any, ...]) -> int:
     """One try's digest: attempt, retry, terminal reason, success, cost, latency, partial
     score, judge errors and tokens, as the store keeps them (numbers as floats or integers,
-    so a cost of 5 and of 5.0 are one)."""
+    so a cost of 5 and of 5.0 are one). A field not of its JSON type (a record edited by
+    hand: ``"success": "false"``, ``"cost": "5"``) is ``TypeError``, never read as another."""
     attempt, retry, reason, success, cost, latency, partial, judged, given, made = fields
+    if not isinstance(success, bool) or not isinstance(reason, str):
+        raise TypeError(f"success {success!r}, terminal reason {reason!r}")
     plain = (
-        int(attempt), int(retry), str(reason), bool(success), _real(cost), _real(latency),
-        _real(partial), int(judged), _whole(given), _whole(made),
+        _whole(attempt), _whole(retry), reason, success, _real(cost), _real(latency),
+        _real(partial), _whole(judged), _whole(given), _whole(made),
     )  # fmt: skip
     text = repr(plain).encode("utf-8", "surrogatepass")
     return int.from_bytes(hashlib.blake2b(text, digest_size=16).digest(), "little")
 
 
 def _real(value: Any) -> float | None:
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
 
 
 def _whole(value: Any) -> int | None:
-    return None if value is None else int(value)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"not an integer: {value!r}")
+    return value
 
 
 def _reread(earlier: BatchInfo, changed: list[str]) -> str:
