@@ -542,7 +542,7 @@ def _tb(**edits: object) -> dict[str, object]:
         ),
         ({"unresolved_ids": []}, "unresolved_ids: lists [], but the trials give ['t2']"),
         ({"n_resolved": 2}, "n_resolved: 2, but 1 trials are counted so"),
-        ({"n_unresolved": True}, "n_unresolved: True, but 1 trials"),
+        ({"n_unresolved": True}, "n_unresolved: must be an integer, got True"),  # round 52
         ({"resolved_ids": "t1"}, "resolved_ids: must be a list of task ids"),
     ],
 )

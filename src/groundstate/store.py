@@ -1908,10 +1908,13 @@ class RunStore:
                 _parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows
             ]
 
-    def outcome_chunks(self, batch_id: str, size: int = 50_000) -> Iterator[list[list[Any]]]:
+    def outcome_chunks(
+        self, batch_id: str, size: int = 50_000, also: tuple[str, ...] = ()
+    ) -> Iterator[list[list[Any]]]:
         """:meth:`outcome_rows` *size* rows at a time, so a million tries never sit in memory
-        as Python lists at once."""
-        fields = ", ".join(f"'$.{name}'" for name in _OUTCOME_FIELDS)
+        as Python lists at once. *also*: more record fields (``usage.input_tokens``), each
+        row giving them after the outcome fields, before the judge errors."""
+        fields = ", ".join(f"'$.{name}'" for name in (*_OUTCOME_FIELDS, *also))
         try:
             cursor = self._db.execute(
                 f"SELECT json_insert(json_extract(record, {fields}), '$[#]', {JUDGE_ERRORS_SQL}) "

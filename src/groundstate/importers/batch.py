@@ -307,12 +307,15 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         attempts = _Attempts(source, plan)
         known = _stored_batches(store)
         batch = _batch(source, name, plan, {b.batch_id for b in known})
-        earlier = _same_imports(known, batch)
-        current = next((b for b in earlier if not _read_otherwise(b, batch)), None)
-        if current is not None:
-            report = _report(source, plan, current, attempts, plan.rows, 0.0, warnings)
-            return report.model_copy(update={"already_stored": True})
-        warnings += [_reread(old, _read_otherwise(old, batch)) for old in earlier]
+        now = functools.cache(functools.partial(_task_digests, spool, source, plan))
+        reread = []
+        for old in _same_imports(known, batch):
+            changed = _read_otherwise(old, batch) or _records_otherwise(store, old, now())
+            if not changed:
+                report = _report(source, plan, old, attempts, plan.rows, 0.0, warnings)
+                return report.model_copy(update={"already_stored": True})
+            reread.append(_reread(old, changed))
+        warnings += reread
         warnings += [_superseded(old) for old in _legacy_imports(known, batch)]
         columns = OutcomeColumns()
         reruns = _Reruns(source, plan.reruns) if plan.reruns else None
@@ -433,8 +436,8 @@ def _read_otherwise(earlier: BatchInfo, batch: BatchInfo) -> list[str]:
     2 before the fiftieth round, attempts 2 and 3 of 3 since), as the batch records it: the
     run's attempts and each task's revision, weight, slices and horizon. Returning it as
     this import would give an import's report the rule of one reading and the records of
-    another. Not compared: the attempts' own records, and the invalid tasks (a resume adds
-    to them)."""
+    another. The attempts' own records are compared next (:func:`_records_otherwise`); not
+    compared: the invalid tasks (a resume adds to them)."""
     changed = []
     if earlier.attempts != batch.attempts:
         changed.append(f"{earlier.attempts} attempts a task then, {batch.attempts} now")
@@ -446,6 +449,96 @@ def _read_otherwise(earlier: BatchInfo, batch: BatchInfo) -> list[str]:
             if getattr(earlier, name) != getattr(batch, name):
                 changed.append(f"its {name} differ")
     return changed
+
+
+def _records_otherwise(store: RunStore, earlier: BatchInfo, now: dict[str, int]) -> list[str]:
+    """How the records an earlier import of the same file stored differ from the ones this
+    import would store, compared task by task (:func:`_task_digests`): an earlier importer
+    that ended one attempt otherwise (``max_steps`` read as another end), with the same
+    counts, would otherwise have its batch returned as today's reading. Records the store
+    cannot read are read otherwise too (``verify`` names why)."""
+    stored = _stored_digests(store, earlier.batch_id)
+    if stored is None:
+        return ["its records cannot be read"]
+    differ = sorted(
+        task for task in now.keys() | stored.keys() if now.get(task) != stored.get(task)
+    )
+    if not differ:
+        return []
+    shown = ", ".join(repr(task) for task in differ[:3])
+    more = f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+    return [
+        f"the records of {counted(len(differ), 'task')} differ ({shown}{more}): an attempt's "
+        "end, success, score, cost, latency or tokens"
+    ]
+
+
+def _task_digests(spool: IO[bytes], source: ResultSource, plan: _Plan) -> dict[str, int]:
+    """Each task's records as this import reads them, as a digest (:func:`_try_digest`): the
+    same whatever order the file gives its rows in. Memory grows with tasks, not rows."""
+    attempts = _Attempts(source, plan)  # its own: text labels are numbered as first met
+    digests: dict[str, int] = {}
+    for row in _unspool(spool):
+        line, task_id, label, retry, reason, success, partial, cost, latency = row[:9]
+        _, reward, tokens, judged = row[9:]
+        if plan.graded and partial is None:
+            partial = _credit(reward, success, reason)
+        given, made = (None, None) if tokens is None else tokens
+        attempt = attempts.number(line, task_id, label, retry)
+        fields = (attempt, retry, reason, success, cost, latency, partial, judged, given, made)
+        digests[task_id] = (digests.get(task_id, 0) + _try_digest(fields)) % _DIGEST_MODULUS
+    return digests
+
+
+def _stored_digests(store: RunStore, batch_id: str) -> dict[str, int] | None:
+    """:func:`_task_digests` of a stored batch, from its records; None if one is unreadable."""
+    digests: dict[str, int] = {}
+    try:
+        for rows in store.outcome_chunks(batch_id, also=_USAGE_FIELDS):
+            for task_id, attempt, retry, reason, success, *measured, given, made, judged in rows:
+                fields = (attempt, retry, reason, success, *measured, judged, given, made)
+                digest = digests.get(task_id, 0) + _try_digest(tuple(fields))
+                digests[task_id] = digest % _DIGEST_MODULUS
+    except (StoreError, TypeError, ValueError):
+        return None
+    return digests
+
+
+_USAGE_FIELDS = ("usage.input_tokens", "usage.output_tokens")
+_DIGEST_MODULUS = 1 << 128
+"""Try digests are summed modulo this: a task's digest does not depend on the rows' order."""
+
+
+def _try_digest(fields: tuple[Any, ...]) -> int:
+    """One try's digest: attempt, retry, terminal reason, success, cost, latency, partial
+    score, judge errors and tokens, as the store keeps them (numbers as floats or integers,
+    so a cost of 5 and of 5.0 are one). A field not of its JSON type (a record edited by
+    hand: ``"success": "false"``, ``"cost": "5"``) is ``TypeError``, never read as another."""
+    attempt, retry, reason, success, cost, latency, partial, judged, given, made = fields
+    if not isinstance(success, bool) or not isinstance(reason, str):
+        raise TypeError(f"success {success!r}, terminal reason {reason!r}")
+    plain = (
+        _whole(attempt), _whole(retry), reason, success, _real(cost), _real(latency),
+        _real(partial), _whole(judged), _whole(given), _whole(made),
+    )  # fmt: skip
+    text = repr(plain).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=16).digest(), "little")
+
+
+def _real(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"not a number: {value!r}")
+    return float(value)
+
+
+def _whole(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"not an integer: {value!r}")
+    return value
 
 
 def _reread(earlier: BatchInfo, changed: list[str]) -> str:

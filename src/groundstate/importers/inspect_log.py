@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 if sys.version_info >= (3, 14):
     import zipfile
@@ -417,7 +417,8 @@ class InspectSource:
         entry's ``reducer``, :func:`reduced`, then the mean of those), so the samples decide,
         and the figure that disagrees is named, not trusted (a summary edited, or samples
         taken out or edited after the run). A reducer not known here (a custom one, or a
-        threshold reducer over partial scores) and other metrics are not recomputed."""
+        threshold reducer over partial scores) is not recomputed, and said so
+        (:meth:`_unchecked`); other metrics are not recomputed."""
         given = results.get("scores") if isinstance(results, dict) else None
         task = _part(self._header(), "eval").get("task")
         for entry in given if isinstance(given, list) else []:
@@ -430,12 +431,19 @@ class InspectSource:
                 continue
             spans = [reduced(reducer, epochs) for epochs in samples.values()]
             if any(span is None for span in spans):
+                yield from self._unchecked(task, name, metrics, reducer, samples)
                 continue
             low = math.fsum(span[0] for span in spans if span) / len(spans)
             high = math.fsum(span[1] for span in spans if span) / len(spans)
             for metric in ("accuracy", "mean"):
                 value = _part(metrics, metric).get("value")
-                if not isinstance(value, int | float) or isinstance(value, bool):
+                if value is not None and not _a_number(value):
+                    yield (
+                        f"{self.path}: results.scores of task {task!r} give {name} {metric} "
+                        f"{value!r}, not a number (Inspect writes a JSON number): not checked "
+                        "against the samples (the samples are read, as always)"
+                    )
+                if not _a_number(value):
                     continue
                 if not _within(value, low, high):
                     held = f"{low:.6g}" if low == high else f"{low:.6g} to {high:.6g}"
@@ -446,6 +454,24 @@ class InspectSource:
                         f"each sample's epochs by {_reducing(reducer)}), and the figure was "
                         "changed, or samples taken out or changed, after the run"
                     )
+
+    def _unchecked(
+        self, task: Any, name: object, metrics: dict[str, Any], reducer: str | None,
+        samples: dict[str, list[float]],
+    ) -> Iterator[str]:  # fmt: skip
+        """The header's ``accuracy`` or ``mean`` of a scorer whose reducer is not recomputed
+        here, said to be unchecked: a figure passed over in silence reads as one checked."""
+        given = [
+            f"{metric} {value!r}"
+            for metric in ("accuracy", "mean")
+            if (value := _part(metrics, metric).get("value")) is not None
+        ]
+        if given:
+            yield (
+                f"{self.path}: results.scores of task {task!r} give {name} {' and '.join(given)}"
+                f" reduced by {reducer!r}, {_not_recomputed(reducer, samples)}: the figure was "
+                "not checked against the samples (the samples are read, as always)"
+            )
 
     def _plan(self) -> tuple[int | None, list[str] | None, int | None]:
         """What the log's header says the eval would run: its epochs
@@ -1098,6 +1124,25 @@ def reduced(reducer: str | None, epochs: list[float]) -> tuple[float, float] | N
     else:
         value = 1.0 - math.comb(n - correct, k) / math.comb(n, k)
     return value, value
+
+
+def _a_number(value: Any) -> TypeGuard[float]:
+    """*value* is a JSON number, as Inspect writes a metric's value (not text, not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _not_recomputed(reducer: str | None, samples: dict[str, list[float]]) -> str:
+    """Why :func:`reduced` does not recompute *reducer* over *samples*' epochs."""
+    counted_k = _COUNTED.fullmatch(reducer or "")
+    if counted_k is None:
+        return "a reducer of one's own, not recomputed here"
+    k = int(counted_k[2])
+    if any(value not in (0.0, 1.0) for epochs in samples.values() for value in epochs):
+        return (
+            "over partial scores, whose threshold (1.0 unless the task set another) the log "
+            "does not give"
+        )
+    return f"of a sample with fewer than {k} epochs (NaN to Inspect)"
 
 
 def _within(value: float, low: float, high: float) -> bool:

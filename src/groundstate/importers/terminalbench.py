@@ -391,15 +391,20 @@ class TerminalBenchSource:
             ("n_resolved", resolved.total()),
             ("n_unresolved", other.total()),
         ):
-            given = self._run.get(name)
-            if given is not None and (isinstance(given, bool) or given != expected_count):
+            given = count(str(self.path), name, self._run.get(name))  # "1" is no count tb writes
+            if given is not None and given != expected_count:
                 raise SpecError(
                     self.path, name, f"{given!r}, but {expected_count} trials are counted so: "
                     "the file was edited or cut",
                 )  # fmt: skip
         accuracy = self._run.get("accuracy")
         share = resolved.total() / len(trials) if trials else 0.0
-        if accuracy is not None and not _near(accuracy, share):
+        if accuracy is not None and not _is_number(accuracy):
+            warnings.append(
+                f"{self.path}: accuracy is {accuracy!r}, not a number (tb run writes a JSON "
+                "number): not checked; the figures here are the trials'"
+            )
+        elif accuracy is not None and not _near(accuracy, share):
             warnings.append(
                 f"{self.path}: accuracy is {accuracy!r}, but {resolved.total()} of "
                 f"{len(trials)} trials are resolved ({share:.6g}): the figures here are the "
@@ -411,13 +416,14 @@ class TerminalBenchSource:
         return {"harness": "terminal-bench", "run_id": self._run.get("id"), "errors": self.errors}
 
 
+def _is_number(value: Any) -> bool:
+    """*value* is a JSON number, as ``tb run`` writes its figures (not text, not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _near(given: Any, computed: float) -> bool:
     """*given* is a number and *computed*, to a float's rounding."""
-    return (
-        isinstance(given, int | float)
-        and not isinstance(given, bool)
-        and abs(given - computed) <= 1e-9
-    )
+    return _is_number(given) and abs(given - computed) <= 1e-9
 
 
 def _pass_at_k(path: Path, given: Any, trials: list[_Seen]) -> list[str]:
@@ -441,7 +447,9 @@ def _pass_at_k(path: Path, given: Any, trials: list[_Seen]) -> list[str]:
             for r in tasks.values()
             if len(r) >= k
         ]
-        if not held:
+        if not _is_number(value):
+            differ.append(f"pass@{k} {value!r}, not a number (not checked)")
+        elif not held:
             differ.append(f"pass@{k} {value!r}, but no task has {k} trials")
         elif not _near(value, figure := math.fsum(held) / len(held)):
             differ.append(f"pass@{k} {value!r}, but the trials give {figure:.6g}")
