@@ -61,6 +61,8 @@ any other type, a subclass of these included, is looked at one by one)."""
 def _finite_or_other(cell: Any) -> bool:
     """Whether *cell* is no infinite or NaN float, which :func:`json_cells` tags."""
     return type(cell) is not float or math.isfinite(cell)
+
+
 _JSON_CELLS = PlainSerializer(json_cells, when_used="json")
 Row = Annotated[dict[str, Any], _JSON_CELLS]
 """A row's values by column; in JSON, a BLOB is ``{"blob": "<hex>"}``."""

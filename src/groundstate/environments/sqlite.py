@@ -1803,11 +1803,15 @@ def _broken_database(exc: BaseException) -> str | None:
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
         code = getattr(cause, "sqlite_errorcode", None)
-        if isinstance(cause, sqlite3.Error) and isinstance(code, int):
-            # CORRUPT_VTAB is an index of a virtual table broken by the agent's own writes
-            # to its shadow tables (which ``write`` permission allows): the agent's doing.
-            if code & 0xFF in _BROKEN_DATABASE_CODES and code != sqlite3.SQLITE_CORRUPT_VTAB:
-                return f"{cause} ({getattr(cause, 'sqlite_errorname', code)})"
+        # CORRUPT_VTAB is an index of a virtual table broken by the agent's own writes to
+        # its shadow tables (which ``write`` permission allows): the agent's doing.
+        if (
+            isinstance(cause, sqlite3.Error)
+            and isinstance(code, int)
+            and code & 0xFF in _BROKEN_DATABASE_CODES
+            and code != sqlite3.SQLITE_CORRUPT_VTAB
+        ):
+            return f"{cause} ({getattr(cause, 'sqlite_errorname', code)})"
         cause = cause.__cause__ or cause.__context__
     return None
 
