@@ -37,6 +37,7 @@ import yaml
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.environments.base import RowWrite, StateDiff, TableDiff, json_cells
 from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite_live import POOL
 from groundstate.episode import AttemptInfo, run_attempt
 from groundstate.errors import EnvironmentFailure, PermissionDenied, ToolError
 from groundstate.spec.solution import Step
@@ -259,6 +260,26 @@ def test_a_full_disk_the_tool_did_not_catch_names_the_environment(full: SqliteEn
     failure = pytest.raises(EnvironmentFailure, match=r"^sqlite environment: .*full")
     with failure, full.tool_transaction():
         full.agent_db.execute(BIG)
+
+
+def test_a_database_that_failed_in_a_call_is_not_pooled(tmp_path: Path) -> None:
+    """A pooled connection keeps what was set on it: the next attempt must not inherit it."""
+    fixture = tmp_path / "pooled.sql"
+    fixture.write_text("CREATE TABLE t (id INTEGER PRIMARY KEY, v);\n")
+    POOL.drain()
+    try:
+        with SqliteEnvironment(fixture, clock=CLOCK) as env:
+            env.reset()
+            pages = env._harness("PRAGMA page_count")[0][0]
+            env._harness(f"PRAGMA max_page_count = {pages}")
+            with pytest.raises(EnvironmentFailure), env.tool_transaction():
+                try:
+                    env.agent_db.execute(BIG)
+                except sqlite3.Error as exc:
+                    raise ToolError(str(exc)) from exc
+        assert len(POOL) == 0
+    finally:
+        POOL.drain()
 
 
 @pytest.mark.parametrize(
