@@ -16,6 +16,7 @@ found through :mod:`groundstate.environments.registry`.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -32,13 +33,20 @@ from groundstate.errors import ToolError
 
 def json_cells(value: Any) -> Any:
     """*value* (a cell, a row, rows) with each BLOB written as ``{"blob": "<hex>"}``, the form
-    snapshot keys give it. JSON has no bytes: pydantic wrote a BLOB as UTF-8 text, which
-    failed on one that is not UTF-8 (an agent that wrote ``x'ff'`` broke its attempt's
-    record, or made each ``state_diff`` a grader failure) and showed one that is as text."""
+    snapshot keys give it, and each infinite REAL as ``{"real": "inf"}`` or ``"-inf"``. JSON
+    has no bytes: pydantic wrote a BLOB as UTF-8 text, which failed on one that is not UTF-8
+    (an agent that wrote ``x'ff'`` broke its attempt's record, or made each ``state_diff`` a
+    grader failure) and showed one that is as text. Nor has it infinities: pydantic wrote
+    ``9e999`` (SQLite's ``Inf``) as ``null``, so the stored diff and the trace's writes said
+    NULL of a cell that is not NULL. A NaN, which no cell holds (SQLite stores it as NULL),
+    is left to pydantic (``null``), as a check's evidence has always had it."""
     if isinstance(value, bytes):
         return {"blob": value.hex()}
+    if type(value) is float and math.isinf(value):
+        return {"real": repr(value)}
     if isinstance(value, dict):
-        if _PLAIN_CELLS.issuperset(map(type, value.values())):
+        cells = value.values()
+        if _PLAIN_CELLS.issuperset(map(type, cells)) and not any(map(_infinite, cells)):
             return value  # a row of plain cells, as nearly every row is
         return {k: json_cells(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -49,6 +57,13 @@ def json_cells(value: Any) -> Any:
 _PLAIN_CELLS = frozenset({str, int, float, bool, type(None)})
 """The types of cell :func:`json_cells` leaves as they are, told apart in one pass (a cell of
 any other type, a subclass of these included, is looked at one by one)."""
+
+
+def _infinite(cell: Any) -> bool:
+    """Whether *cell* is an infinite float, which :func:`json_cells` tags."""
+    return type(cell) is float and math.isinf(cell)
+
+
 _JSON_CELLS = PlainSerializer(json_cells, when_used="json")
 Row = Annotated[dict[str, Any], _JSON_CELLS]
 """A row's values by column; in JSON, a BLOB is ``{"blob": "<hex>"}``."""

@@ -586,6 +586,7 @@ class SqliteEnvironment(ClosesOnExit):
 
     def _restrict_agent(self) -> None:
         self._autoincrement = self._baseline.autoincrement
+        self._fixture_triggers = self._baseline.triggers
         virtual, self._shadow_of = _virtual_tables(
             self._baseline.image_digest, self._baseline.kinds
         )
@@ -1029,6 +1030,12 @@ class SqliteEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
+            broken = _broken_database(exc)
+            if broken is not None:
+                self._tainted = True
+                raise EnvironmentFailure(
+                    f"sqlite environment: the database failed in a tool call: {broken}"
+                ) from exc
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
@@ -1136,8 +1143,14 @@ class SqliteEnvironment(ClosesOnExit):
         # A shadow table (``docs_data`` of FTS5 table ``docs``) has its virtual table's
         # permissions: SQLite's own statements for the virtual table pass this authorizer too.
         table = self._shadow_of.get(arg1 or "", arg1 or "")
+        # The fixture's own trigger acts for the fixture, as a foreign key's cascade does: an
+        # audit row it writes into a table the task hides (or lets the agent only read) is
+        # the environment's doing. Denied, the agent's honest write that fired it was a
+        # prohibited action. The agent can make no trigger (DDL and TEMP are denied).
+        fixture = source is not None and source in self._fixture_triggers
         if action == sqlite3.SQLITE_READ:
-            return self._verdict(self._readable(table, arg2, db), f"read {arg1}")
+            readable = self._readable(table, arg2, db, fixture)
+            return self._verdict(readable, f"read {arg1}")
         if action == sqlite3.SQLITE_FUNCTION:
             return self._verdict((arg2 or "").lower() in AGENT_FUNCTIONS, f"function {arg2}")
         if action in _WRITES:
@@ -1145,7 +1158,7 @@ class SqliteEnvironment(ClosesOnExit):
                 self._tracker.sequence_moved = True  # even an insert of no rows may move it
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
-            writable = self._permissions.get(table, "write") == "write"
+            writable = fixture or self._permissions.get(table, "write") == "write"
             return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
         if action == sqlite3.SQLITE_PRAGMA:
             pragma = (arg1 or "").lower()
@@ -1155,14 +1168,15 @@ class SqliteEnvironment(ClosesOnExit):
         target = arg2 if action == sqlite3.SQLITE_ALTER_TABLE else arg1  # ALTER names db, table
         return self._verdict(False, f"{name} {target or ''}".strip())
 
-    def _readable(self, table: str, column: str | None, db: str | None) -> bool:
-        """Whether the agent may read *column* of *table*.
+    def _readable(self, table: str, column: str | None, db: str | None, fixture: bool) -> bool:
+        """Whether the agent may read *column* of *table* (*fixture*: for a trigger of the
+        fixture's, which may read the tables the task hides).
 
         The schema table is hidden (SQLite itself reads its ``ROWID`` when a table-valued
         function such as ``json_each`` is first used, which stays allowed), and so are the
         virtual tables that reveal pages and sizes of tables the agent may not read.
         """
-        if db == "temp" or self._permissions.get(table) == "none":
+        if db == "temp" or (self._permissions.get(table) == "none" and not fixture):
             return False
         if table.lower() in _HIDDEN_TABLES:
             return False
@@ -1761,6 +1775,45 @@ def _deferred_refusal(exc: sqlite3.Error) -> ToolError | None:
 
 
 _REFUSALS, _DEFERRED = _Refusals(deferred=False), _Refusals(deferred=True)
+
+_BROKEN_DATABASE_CODES = frozenset(
+    {
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_CORRUPT,
+        sqlite3.SQLITE_NOTADB,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_PROTOCOL,
+    }
+)
+"""SQLite's primary result codes of a database (or its disk) that failed, not of a statement."""
+
+
+def _broken_database(exc: BaseException) -> str | None:
+    """The SQLite error in *exc* or in what it was raised from or while handling, when it
+    says the database or its disk failed (full, an I/O error, corrupt): what, or None.
+
+    A tool that makes the database's errors its own (``except sqlite3.Error as e: raise
+    ToolError(str(e))``) made a full disk the agent's ``tool_error``, and the attempt failed
+    on the environment's fault. Busy and locked are left out: a connection of the agent's own
+    can hold the lock (``locked_outside_calls`` names that); so is running out of memory."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        code = getattr(cause, "sqlite_errorcode", None)
+        # CORRUPT_VTAB is an index of a virtual table broken by the agent's own writes to
+        # its shadow tables (which ``write`` permission allows): the agent's doing.
+        if (
+            isinstance(cause, sqlite3.Error)
+            and isinstance(code, int)
+            and code & 0xFF in _BROKEN_DATABASE_CODES
+            and code != sqlite3.SQLITE_CORRUPT_VTAB
+        ):
+            return f"{cause} ({getattr(cause, 'sqlite_errorname', code)})"
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 @contextmanager

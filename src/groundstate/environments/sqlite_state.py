@@ -431,6 +431,9 @@ class Baseline:
     """The tables with a unique index on an expression: the write log's triggers cannot tell
     which rows an ``INSERT OR REPLACE`` deletes for conflicting on it, so a call's writes to
     them are their rows before and after the call compared, as a virtual table's."""
+    triggers: frozenset[str] = frozenset()
+    """The fixture's own triggers (no view shares the name): what they read and write, the
+    fixture does (see ``SqliteEnvironment._decide``)."""
 
     @classmethod
     def read(cls, image: bytes) -> Baseline:
@@ -459,7 +462,8 @@ class Baseline:
                 for n, kind in kinds.items()
                 if kind == "table" and _unique_on_expression(connection, n)
             )
-            return cls(image, hashes, sql, tracked, kinds, autoincrement, compared)
+            triggers = _fixture_triggers(connection)
+            return cls(image, hashes, sql, tracked, kinds, autoincrement, compared, triggers)
         finally:
             connection.close()
 
@@ -511,6 +515,17 @@ def _deserialized(image: bytes) -> sqlite3.Connection:
     connection = sqlite3.connect(":memory:")
     connection.deserialize(image)
     return connection
+
+
+def _fixture_triggers(connection: sqlite3.Connection) -> frozenset[str]:
+    """The names of the main schema's triggers that no view shares: SQLite's authorizer names
+    a trigger or a view as the source of what it reads and writes, so a name both bear could
+    not tell the fixture's trigger from the agent's read through the view."""
+    rows = connection.execute(
+        "SELECT name FROM main.sqlite_master WHERE type = 'trigger' AND lower(name) NOT IN "
+        "(SELECT lower(name) FROM main.sqlite_master WHERE type = 'view')"
+    )
+    return frozenset(name for (name,) in rows)
 
 
 def _followed(connection: sqlite3.Connection, table: str) -> bool:
