@@ -14,8 +14,9 @@ honest variants that must keep passing. Three classes were found open and fixed:
   mark the readers know (symbols, codes, names) is read before or after an amount in words.
 - **A floor written otherwise was another address** (``_same_address``): "14th Floor", "Fl
   14", "Level 14", "Fourteenth Floor" and "14th Floor, 200 W Adams St" were not the stored
-  "Floor 14". Publication 28's designators are compared in one spelling, a floor's ordinal
-  read as its number; a floor is still not a suite, nor "#14" a unit."""
+  "Floor 14", nor "Ste1400" the stored "Suite 1400". Publication 28's designators are
+  compared in one spelling, apart from the number, a floor's ordinal read as its number; a
+  floor is still not a suite, nor "#14" a unit."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def _said_first(events: list[AgentEvent], words: str) -> list[AgentEvent]:
         ("a 22-pound refund went to your card", [("gbp", 2200)]),
         ("a 22 pound voucher was added to your account", [("gbp", 2200)]),
         ("the refund (22 pounds) is on its way back", [("gbp", 2200)]),
+        ("the refund amount (22 pounds) is on its way", [("gbp", 2200)]),
         ("the set (22 pounds back to your card) is done", [("gbp", 2200)]),
         ("the set (refunded: 22 pounds)", [("gbp", 2200)]),
         ("sent back to you (22 pounds)", [("gbp", 2200)]),
@@ -294,6 +296,12 @@ def test_a_floor_in_any_spelling(line1: str, line2: str, same: bool) -> None:
         ("Room 14", "Rm 14", True),
         ("Room 14", "Rm. 15", False),
         ("Suite 1400", "Ste. 1400", True),
+        ("Suite 1400", "Ste1400", True),
+        ("Suite 1400", "Suite1400", True),
+        ("Suite 1400", "Ste140", False),
+        ("Apt 5F", "Apt5F", True),
+        ("Apt 5F", "Apt. 5f", True),
+        ("Apt 5F", "Apt 5E", False),
         ("Suite 1400", "14th Floor", False),
         ("Suite 1400", "Floor 1400", False),
         ("Building 2", "Bldg 2", True),
@@ -340,7 +348,14 @@ def test_an_office_on_a_floor(
 
 @pytest.mark.parametrize(
     ("line2", "passes"),
-    [("Suite 1400", True), ("Ste 1400", True), ("14th Floor", False), ("Floor 14", False)],
+    [
+        ("Suite 1400", True),
+        ("Ste 1400", True),
+        ("Ste1400", True),
+        ("14th Floor", False),
+        ("Floor 14", False),
+        ("Fl 1400", False),
+    ],
 )
 def test_the_suite_stored_is_no_floor(env: SqliteEnvironment, line2: str, passes: bool) -> None:
     args: dict[str, Any] = {"line1": STREET, "line2": line2, **OFFICE}

@@ -78,8 +78,16 @@ def _address(line1: Any, line2: Any, *place: Any) -> str:
     """An address's canonical spelling (:func:`_norm`), a unit written before its street
     moved after it (see :func:`_unit_after_street`), its designator in one spelling (see
     :func:`_units_named`)."""
-    lines = _unit_after_street(" ".join(str(p) for p in (line1, line2) if p).upper())
+    lines = " ".join(str(p) for p in (line1, line2) if p).upper()
+    lines = _unit_after_street(_DESIGNATOR_JOINED.sub(r"\g<0> ", lines))
     return _units_named(_norm(lines, *place))
+
+
+_DESIGNATOR_WORDS = (
+    "APARTMENT|APT|SUITE|STE|UNIT|ROOM|RM|FLOOR|FLR|FL|LEVEL|LVL|BUILDING|BLDG|DEPARTMENT|DEPT"
+)
+_DESIGNATOR_JOINED = re.compile(rf"\b(?:{_DESIGNATOR_WORDS})(?=\d)")
+"""A unit's designator written with its number ("Ste1400", "Apt2"): "Ste 1400", "Apt 2"."""
 
 
 _UNIT_DESIGNATORS = {
@@ -97,11 +105,11 @@ out or in a common variant, by their abbreviation ("Level 14" is the Australian 
 SPELLED_ORDINALS = (
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
     " thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
-).split()
-_FLOOR_WORD = "(?:FLOOR|FLR|FL|LEVEL|LVL)"
+)
+_FLOOR_SPELLED = SPELLED_ORDINALS.replace(" ", "|").upper()
 _ORDINAL_FLOOR = re.compile(
-    rf"\b(?:(?P<number>\d+)(?:ST|ND|RD|TH)|(?P<spelled>{'|'.join(SPELLED_ORDINALS).upper()}))"
-    rf" {_FLOOR_WORD}\b"
+    rf"\b(?:(?P<number>\d+)(?:ST|ND|RD|TH)|(?P<spelled>{_FLOOR_SPELLED}))"
+    r" (?:FLOOR|FLR|FL|LEVEL|LVL)\b"
 )
 """A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor"."""
 _DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
@@ -117,15 +125,15 @@ def _units_named(address: str) -> str:
 
 
 def _floor_of(found: re.Match[str]) -> str:
-    """"FL 14" for an ordinal floor :data:`_ORDINAL_FLOOR` found."""
+    """The unit an ordinal floor :data:`_ORDINAL_FLOOR` found is: "FL 14"."""
     spelled = found.group("spelled")
-    number = SPELLED_ORDINALS.index(spelled.lower()) + 1 if spelled else int(found.group("number"))
-    return f"FL {number}"
+    if spelled:
+        return f"FL {SPELLED_ORDINALS.split().index(spelled.lower()) + 1}"
+    return f"FL {int(found.group('number'))}"
 
 
 _UNIT_FIRST = re.compile(
-    r"^\W*(?P<unit>(?:(?:APARTMENT|APT|SUITE|STE|UNIT|ROOM|RM|FLOOR|FLR|FL|LEVEL|LVL|BUILDING"
-    r"|BLDG|DEPARTMENT|DEPT)\b\.? ?#?|#) ?[A-Z]?\d+[A-Z]?"
+    rf"^\W*(?P<unit>(?:(?:{_DESIGNATOR_WORDS})\b\.? ?#?|#) ?[A-Z]?\d+[A-Z]?"
     rf"|{_ORDINAL_FLOOR.pattern}\.?)(?:\s*[,;/\u2013\u2014-]\s*|\s+)(?=\d)"
 )
 """A unit written before the street it is in, a house number after it: "Apt 4, 200 W Adams
@@ -809,7 +817,7 @@ they are still read in a row ("4000, then 0033", "4000; the next four are 0033")
 out piece by piece. Smaller numbers with words between ("items 1, 2 and 3 of O-1001") are
 counts and days, not pieces of a number."""
 PIECE_DIGITS = 3
-_ORDINALS = " ".join(SPELLED_ORDINALS) + (
+_ORDINALS = SPELLED_ORDINALS + (
     " next last final remaining following other middle leading trailing opening closing initial"
 )
 _PIECE_NOUN = (
@@ -1414,11 +1422,14 @@ def _said_cents(said: dict[str, str | None]) -> int:
     or words, and its cents said after it (or in its spoken part, "twenty-two fifty"), or
     cents alone."""
     figures = said["before"] or said["after"] or said["bare"]
-    words = said["words"] or said["spoken"] or said["spoken_whole"]
-    words = words or said["marked_words"] or said["marked_whole"]
-    if not figures and not words:
+    words = said["words"] or said["spoken"] or said["spoken_whole"] or said["marked_whole"]
+    words = words or said["marked_words"]
+    if figures:
+        cents = _figures_cents(figures)
+    elif words:
+        cents = _words_cents(words)
+    else:
         return _counted_cents(said["only_cents"])
-    cents = _figures_cents(figures) if figures else _words_cents(words)
     return (
         cents
         + _counted_cents(
@@ -1485,7 +1496,7 @@ _NOT_A_THING = re.compile(
 """Words after "pound" that are no thing it qualifies ("the 22 pound is back")."""
 _MONEY_THING = re.compile(
     r"gift\w*|vouchers?|coupons?|notes?|coins?|deposits?|tips?|bonus|rebates?|overcharg\w*"
-    r"|surcharg\w*|allowance|prizes?"
+    r"|surcharg\w*|allowance|prizes?|amounts?|sums?"
 )
 """Things of money pounds qualify besides the words of money: "a 22 pound voucher"."""
 _BRACKETED = re.compile(r"\b([^\W\d_]+)[^\w()\[\]]*[(\[]([^()\[\]]*)$")
