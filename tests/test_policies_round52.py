@@ -72,6 +72,7 @@ def _said_first(events: list[AgentEvent], words: str) -> list[AgentEvent]:
         ("A twenty-two pound refund is on its way", [("gbp", 2200)]),
         ("a 22-pound refund went to your card", [("gbp", 2200)]),
         ("a 22 pound voucher was added to your account", [("gbp", 2200)]),
+        ("the 22 pound difference is back on your card", [("gbp", 2200)]),
         ("the refund (22 pounds) is on its way back", [("gbp", 2200)]),
         ("the refund amount (22 pounds) is on its way", [("gbp", 2200)]),
         ("the set (22 pounds back to your card) is done", [("gbp", 2200)]),
@@ -317,6 +318,8 @@ def test_other_units_in_any_spelling(stored: str, found: str, same: bool) -> Non
 def test_a_streets_ordinal_is_no_floor() -> None:
     assert _address("610 W 112th Street", "Apt 3C") == "610 W 112TH ST APT 3C CHICAGO IL 60606"
     assert _address("610 W 112th Street", "2nd Floor") == "610 W 112TH ST FL 2 CHICAGO IL 60606"
+    # a street's ordinal before the state Florida is no floor either
+    assert CHECKS._address("100 W 3rd", "", "", "FL", "33101") == "100 W 3RD FL 33101"
 
 
 OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}

@@ -80,7 +80,7 @@ def _address(line1: Any, line2: Any, *place: Any) -> str:
     :func:`_units_named`)."""
     lines = " ".join(str(p) for p in (line1, line2) if p).upper()
     lines = _unit_after_street(_DESIGNATOR_JOINED.sub(r"\g<0> ", lines))
-    return _units_named(_norm(lines, *place))
+    return _norm(_units_named(_norm(lines)), *place)  # the state "FL" after "3RD" is no floor
 
 
 _DESIGNATOR_WORDS = (
@@ -1496,7 +1496,7 @@ _NOT_A_THING = re.compile(
 """Words after "pound" that are no thing it qualifies ("the 22 pound is back")."""
 _MONEY_THING = re.compile(
     r"gift\w*|vouchers?|coupons?|notes?|coins?|deposits?|tips?|bonus|rebates?|overcharg\w*"
-    r"|surcharg\w*|allowance|prizes?|amounts?|sums?"
+    r"|surcharg\w*|allowance|prizes?|amounts?|sums?|difference"
 )
 """Things of money pounds qualify besides the words of money: "a 22 pound voucher"."""
 _BRACKETED = re.compile(r"\b([^\W\d_]+)[^\w()\[\]]*[(\[]([^()\[\]]*)$")
