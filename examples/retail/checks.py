@@ -1355,9 +1355,11 @@ _MONEY = re.compile(
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
 ``22,00 $``, ``€ 22,-``, ``22€50``, ``CHF 1'234.50``, ``£25``, ``C$22``, ``$22 CAD``, ``22
 dollars``, ``twenty-two dollars``, ``one hundred and nineteen dollars``, ``22 Canadian dollars``,
-``twenty-two fifty dollars`` (dollars and cents, as ``_SPOKEN``: not $72.00); with the cents said
-after it (``twenty-two dollars and one cent``, ``$22 and 50 cents``, ``22 dollars 50``, ``twenty-two
-dollars fifty``: read alone, $22.00, an amount a cent off passed as the one shown), or in cents
+``twenty-two fifty dollars`` (dollars and cents, as ``_SPOKEN``: not $72.00), any mark before or
+after words (``twenty-two fifty USD``, ``EUR twenty-two``, ``€twenty-two fifty``) or joined by a
+hyphen (``a 23-dollar refund``); with the cents said after it (``twenty-two dollars and one
+cent``, ``$22 and 50 cents``, ``22 dollars 50``, ``twenty-two dollars fifty``: read alone,
+$22.00, an amount a cent off passed as the one shown), or in cents
 alone (``2200 cents``, ``50¢``, ``fifty cents``; not "one cent", which is mostly an idiom: "you
 won't pay one cent", nor "my two cents"), or as dollars and cents in words with no currency
 (``twenty-two fifty``: see ``_SPOKEN``), or as figures with two decimals and no currency (``a refund
