@@ -1490,7 +1490,12 @@ _DETERMINED = re.compile(
 )
 """A word before an amount that makes "pound" after it a quality of a thing ("the 22 pound
 set", "two 22 pound dumbbells"), not the colloquial plural ("I've refunded you 22 pound")."""
-_NEXT_WORD = re.compile(r" ([^\W\d_]+)")
+_NEXT_WORD = re.compile(
+    r" (?:(?:shipping|delivery|postage|handling|restocking|service|cancellation|return) )?"
+    r"([^\W\d_]+)"
+)
+"""The word of the thing after "pound", past a word that may make a fee of it: "the 22 pound
+shipping fee", "a 22 pound return box"."""
 _NOT_A_THING = re.compile(
     r"is|are|was|were|will|would|has|have|had|goes|went|to|back|and|or|in|on|for|from|each"
     r"|total|of|at|with|by|off|into|onto|as|plus|per|that|which|so|but|it|now|today|already"
