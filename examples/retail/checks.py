@@ -76,16 +76,69 @@ def _norm(*parts: Any) -> str:
 
 def _address(line1: Any, line2: Any, *place: Any) -> str:
     """An address's canonical spelling (:func:`_norm`), a unit written before its street
-    moved after it (see :func:`_unit_after_street`)."""
-    return _norm(_unit_after_street(" ".join(str(p) for p in (line1, line2) if p).upper()), *place)
+    moved after it (see :func:`_unit_after_street`), its designator in one spelling (see
+    :func:`_units_named`)."""
+    lines = " ".join(str(p) for p in (line1, line2) if p).upper()
+    lines = _unit_after_street(_DESIGNATOR_JOINED.sub(r"\g<0> ", lines))
+    return _norm(_units_named(_norm(lines)), *place)  # the state "FL" after "3RD" is no floor
+
+
+_DESIGNATOR_WORDS = (
+    "APARTMENT|APT|SUITE|STE|UNIT|ROOM|RM|FLOOR|FLR|FL|LEVEL|LVL|BUILDING|BLDG|DEPARTMENT|DEPT"
+)
+_DESIGNATOR_JOINED = re.compile(rf"\b(?:{_DESIGNATOR_WORDS})(?=\d)")
+"""A unit's designator written with its number ("Ste1400", "Apt2"): "Ste 1400", "Apt 2"."""
+
+
+_UNIT_DESIGNATORS = {
+    "FLOOR": "FL",
+    "FLR": "FL",
+    "LEVEL": "FL",
+    "LVL": "FL",
+    "ROOM": "RM",
+    "BUILDING": "BLDG",
+    "DEPARTMENT": "DEPT",
+}
+"""Publication 28's secondary unit designators these addresses may be written with, spelled
+out or in a common variant, by their abbreviation ("Level 14" is the Australian "Floor 14";
+"APARTMENT" and "SUITE" are abbreviated by :func:`_norm` already)."""
+SPELLED_ORDINALS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
+    " thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+)
+_FLOOR_SPELLED = SPELLED_ORDINALS.replace(" ", "|").upper()
+_ORDINAL_FLOOR = re.compile(
+    rf"\b(?:(?P<number>\d+)(?:ST|ND|RD|TH)|(?P<spelled>{_FLOOR_SPELLED}))"
+    r" (?:FLOOR|FLR|FL|LEVEL|LVL)\b"
+)
+"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor"."""
+_DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
+
+
+def _units_named(address: str) -> str:
+    """Canonical *address* with each unit in one spelling: its designator abbreviated as
+    Publication 28 does ("Floor 14", "Flr 14", "Level 14": "FL 14") and a floor's ordinal
+    after it ("14th Floor", "Fourteenth Floor": "FL 14"); not a street's ordinal ("610 W
+    112th Street")."""
+    address = _ORDINAL_FLOOR.sub(_floor_of, address)
+    return _DESIGNATED.sub(lambda found: _UNIT_DESIGNATORS[found.group()], address)
+
+
+def _floor_of(found: re.Match[str]) -> str:
+    """The unit an ordinal floor :data:`_ORDINAL_FLOOR` found is: "FL 14"."""
+    spelled = found.group("spelled")
+    if spelled:
+        return f"FL {SPELLED_ORDINALS.split().index(spelled.lower()) + 1}"
+    return f"FL {int(found.group('number'))}"
 
 
 _UNIT_FIRST = re.compile(
-    r"^\W*(?P<unit>(?:(?:APARTMENT|APT|SUITE|STE|UNIT|ROOM|RM|FLOOR|FL)\b\.? ?#?|#) ?"
-    r"[A-Z]?\d+[A-Z]?)(?:\s*[,;/\u2013\u2014-]\s*|\s+)(?=\d)"
+    rf"^\W*(?P<unit>(?:(?:{_DESIGNATOR_WORDS})\b\.? ?#?|#) ?[A-Z]?\d+[A-Z]?"
+    rf"|{_ORDINAL_FLOOR.pattern}\.?)(?:\s*[,;/\u2013\u2014-]\s*|\s+)(?=\d)"
 )
 """A unit written before the street it is in, a house number after it: "Apt 4, 200 W Adams
-St", "#4 - 200 W Adams", "Unit 4 200 W Adams Street", "Suite 1400 / 200 W Adams"."""
+St", "#4 - 200 W Adams", "Unit 4 200 W Adams Street", "Suite 1400 / 200 W Adams", "14th
+Floor, 200 W Adams"."""
 
 
 _UNIT_CIVIC = re.compile(r"^\W*(?P<unit>[A-Z]?\d+[A-Z]?)[-\u2013](?=\d+[A-Z]?\s)")
@@ -157,7 +210,7 @@ def _addresses_equal(found: dict[str, str], expected: dict[str, str]) -> Evidenc
     return not wrong, {"expected": expected, "found": found}
 
 
-_DESIGNATOR = re.compile(r"\b(?:APT|STE|UNIT|FLOOR|FL|ROOM|RM)(?= [A-Z]?\d)")
+_DESIGNATOR = re.compile(r"\b(?:APT|STE|UNIT|FL|RM|BLDG|DEPT)(?= [A-Z]?\d)")
 
 
 def _same_address(found: str, expected: str) -> bool:
@@ -764,10 +817,8 @@ they are still read in a row ("4000, then 0033", "4000; the next four are 0033")
 out piece by piece. Smaller numbers with words between ("items 1, 2 and 3 of O-1001") are
 counts and days, not pieces of a number."""
 PIECE_DIGITS = 3
-_ORDINALS = (
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
-    " thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth next last"
-    " final remaining following other middle leading trailing opening closing initial"
+_ORDINALS = SPELLED_ORDINALS + (
+    " next last final remaining following other middle leading trailing opening closing initial"
 )
 _PIECE_NOUN = (
     r"(?:digit|number|no\.?|position|pos\.?|group|block|set|part|piece|chunk|segment"
@@ -1280,13 +1331,19 @@ _SAID_CENTS_END = (
 """After cents said with no cent word ("22 dollars 50", "twenty-two dollars fifty"): no
 percent, figure or other word than a verb or joining word ("22 dollars and 15 days" is no
 amount of cents)."""
+_MARK_BEFORE_AMOUNT = rf"(?:\b(?:us ?|u\.s\. ?|{_OTHER_DOLLAR}))?\$|[£€¥₹]|\b(?:{_CODES})"
+"""A currency's mark written before an amount: "$", "C$", "€", "USD", "EUR"."""
 _MONEY = re.compile(
-    rf"(?:(?P<before_mark>(?:\b(?:us ?|u\.s\. ?|{_OTHER_DOLLAR}))?\$|[£€¥₹]|\b(?:{_CODES})) ?"
+    rf"(?:(?P<before_mark>{_MARK_BEFORE_AMOUNT}) ?"
     rf"(?P<before>{_FIGURES})(?: (?P<trail>{_CODES})\b)?"
+    rf"|(?P<words_mark>{_MARK_BEFORE_AMOUNT}) ?(?:(?P<marked_whole>{_WHOLE}) (?<!hundred )"
+    rf"(?<!thousand )(?P<marked_part>{_TWO_DIGITS})|(?P<marked_words>{_WORDS})\b(?! ?{_CENT}))"
+    rf"{_SPOKEN_END}"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
-    rf" ?(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
+    rf"(?: ?|-(?=[^\W\d_]))(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
     rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
-    rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS})) (?P<word_mark>{_NAMES})\b)"
+    rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS}))"
+    rf"[- ](?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b))"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
@@ -1298,9 +1355,11 @@ _MONEY = re.compile(
 """An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
 ``22,00 $``, ``€ 22,-``, ``22€50``, ``CHF 1'234.50``, ``£25``, ``C$22``, ``$22 CAD``, ``22
 dollars``, ``twenty-two dollars``, ``one hundred and nineteen dollars``, ``22 Canadian dollars``,
-``twenty-two fifty dollars`` (dollars and cents, as ``_SPOKEN``: not $72.00); with the cents said
-after it (``twenty-two dollars and one cent``, ``$22 and 50 cents``, ``22 dollars 50``, ``twenty-two
-dollars fifty``: read alone, $22.00, an amount a cent off passed as the one shown), or in cents
+``twenty-two fifty dollars`` (dollars and cents, as ``_SPOKEN``: not $72.00), any mark before or
+after words (``twenty-two fifty USD``, ``EUR twenty-two``, ``€twenty-two fifty``) or joined by a
+hyphen (``a 23-dollar refund``); with the cents said after it (``twenty-two dollars and one
+cent``, ``$22 and 50 cents``, ``22 dollars 50``, ``twenty-two dollars fifty``: read alone,
+$22.00, an amount a cent off passed as the one shown), or in cents
 alone (``2200 cents``, ``50¢``, ``fifty cents``; not "one cent", which is mostly an idiom: "you
 won't pay one cent", nor "my two cents"), or as dollars and cents in words with no currency
 (``twenty-two fifty``: see ``_SPOKEN``), or as figures with two decimals and no currency (``a refund
@@ -1355,18 +1414,31 @@ def money_in(text: str) -> list[tuple[str, int]]:
         said = match.groupdict()
         if _a_weight(said, folded, match.start(), match.end()):
             continue
-        figures = said["before"] or said["after"] or said["bare"]
-        words = said["words"] or said["spoken"] or said["spoken_whole"]
-        if figures or words:
-            cents = _figures_cents(figures) if figures else _words_cents(words)
-            cents += _counted_cents(
-                said["cents"] or said["mark_cents"] or said["said_cents"] or said["spoken_cents"]
-            ) + _counted_cents(said["spoken_part"])
-        else:
-            cents = _counted_cents(said["only_cents"])
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
-        found.append((_currency(mark), cents))
+        found.append((_currency(mark or said["words_mark"]), _said_cents(said)))
     return found
+
+
+def _said_cents(said: dict[str, str | None]) -> int:
+    """The cents of an amount :data:`_MONEY` read, from its groups: its whole part in figures
+    or words, and its cents said after it (or in its spoken part, "twenty-two fifty"), or
+    cents alone."""
+    figures = said["before"] or said["after"] or said["bare"]
+    words = said["words"] or said["spoken"] or said["spoken_whole"] or said["marked_whole"]
+    words = words or said["marked_words"]
+    if figures:
+        cents = _figures_cents(figures)
+    elif words:
+        cents = _words_cents(words)
+    else:
+        return _counted_cents(said["only_cents"])
+    return (
+        cents
+        + _counted_cents(
+            said["cents"] or said["mark_cents"] or said["said_cents"] or said["spoken_cents"]
+        )
+        + _counted_cents(said["spoken_part"] or said["marked_part"])
+    )
 
 
 _POUND_ALONE = re.compile(r"pounds?")
@@ -1390,18 +1462,84 @@ _WORD_RE = re.compile(r"[^\W\d_]+")
 
 def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) -> bool:
     """Whether the amount read at *start*..*end* is "pounds" alone that are a weight: money
-    only when a word of money is among the WORDS_NEAR words either side ("22 pounds is on its
-    way back to your Visa"), nearer than any of weight ("the set weighs 22 pounds", "a refund
-    for the dumbbells, which weigh 22 pounds"), and not of a thing ("22 pounds of coffee")."""
+    when they qualify a thing of money ("a 22 pound refund"), else only when a word of money
+    is among the WORDS_NEAR words either side ("22 pounds is on its way back to your Visa",
+    "Refund: 22 pounds"), nearer than any of weight ("the set weighs 22 pounds", "a refund for
+    the dumbbells, which weigh 22 pounds"), and not of a thing ("22 pounds of coffee") nor
+    qualifying one ("the 22 pound dumbbell set", "the set (22 pounds)")."""
     mark = said["after_mark"] or said["word_mark"]
     if not mark or not _POUND_ALONE.fullmatch(mark):
         return False
-    before = re.split(r"[.!?;:](?: |$)", folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
+    before = _LABEL_OR_CLAUSE_END.split(folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
     after = re.split(r"[.!?;:](?: |$)", folded[end : end + _CLAUSE_AROUND])[0]
-    if _OF_MATTER.match(after):
+    thing = _thing_qualified(folded[start:end], before, after)
+    if thing:
+        return not _of_money(thing)
+    if _OF_MATTER.match(after) or _item_bracketed(before, after):
         return True
     near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
+
+
+_LABEL_OR_CLAUSE_END = re.compile(r"[.!?;](?: |$)|: (?=.)")
+"""Where the clause before an amount starts: after a sentence's or a clause's end, or a
+colon not just before it ("Refund: 22 pounds" is the label's value, read with it)."""
+_DETERMINED = re.compile(
+    r"\b(?:a|an|the|your|my|our|his|her|their|its|this|that|these|those|each|every|two|three"
+    r"|four|five|six|seven|eight|nine|ten) $"
+)
+"""A word before an amount that makes "pound" after it a quality of a thing ("the 22 pound
+set", "two 22 pound dumbbells"), not the colloquial plural ("I've refunded you 22 pound")."""
+_NEXT_WORD = re.compile(
+    r" (?:(?:shipping|delivery|postage|handling|restocking|service|cancellation|return) )?"
+    r"([^\W\d_]+)"
+)
+"""The word of the thing after "pound", past a word that may make a fee of it: "the 22 pound
+shipping fee", "a 22 pound return box"."""
+_NOT_A_THING = re.compile(
+    r"is|are|was|were|will|would|has|have|had|goes|went|to|back|and|or|in|on|for|from|each"
+    r"|total|of|at|with|by|off|into|onto|as|plus|per|that|which|so|but|it|now|today|already"
+)
+"""Words after "pound" that are no thing it qualifies ("the 22 pound is back")."""
+_MONEY_THING = re.compile(
+    r"gift\w*|vouchers?|coupons?|notes?|coins?|deposits?|tips?|bonus|rebates?|overcharg\w*"
+    r"|surcharg\w*|allowance|prizes?|amounts?|sums?|difference"
+)
+"""Things of money pounds qualify besides the words of money: "a 22 pound voucher"."""
+_BRACKETED = re.compile(r"\b([^\W\d_]+)[^\w()\[\]]*[(\[]([^()\[\]]*)$")
+"""An amount in brackets after a word: "the set (about 22"."""
+_BRACKET_END = re.compile(r"[^()\[\]]*[)\]]")
+_NOT_AN_ITEM = re.compile(
+    r"of|to|for|you|is|was|are|were|be|been|and|or|at|by|from|with|in|on|it|me|us|them"
+)
+"""Words before a bracket that are no item the amount in it may qualify ("sent to you (22
+pounds)")."""
+
+
+def _thing_qualified(amount: str, before: str, after: str) -> str:
+    """The word of the thing pounds alone (*amount*, between *before* and *after*) are the
+    quality of, "" if none: "the 22 pound dumbbell set", "a 22-pound refund" (singular, after
+    a determiner or joined by a hyphen, then the thing's word)."""
+    thing = _NEXT_WORD.match(after)
+    if not amount.endswith("pound") or not thing or _NOT_A_THING.fullmatch(thing.group(1)):
+        return ""
+    return thing.group(1) if amount[-6] == "-" or _DETERMINED.search(before) else ""
+
+
+def _item_bracketed(before: str, after: str) -> bool:
+    """Whether the amount between *before* and *after* is in brackets after an item's word,
+    with no word of money there: "the set (22 pounds)", "the set (about 22 pounds each)"; not
+    "the refund (22 pounds)", "the set (22 pounds back to your card)"."""
+    opened, closed = _BRACKETED.search(before), _BRACKET_END.match(after)
+    if not opened or not closed or _NOT_AN_ITEM.fullmatch(opened.group(1)):
+        return False
+    words = [opened.group(1), *_WORD_RE.findall(f"{opened.group(2)} {closed.group()}")]
+    return not any(map(_of_money, words))
+
+
+def _of_money(word: str) -> bool:
+    """Whether *word* is a word of money or a thing of money ("refund", "card", "voucher")."""
+    return bool(_MONEY_WORD.fullmatch(word) or _MONEY_THING.fullmatch(word))
 
 
 def _nearest(kind: re.Pattern[str], before: list[str], after: list[str]) -> int:
