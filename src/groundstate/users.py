@@ -329,8 +329,7 @@ class ModelUser(TurnLimit):
         small for its prompt and ``max_turns``)."""
         agent_out = [{**m, "content": PROBE} if m["role"] == "user" else m for m in self.messages]
         replies_out = agent_out[:2] + [
-            {**m, "content": PROBE_REPLY} if m["role"] == "assistant" else m
-            for m in agent_out[2:]
+            {**m, "content": PROBE_REPLY} if m["role"] == "assistant" else m for m in agent_out[2:]
         ]
         whose = ""
         refused = self._refuses(agent_out)

@@ -295,15 +295,15 @@ def too_long(exc: Any) -> bool:
     for, its context policy), not an environment failure, which is one "independently of the
     agent's decisions". A 413 for the tier's tokens per minute (:func:`over_the_tier`) is
     the account's."""
+    if over_the_tier(exc):
+        return False
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, dict) else None
     fields = error if isinstance(error, dict) else {}
     named = {value for key in ("code", "type") if isinstance(value := fields.get(key), str)}
-    said = api_message(exc)[:MAX_MESSAGE_CHARS]
-    if over_the_tier(exc):
-        return False
     if getattr(exc, "status_code", None) == 413 or TOO_LARGE_CODE in named:
         return True
+    said = api_message(exc)[:MAX_MESSAGE_CHARS]
     if LONG_STRING in named:
         param = fields.get("param")
         return A_MESSAGE.search(param if isinstance(param, str) else said) is not None
