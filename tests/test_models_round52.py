@@ -25,7 +25,8 @@ Classes of defect fixed:
   a plain-text "maximum context length" refusal was then a bare rejection) or as a whole HTML
   page (the ``anthropic`` SDK); a 200 body that is no answer said the parser's "Expecting
   value: line 1 column 1". Each is named as what it is now: a page's title, an empty body, a
-  stream of server-sent events (a route that only streams), JSON cut short, other text;
+  stream of server-sent events (a route that only streams), JSON cut short, other text (a
+  whole JSON answer under another content type is still the answer);
 - an agent that coaxed a simulated user's model into long replies made the user's side
   outgrow its window: invalid (``environment_failure/user_simulator``), at the agent's
   choosing. The model is asked once more with the user's own replies left out too: answered,
@@ -53,7 +54,7 @@ from .judged_bank import judged_run
 from .model_harness import PROVIDERS, Harness, _harness
 from .test_model_judges import Judged, always, judged  # noqa: F401 (the fixture)
 from .test_model_users import bank_agent_system, model_user, polite_transfer
-from .test_models_round17 import _oracle
+from .test_models_round17 import _oracle, _render
 
 CONTEXT_WINDOW = "harness_compatibility_failure/context_window"
 MODEL_SERVING = "environment_failure/model_serving"
@@ -427,6 +428,20 @@ def test_a_body_that_is_no_answer_once_is_retried(
 ) -> None:
     raw, _ = NOT_AN_ANSWER[fault]
     run = _harness_of(provider, monkeypatch, retail).run([raw, *_oracle(retail)])
+    assert run.terminal_reason == "success", run.infrastructure_status
+
+
+@pytest.mark.parametrize("provider", [p.name for p in PROVIDERS])
+@pytest.mark.parametrize("content_type", ["text/html", "text/event-stream", "text/plain"])
+def test_a_whole_answer_under_another_content_type_is_the_answer(
+    provider: str, content_type: str, monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> None:
+    """The honest neighbour: a JSON answer labelled otherwise is read as the answer."""
+    script = [
+        Raw(json.dumps(_render(provider, reply)), headers={"content-type": content_type})
+        for reply in _oracle(retail)
+    ]
+    run = _harness_of(provider, monkeypatch, retail).run(script)
     assert run.terminal_reason == "success", run.infrastructure_status
 
 
