@@ -180,7 +180,9 @@ def test_a_200_that_is_not_json_is_a_serving_failure(harness: Harness, body: str
 @pytest.mark.parametrize("status", [400, 404, 413, 422])
 def test_a_4xx_whose_body_is_not_json_is_still_a_rejection(harness: Harness, status: int) -> None:
     run = harness.run([Raw("<html>nope</html>", status=status)] * 3)
-    assert run.terminal_reason == "harness_compatibility_failure", run.infrastructure_status
+    # a 413 is the request's size, the conversation outgrowing its route (fifty-second round)
+    kind = "/context_window" if status == 413 else ""
+    assert run.terminal_reason == f"harness_compatibility_failure{kind}", run.infrastructure_status
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 529])

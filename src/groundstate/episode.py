@@ -9,7 +9,6 @@ import json
 import math
 import os
 import random
-import re
 import sys
 import threading
 import traceback
@@ -84,6 +83,7 @@ from groundstate.returned import (
     stable_repr,
     type_name,
 )
+from groundstate.served import models_served
 from groundstate.spec.suite import Suite, grader_shape, same_grader_shape
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
@@ -1001,59 +1001,6 @@ def _finite(number: float) -> bool:
         return math.isfinite(number)
     except OverflowError:
         return False
-
-
-def _models_served(events: list[TraceEvent]) -> dict[str, Any]:
-    """``models_served``: each model the answers said they came from, by the model requested,
-    with how many answers said so and whether it ``differs`` (a router's fallback, another
-    family): the record otherwise names only the model asked for. A dated snapshot of the
-    alias requested (``gpt-4o`` served as ``gpt-4o-2024-08-06``) is the model asked for, not
-    one that differs; its date is kept as ``snapshot``. Empty when no answer named its model."""
-    answers: dict[tuple[str, str], int] = {}
-    for event in events:
-        if isinstance(event, ModelCallEvent) and event.served_model is not None:
-            pair = (event.model, event.served_model)
-            answers[pair] = answers.get(pair, 0) + 1
-    if not answers:
-        return {}
-    served = [_served(asked, named, count) for (asked, named), count in answers.items()]
-    return {"models_served": served}
-
-
-def _served(asked: str, named: str, count: int) -> dict[str, Any]:
-    """One entry of ``models_served``."""
-    entry: dict[str, Any] = {"requested": asked, "served": named, "answers": count}
-    date = snapshot_date(asked, named)
-    entry["differs"] = named != asked and date is None
-    return entry | ({"snapshot": date} if date else {})
-
-
-SNAPSHOT = re.compile(r"[-@](\d{4})(-?)(\d{2})\2(\d{2})|-(\d{2})(\d{2})")
-"""A snapshot's date after its alias: ``-2024-08-06`` (OpenAI's), ``-20250929``
-(Anthropic's), ``@20250929`` (Vertex AI's), ``-0613`` (OpenAI's older, month and day)."""
-
-
-def snapshot_date(alias: str, named: str) -> str | None:
-    """The date (``2024-08-06``, ``06-13``) when *named* is *alias* followed by a snapshot's
-    date and nothing else, else None: ``gpt-4o-mini-2024-07-18`` is no snapshot of ``gpt-4o``.
-    An alias ending ``-latest`` (``claude-3-5-sonnet-latest``) stands for its dated snapshot."""
-    for stem in {alias, alias.removesuffix("-latest")}:
-        if stem and named.startswith(stem):
-            found = SNAPSHOT.fullmatch(named, len(stem))
-            if found is not None and _a_date(found):
-                year, _, month, day, short_month, short_day = found.groups()
-                return f"{year}-{month}-{day}" if year else f"{short_month}-{short_day}"
-    return None
-
-
-def _a_date(found: re.Match[str]) -> bool:
-    """Whether a :data:`SNAPSHOT` match is a calendar date (a leap year's 29 February too)."""
-    year, _, month, day, short_month, short_day = found.groups()
-    try:
-        datetime(int(year or 2000), int(month or short_month), int(day or short_day))
-    except ValueError:
-        return False
-    return True
 
 
 def _recorded_usage(session: EpisodeSession | None) -> Usage:
@@ -2168,7 +2115,7 @@ def _record(
         usage=_recorded_usage(session),
         latency=latency,
         final_message=progress.final_message,
-        infrastructure_status=progress.evidence | _models_served(events),
+        infrastructure_status=progress.evidence | models_served(events),
         artifact_locations={},
     )
     lines = trace_lines(run.observation_action_log)

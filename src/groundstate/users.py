@@ -29,11 +29,14 @@ from contextlib import suppress
 from typing import Any, Protocol
 
 from groundstate.agents.model_loop import (
+    api_message,
     bounded_message,
     error_in_answer,
     hide_secret,
     kind_of_status,
+    not_json,
     too_long,
+    unreadable,
 )
 from groundstate.errors import EnvironmentFailure
 from groundstate.grading.constraints._text import within_bound
@@ -64,6 +67,10 @@ CONTENT_FILTER_CODES = frozenset(
 PROBE = "Hello."
 """The agent's side of the conversation when a refused user model is asked with the
 instrument's own text alone (see :meth:`ModelUser._refused`)."""
+PROBE_REPLY = "OK."
+"""The user's own replies when a user model outgrown even with :data:`PROBE` for the agent's
+messages is asked with the instrument's prompt and opening alone (see
+:meth:`ModelUser._outgrown`)."""
 DEFAULT_USER_PROMPT = """\
 You are playing a customer talking to a customer service agent, to test the agent. Stay in
 character: you are {persona}. Write only what the customer says, one short message at a time.
@@ -303,27 +310,49 @@ class ModelUser(TurnLimit):
 
     def _outgrown(self, reason: str) -> None:
         """The user model's API refused the conversation for its length (a context-window
-        400, as :func:`groundstate.agents.model_loop.too_long` reads it). Whose failure is
-        it? Each agent message is shortened to what every reader is shown, but ``max_turns``
-        of them fill any window: made invalid, an attempt the agent was failing could be
-        rerun at its choosing, by writing long messages. So the model is asked once more with
-        every agent message replaced by :data:`PROBE` (the instrument's prompt, its opening
-        and the user's own replies kept). Refused again, the instrument's own side outgrows
-        the window whatever the agent says: the user model failed
+        400, or a 413 for its bytes, as :func:`groundstate.agents.model_loop.too_long` reads
+        it). Whose failure is it? Each agent message is shortened to what every reader is
+        shown, but ``max_turns`` of them fill any window: made invalid, an attempt the agent
+        was failing could be rerun at its choosing, by writing long messages. So the model is
+        asked once more with every agent message replaced by :data:`PROBE` (the instrument's
+        prompt, its opening and the user's own replies kept). Answered, the agent's messages
+        made the difference: the user leaves (``left_because``) and the state decides, as for
+        a conversation the user ended.
+
+        Refused again, it is asked with the user's own replies replaced by
+        :data:`PROBE_REPLY` too: what the user model wrote is written in answer to the agent
+        (asked to repeat the policy word for word, it does), so an agent could outgrow the
+        window with the user's side as well. Answered then, the user leaves as above.
+        Refused again, the instrument's own side (its prompt, its opening, the turns taken)
+        outgrows the window whatever the agent says: the user model failed
         (``environment_failure/user_simulator``, invalid: a user model whose window is too
-        small for its side of the conversation). Answered, the agent's messages made the
-        difference: the user leaves (``left_because``) and the state decides, as for a
-        conversation the user ended."""
-        probe = [{**m, "content": PROBE} if m["role"] == "user" else m for m in self.messages]
-        try:
-            self._ask(probe)
-        except (_TooLong, _Filtered) as again:
-            why = f"{reason}; with the agent's messages left out too: {again}"
-            raise self._failure(why) from None
-        except _Malformed:
-            pass  # answered, if badly: what outgrew the window was the agent's
+        small for its prompt and ``max_turns``)."""
+        agent_out = [{**m, "content": PROBE} if m["role"] == "user" else m for m in self.messages]
+        replies_out = agent_out[:2] + [
+            {**m, "content": PROBE_REPLY} if m["role"] == "assistant" else m for m in agent_out[2:]
+        ]
+        whose = ""
+        refused = self._refuses(agent_out)
+        if refused is not None and replies_out != agent_out:
+            refused = self._refuses(replies_out)
+            whose = " (the user's own replies, written in answer to the agent's, too)"
+        if refused is not None:
+            also = ", and the user's own replies" if whose else ""
+            why = f"{reason}; with the agent's messages left out too{also}: {refused}"
+            raise self._failure(why)
         self.left = True
-        self.left_because = f"the conversation outgrew the user model's window: {reason}"
+        self.left_because = f"the conversation outgrew the user model's window{whose}: {reason}"
+
+    def _refuses(self, messages: list[dict[str, str]]) -> str | None:
+        """Why the user model refuses *messages* for their length or content, or None when
+        it answers them (if badly: a malformed answer is an answer to this question)."""
+        try:
+            self._ask(messages)
+        except (_TooLong, _Filtered) as again:
+            return str(again)
+        except _Malformed:
+            pass
+        return None
 
     def _ask(self, messages: list[dict[str, str]] | None = None) -> str:
         client = self._sdk()  # first: it explains a missing SDK
@@ -334,12 +363,14 @@ class ModelUser(TurnLimit):
                 messages=self.messages if messages is None else messages,
                 **{"seed": self._seed, **self._model.decoding},
             )
+            if isinstance(answer, str):  # a body not labelled JSON, handed back as its text
+                raise _Malformed(not_json(answer))
             text = answer.choices[0].message.content
             refusal = getattr(answer.choices[0].message, "refusal", None)
             filtered = answer.choices[0].finish_reason == "content_filter"
             failed = error_in_answer(answer)
         except openai.APIStatusError as exc:
-            reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
+            reason = f"HTTP {exc.status_code} (request {exc.request_id}): {api_message(exc)}"
             if _content_filtered(exc):
                 raise _Filtered(bounded_message(hide_secret(reason, self._key()))) from None
             if kind_of_status(exc.status_code) == "rejected" and too_long(exc):
@@ -358,7 +389,7 @@ class ModelUser(TurnLimit):
             RecursionError,  # JSON nested past what Python parses
             AnswerTooLarge,  # read outside the SDK's retries
         ) as exc:
-            raise _Malformed(f"{type(exc).__name__}: {exc}") from None
+            raise _Malformed(f"{type(exc).__name__}: {unreadable(exc)}") from None
         if failed is not None:  # a provider's failure mid-answer: what it left is no message
             raise _Malformed(f"an error in a 200 answer: {failed}")
         if filtered:  # what the filter left of it is no message the user chose to send

@@ -162,6 +162,14 @@ def hide_secret(text: str, secret: str) -> str:
     return text.replace(secret, "[the API key]")
 
 
+def outgrown(exc: ServingError) -> str:
+    """What a request refused for its length (``context_window``) outgrew: the bytes the
+    route takes (a 413, see :func:`too_long`), else the model's window."""
+    if exc.status_code == 413:
+        return "the request size the API (or a proxy before it) takes"
+    return "the model's window"
+
+
 def describe_failure(api: str, exc: ServingError) -> str:
     """``api: HTTP 500 (request id req_1): message``: what failed, as a report names it."""
     where = f"HTTP {exc.status_code}" if exc.status_code is not None else exc.kind
@@ -184,18 +192,40 @@ def kind_of_status(status: int) -> ErrorKind:
 
 
 def api_message(exc: Any) -> str:
-    """The API's own error message from an SDK status error (its body), else the SDK's text."""
+    """The API's own error message from an SDK status error (its body: an error's
+    ``message``, an ``error`` or ``detail`` that is text, a body that is no JSON), else the
+    SDK's text. A proxy's page (nginx's "413 Request Entity Too Large", a gateway's 502) is
+    read as its title or its text: the ``openai`` SDK said only "Error code: 413", the
+    ``anthropic`` one the whole page."""
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return str(error["message"])
+    if isinstance(error, dict):
+        error = error.get("message", error.get("detail"))
+    if isinstance(error, str) and error.strip():
+        return error
+    if isinstance(body, str) and body.strip():
+        return page_text(body)
     return str(getattr(exc, "message", exc))
 
 
+PAGE_TITLE = re.compile(r"<title[^>]{0,200}>([^<]{0,500})</title", re.IGNORECASE)
+MARKUP = re.compile(r"<[^<>]{0,1000}>|&[a-z]{1,10};")
+
+
+def page_text(body: str) -> str:
+    """A body that is no JSON as a line of text: an HTML page's title (else its text without
+    markup), whitespace run together, at most :data:`MAX_MESSAGE_CHARS` characters read."""
+    head = body[: MAX_MESSAGE_CHARS * 4]
+    title = PAGE_TITLE.search(head) if head.lstrip().startswith("<") else None
+    text = title.group(1) if title and title.group(1).strip() else MARKUP.sub(" ", head)
+    return " ".join(text.split())[:MAX_MESSAGE_CHARS] or repr(body[:200])
+
+
 def _status_kind(exc: Any) -> ErrorKind:
-    """What an SDK status error is: :func:`kind_of_status`, but a 429 out of quota is the
-    account's (``auth``) and a rejection for the conversation's length ``context_window``."""
-    if _out_of_quota(exc):
+    """What an SDK status error is: :func:`kind_of_status`, but a 429 out of quota and a
+    request over the tier's limit are the account's (``auth``), and a rejection for the
+    conversation's length or size ``context_window``."""
+    if _out_of_quota(exc) or over_the_tier(exc):
         return "auth"
     kind = kind_of_status(exc.status_code)
     return "context_window" if kind == "rejected" and too_long(exc) else kind
@@ -257,11 +287,22 @@ def too_long(exc: Any) -> bool:
     """Whether a rejected request was refused for the conversation's length: a failure the
     system meets by outgrowing its model's window, ``harness_compatibility_failure/
     context_window`` as the importers name it. Read from the error's ``code`` or ``type``
-    (:data:`CONTEXT_CODES`; :data:`LONG_STRING` of a message), else from its message."""
+    (:data:`CONTEXT_CODES`; :data:`LONG_STRING` of a message), else from its message.
+
+    A 413 (Anthropic's ``request_too_large``, a proxy's "Request Entity Too Large" page) is
+    the request's bytes over what the serving route takes: the same failure, the conversation
+    the system built outgrowing its route (its model's messages, the tool outputs it asked
+    for, its context policy), not an environment failure, which is one "independently of the
+    agent's decisions". A 413 for the tier's tokens per minute (:func:`over_the_tier`) is
+    the account's."""
+    if over_the_tier(exc):
+        return False
     body = getattr(exc, "body", None)
     error = body.get("error", body) if isinstance(body, dict) else None
     fields = error if isinstance(error, dict) else {}
     named = {value for key in ("code", "type") if isinstance(value := fields.get(key), str)}
+    if getattr(exc, "status_code", None) == 413 or TOO_LARGE_CODE in named:
+        return True
     said = api_message(exc)[:MAX_MESSAGE_CHARS]
     if LONG_STRING in named:
         param = fields.get("param")
@@ -279,6 +320,35 @@ def says_too_long(said: str) -> bool:
     if not (CONTEXT_WINDOW.search(said) or TOO_MANY_TOKENS.search(said)):
         return False
     return OUTPUT_SIDE.search(said) is None or INPUT_SIDE.search(said) is not None
+
+
+TOO_LARGE_CODE = "request_too_large"
+"""Anthropic's error type of a request over the bytes its API takes (a 413)."""
+
+PER_TIME = re.compile(r"\bper (?:min|minute|hour|day)\b|\b[tr]p[mhd]\b", re.IGNORECASE)
+"""A limit of the account's tier over time: tokens or requests per minute or day (``TPM``,
+``RPD``)."""
+
+REQUEST_TOO_LARGE = re.compile(r"request too large|too large for", re.IGNORECASE)
+
+
+def over_the_tier(exc: Any) -> bool:
+    """Whether a 413 or 429 refused one request for being larger than the account's tier
+    takes in a minute or a day: Groq's 413 "Request too large for model `llama3-70b` in
+    organization `org_1` on tokens per minute (TPM): Limit 6000, Requested 7000" (code
+    ``rate_limit_exceeded``), OpenAI's 429 "Request too large for gpt-4o ... on tokens per
+    min (TPM)". The account's limit (``auth``), not the model's window nor a rate to wait out:
+    the same request is refused however long the harness waits, and a larger tier takes it."""
+    status = getattr(exc, "status_code", None)
+    if status not in (413, 429):
+        return False
+    said = api_message(exc)[:MAX_MESSAGE_CHARS]
+    if status == 429:
+        return REQUEST_TOO_LARGE.search(said) is not None and PER_TIME.search(said) is not None
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code == "rate_limit_exceeded" or PER_TIME.search(said) is not None
 
 
 def _out_of_quota(exc: Any) -> bool:
@@ -357,12 +427,9 @@ async def call_sdk(
         raise ServingError("connection", str(exc)) from None
     except (sdk.APIError, ValueError, RecursionError, AnswerTooLarge) as exc:
         # a body that is not an answer, not JSON, or JSON nested past what Python parses
-        raise ServingError("server_error", f"malformed response: {exc}") from None
+        raise ServingError("server_error", f"malformed response: {unreadable(exc)}") from None
     if isinstance(answer, str):  # the SDKs hand back a body not labelled JSON as its text
-        raise ServingError(
-            "server_error",
-            f"malformed response: a body that is not JSON (a stream?): {answer[:200]!r}",
-        )
+        raise ServingError("server_error", f"malformed response: {not_json(answer)}")
     failed = error_in_answer(answer)
     if failed is not None:  # OpenRouter and some proxies answer a failure with a 200
         raise ServingError(
@@ -387,6 +454,46 @@ async def call_sdk(
             f"malformed response: {type(exc).__name__}: {exc}",
             request_id=getattr(answer, "_request_id", None),
         ) from None
+
+
+def unreadable(exc: BaseException) -> str:
+    """Why an answer could not be read: a body labelled JSON that is none is named as what
+    it is (:func:`not_json`), not by the parser's "Expecting value: line 1 column 1"."""
+    for problem in (exc, exc.__cause__):
+        if isinstance(problem, json.JSONDecodeError):
+            return not_json(problem.doc, problem)
+    return str(exc)
+
+
+SERVER_SENT_EVENTS = re.compile(r"\s*(?:(?:data|event|id|retry)\s*:|:)")
+"""The start of a ``text/event-stream`` body: a field (``data: {...}``) or a comment line."""
+
+
+def not_json(text: str, problem: json.JSONDecodeError | None = None) -> str:
+    """What a body that is not one JSON answer is, for the failure's message: empty, a stream
+    of server-sent events (a route that only streams, whatever ``stream`` the request says),
+    a page (a proxy's or gateway's), JSON cut short (a body the server stopped sending), or
+    other text, its start shown."""
+    if not text.strip():
+        return "an empty body"
+    if SERVER_SENT_EVENTS.match(text):
+        return (
+            "a stream of server-sent events, not one JSON answer (the adapter asks for none:"
+            f" does the route only stream?): {text[:200]!r}"
+        )
+    if text.lstrip().startswith("<"):
+        return f"an HTML page, not JSON: {page_text(text)!r}"
+    where = f" ({problem.msg.removesuffix(' at')} at character {problem.pos})" if problem else ""
+    if problem is not None and _cut_short(text, problem):
+        return f"JSON cut short after {len(text)} characters{where}: ...{text[-100:]!r}"
+    return f"a body that is not JSON{where}: {text[:200]!r}"
+
+
+def _cut_short(text: str, problem: json.JSONDecodeError) -> bool:
+    """Whether JSON text failed to parse for its end: the parser ran out of text, or a
+    string was never closed."""
+    began = text.lstrip()[:1] in ("{", "[")
+    return began and (problem.pos >= len(text.rstrip()) or problem.msg.startswith("Unterminated"))
 
 
 LOST_CALLS = (
@@ -844,7 +951,7 @@ class ModelAgent(ABC):
     def _failure(self, exc: ServingError, tries: int) -> Exception:
         message = describe_failure(self.api, exc)
         if exc.kind == "context_window":
-            return ContextWindowExceeded(f"the conversation outgrew the model's window: {message}")
+            return ContextWindowExceeded(f"the conversation outgrew {outgrown(exc)}: {message}")
         if exc.kind == "rejected":
             # with no status: a 200 whose answer the adapter cannot use (see call_sdk)
             if exc.status_code is None:

@@ -354,8 +354,10 @@ def _failed(adapter: ModelAgent, exc: Exhausted) -> str:
     judge that cannot read that much is misconfigured for every attempt that writes it."""
     message = describe_failure(adapter.api, exc.error)
     if exc.error.kind == "context_window":
+        # a 413: the request's bytes over what the judge's route takes
+        what = "its API's request size" if exc.error.status_code == 413 else "its model's window"
         return (
-            f"the judge's prompt outgrew its model's window (the instrument's: a judge model"
+            f"the judge's prompt outgrew {what} (the instrument's: a judge model"
             f" with a larger window, or a shorter template): {message}"
         )
     return f"the judge's model failed after {exc.tries} tries: {message}"
