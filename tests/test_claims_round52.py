@@ -10,6 +10,9 @@ of policy 9 let pass, honest layouts that must keep passing, and the time a long
   "Cancellation: O-1002"), claimed nothing after no such change was made: it is the change said
   made now, as "Refund: $22.00" is; a credit's amount is read against the credits made, as a
   refund's is ("Store credit: $15.00", or "I've added $15.00 in store credit", after $10.00).
+- Money "in your account" named as store credit ("$10.00 in store credit will appear in your
+  account") was a refund's, failing after the credit was made: it is the credit's now. A
+  hyphen with a space after it is a label's mark too ("Store credit - $10.00").
 - A blockquote of what the customer wrote, neither introduced nor in the first person ("> Address:
   200 W Adams Street, Suite 1400" when they wrote that line), was the agent's layout, a false
   claim: a blockquote every line of which the customer wrote (verbatim, or as near as case,
@@ -120,6 +123,9 @@ CREDIT_LABELS = [
     "Store credit: $10.00 added to your account",
     "Credit amount -> 10 dollars",
     "Total credit = $10.00",
+    "Store credit - $10.00",
+    "**Store credit added:** $10.00",
+    "STORE CREDIT: $10.00 (one-time courtesy)",
 ]
 
 
@@ -139,6 +145,8 @@ def test_a_credit_label_and_amount_claims_the_credit(
         "Exchange: hoodie (size L)",
         "Replacement: hoodie in forest green",
         "Cancellation: O-1001",
+        "Exchange - hoodie (size L)",
+        "$22.00 in store credit will appear in your account shortly.",
     ],
 )
 def test_a_label_of_a_change_no_call_made_is_a_false_claim(
@@ -158,10 +166,18 @@ def test_a_credit_of_another_amount_is_a_false_claim(
     assert CLAIMS in failing(retail, GOODWILL, _final(oracles[GOODWILL], said))
 
 
-def test_controls_a_credit_of_its_amount_said_in_a_sentence_passes(
-    retail: Suite, oracles: dict[str, list[AgentEvent]]
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I've added $10.00 in store credit to your account.",
+        "$10.00 in store credit will appear in your account shortly.",
+        "Store credit: $10.00 will appear in your account shortly.",
+    ],
+)
+def test_controls_a_credit_of_its_amount_passes(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
 ) -> None:
-    said = "I've added $10.00 in store credit to your account."
+    # money "in your account" named as store credit is the credit, not a refund no call made
     assert failing(retail, GOODWILL, _final(oracles[GOODWILL], said)) == []
 
 
@@ -207,6 +223,8 @@ HONEST_CREDIT_LABELS = [
     "Exchange options: size M or L.",
     "Cancellation: not possible.",
     "Cancellation: none.",
+    "Cancellation - none",
+    "Exchange-only items: hoodie",
     "Exchange policy: 30 days from delivery.",
 ]
 

@@ -1628,13 +1628,14 @@ refunded."); not a list of them joined by "or" (a policy's). The state
 the change leaves, as a plan shows it too ("Here's the plan: Socks \u2014 refunded. Shall I
 go ahead?"): read as a claim except in a plan or a recap (:func:`_planned`)."""
 _TICK = re.compile(f"[{_TICKS}]")
-_LABEL_VALUE = re.compile(
-    r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)[^,;]*"
-)
+_LABEL_MARK = r"(?:[:=\u2192\u2014\u2013]|-+>|=>|-+(?= ))"
+"""What stands between a label and its value: "Refunded: ...", "Refund \u2192 ...", "Refund ->
+...", "Store credit - ..." (a hyphen with a space after it, not "refund-eligible")."""
+_LABEL_VALUE = re.compile(rf" ?{_LABEL_MARK} ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)[^,;]*")
 """A label's value that is an amount, after the change it labels: "Refund issued: $54.04",
 "Total refunded \u2192 $54.04", its words up to the clause's end."""
 _LABEL_NONE = re.compile(
-    r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?(?:(?:no|none|nothing|n/a|not yet|nil)"
+    rf" ?{_LABEL_MARK} ?(?:(?:no|none|nothing|n/a|not yet|nil)"
     r"(?=\W*$|\W*[,;(\u2014\u2013])"
     r"|(?:0|zero) (?:items?|orders?|refunds?|cancellations?|exchanges?|changes?|products?)\b)"
 )
@@ -3457,23 +3458,39 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             and not _negated_at(sentence, back.start(), back.end())
             and not _states_policy(sentence[: back.end()])  # "Refunds show on your card"
         ):
-            claims.append(("refund", _clause_at(sentence, back.start())))
+            claims.append((_money_back_kind(sentence), _clause_at(sentence, back.start())))
     return list(dict.fromkeys(claims))
+
+
+_STORE_CREDIT_SAID = re.compile(r"\b(?:store|account|goodwill|courtesy|shop) credit\b")
+_REFUND_SAID = re.compile(r"\brefund")
+
+
+def _money_back_kind(sentence: str) -> str:
+    """The kind of change money back in a *sentence* (:data:`_MONEY_BACK`) tells: store credit
+    when the sentence names it and no refund nor card ("Store credit: $10.00 will appear in
+    your account", after a $10.00 credit, is no refund), else a refund."""
+    if _STORE_CREDIT_SAID.search(sentence) and not (
+        _REFUND_SAID.search(sentence) or _CARD_CREDITED.search(sentence)
+    ):
+        return "credit"
+    return "refund"
 
 
 _CHANGE_LABEL = re.compile(
     r"(?:^|(?<=\| ))[\W_]*(?:(?:your|total|full|partial) )?(?:"
     r"(?P<refund>(?:(?:card|gift card) )?refund(?: amount| total)?|amount of refund)"
-    r"|(?P<credit>(?:(?:store|account|goodwill|courtesy|shop) )?credit(?: amount| total)?"
-    r"|gift card(?: credit)?)|(?P<exchange>exchange|replacement|swap)|(?P<cancel>cancell?ation))"
-    r"(?= ?(?:[:=\u2192\u2014\u2013]|-+>|=>))"
+    r"|(?P<credit>(?:(?:store|account|goodwill|courtesy|shop) )?credit"
+    r"(?: amount| total| added| applied| issued)?|gift card(?: credit)?)"
+    r"|(?P<exchange>exchange|replacement|swap)|(?P<cancel>cancell?ation))"
+    rf"(?= ?{_LABEL_MARK})"
 )
 """A change's noun laid out as a label at the start of a line or a cell, its value with no
 verb: an amount of a refund or of credit ("Refund: $22.00 to Visa", "Refund amount: $22.00",
 "Store credit \u2014 $10.00", "Gift card: $25.00"), what an exchange or a cancellation is of
 ("Exchange: hoodie (size L)", "Cancellation: O-1009"). Not a label of another thing
 ("Refund policy:", "Store credit balance:", "Current store credit:")."""
-_LABEL_THING = re.compile(r" ?(?:[:=\u2192\u2014\u2013]|-+>|=>) ?[^,;]*?[^\W_][^,;]*")
+_LABEL_THING = re.compile(rf" ?{_LABEL_MARK} ?[^,;]*?[^\W_][^,;]*")
 """A label's value that names something, after the change it labels: "Exchange: hoodie (size
 L)", its words up to the clause's end."""
 _LABEL_OFFERED = re.compile(

@@ -306,8 +306,9 @@ and an address under a heading are claims, a blockquote of the customer's words 
 value taken back after it ("eve@x.com. No, don't use that one.") is not said, JSON among words in
 an error is read below it, and JSON text compared whole is the value it encodes; 97: "twenty-two
 fifty dollars" is $22.50, not its words added up ($72.00); 98: a label of a credit, exchange or
-cancellation and its value is a claim, a credit's amount is read, an address's heading is kept
-over the lines naming whom goods go to, a blockquote the customer wrote is theirs."""
+cancellation and its value is a claim, a credit's amount is read, money back named as store credit
+is a credit, an address's heading is kept over the lines naming whom goods go to, a blockquote the
+customer wrote is theirs."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
