@@ -2699,7 +2699,8 @@ def _customer_quoted(text: str) -> str:
     (:func:`_as_quoted`) when a line before the block introduces them (:data:`_QUOTING`:
     "You wrote:\n> Address: 200 W Adams St") or the line speaks as the customer ("> please
     change my address to ..."); any other blockquote as the agent's own words (an agent's
-    claim in a blockquote is one), unless the customer wrote it (:func:`_blocks_quoted`)."""
+    claim in a blockquote is one), unless the customer wrote it (:func:`_blocks_quoted`, which
+    policy 9's checks read first)."""
     lines, introduced = text.split("\n"), False
     for at, line in enumerate(lines):
         mark = _BLOCKQUOTE.match(line)
