@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 99
+VALIDATOR_REVISION = 100
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -309,7 +309,10 @@ fifty dollars" is $22.50, not its words added up ($72.00); 98: a fixture's trigg
 the tables the task's permissions keep from the agent, and a full disk met in a tool call is an
 environment failure; 99: pounds qualifying a thing are a weight ("the 22 pound set"), a
 currency mark beside an amount in words is read ("twenty-two fifty USD", "EUR twenty-two"),
-and a floor or unit compares in any spelling ("14th Floor")."""
+and a floor or unit compares in any spelling ("14th Floor"); 100: a label of a credit, exchange
+or cancellation and its value is a claim, a credit's amount is read, money back named as store
+credit is a credit, an address's heading is kept over the lines naming whom goods go to, a
+blockquote the customer wrote is theirs."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
