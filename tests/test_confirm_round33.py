@@ -93,7 +93,7 @@ def _proposes_another_as_before(
     proposes = asks or _dialogue._OFFERS_TO_ACT
     proposing = [
         clause
-        for clause in _dialogue._CLAUSE_END.split(yes.answered)
+        for clause in _dialogue._QUESTION_CLAUSE_END.split(yes.answered)
         if clause and _dialogue.affirms(proposes, clause)
     ]
     if not proposing:

@@ -117,10 +117,10 @@ def test_a_word_of_a_plain_yes_before_it_keeps_confirming(answer: str) -> None:
 
 
 @pytest.mark.parametrize("answer", ["Yes, Sam", "Ok, Sam"])
-def test_an_unknown_capitalised_word_after_the_yes_is_unread(answer: str) -> None:
-    # (before the yes, "Sam, yes", it is a person addressed since round 51)
+def test_an_unknown_capitalised_word_after_the_yes_is_a_person(answer: str) -> None:
+    # unread until the fifty-second round (before the yes, "Sam, yes", a person since 51)
     passed, evidence = _hoodie(answer)
-    assert not passed and "unread" in evidence, evidence
+    assert passed, evidence
 
 
 @pytest.mark.parametrize("answer", ["Sam, yes", "Yes, Sam", "sam, yes", "Thanks Sam, yes"])
