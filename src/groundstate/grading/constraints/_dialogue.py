@@ -3473,15 +3473,17 @@ _SELF_ROLE = (
 )
 _SELF_ROLE_AFTER = rf"(?:[\w&'-]+ ){{0,2}}?{_SELF_ROLE}"
 _SELF_NAMING = tuple(
-    re.compile(pattern)
-    for pattern in (
-        rf"{_SELF_OPENING} here(?=[ \t]*(?:[.!,;:)\n-]|{_SELF_DASH}|$)| (?:from|with|at|on)\b)",
-        rf"{_SELF_OPENING},? from (?:the |our |your )?{_SELF_ROLE_AFTER}",
-        rf"{_SELF_OPENING} ?\([^()\n]{{0,40}}?\b{_SELF_ROLE}[^()\n]{{0,40}}\)",
-        rf"{_SELF_OPENING}, (?:your |our |the |a |an )?{_SELF_ROLE_AFTER}",
-        rf"(?:{_SELF_DASH}|--|(?<=\S) -|\n[ \t]*\n|,[ \t]*\n)[ \t]*{_SELF_NAME}[ \t.!]*"
-        rf"(?:\n[^\n]{{0,40}}?\b{_SELF_ROLE}[^\n]{{0,40}})?\s*\Z",
-    )
+    [
+        re.compile(pattern)
+        for pattern in (
+            rf"{_SELF_OPENING} here(?=[ \t]*(?:[.!,;:)\n-]|{_SELF_DASH}|$)| (?:from|with|at|on)\b)",
+            rf"{_SELF_OPENING},? from (?:the |our |your )?{_SELF_ROLE_AFTER}",
+            rf"{_SELF_OPENING} ?\([^()\n]{{0,40}}?\b{_SELF_ROLE}[^()\n]{{0,40}}\)",
+            rf"{_SELF_OPENING}, (?:your |our |the |a |an )?{_SELF_ROLE_AFTER}",
+            rf"(?:{_SELF_DASH}|--|(?<=\S) -|\n[ \t]*\n|,[ \t]*\n)[ \t]*{_SELF_NAME}[ \t.!]*"
+            rf"(?:\n[^\n]{{0,40}}?\b{_SELF_ROLE}[^\n]{{0,40}})?\s*\Z",
+        )
+    ]
 )
 _NOT_A_NAME = _words(
     "sorry fine okay good great back here there happy sure glad confused tired upset annoyed"
