@@ -242,6 +242,40 @@ def test_the_item_asked_or_a_person_still_confirms_when_the_question_names_two(
     assert passed, evidence
 
 
+@pytest.mark.parametrize(
+    ("request_", "question", "answer"),
+    [
+        (
+            "I ordered a hoodie and a scarf",
+            "Shall I refund the hoodie? The scarf stays.",
+            "Yes, scarf",
+        ),
+        ("Help", "Shall I refund the shirt or the hoodie?", "Yes, the shirt"),
+        ("Help", "Your shirt, hoodie: shall I refund the hoodie?", "yes the shirt please"),
+    ],
+)
+def test_an_item_a_message_lists_beside_the_one_asked_is_a_correction(
+    request_: str, question: str, answer: str
+) -> None:
+    passed, evidence = _hoodie(answer, request_, question)
+    assert not passed, evidence
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Shall I refund the hoodie with express processing?", "Yes, express"),
+        ("Shall I refund the hoodie? Your refund policy allows it.", "Yes, policy"),
+        ("Shall I refund the hoodie? It will take 5 business days.", "Yes, 5 days"),
+        ("Shall I refund the hoodie to your account balance?", "Yes, balance"),
+        ("Shall I refund the hoodie and the shipping?", "Yes, the hoodie and the shipping"),
+    ],
+)
+def test_a_word_of_the_question_about_the_change_still_confirms(question: str, answer: str) -> None:
+    passed, evidence = _hoodie(answer, question=question)
+    assert passed, evidence
+
+
 def test_a_word_describing_the_item_asked_in_the_question_still_confirms() -> None:
     question = "Shall I refund the blue hoodie from the winter sale?"
     for answer in ["Yes, the blue one", "Yes, the winter one", "Yes, the blue"]:
@@ -371,10 +405,13 @@ def test_a_long_reply_grades_in_linear_time(answer: str) -> None:
         "Sam, your " * 10000 + HOODIE,
         HOODIE + ",\nSam " * 16000,
         "Ab " * 33000 + HOODIE,
+        "shirt and " * 10000 + HOODIE,
+        "shirt " * 8000 + "and hoodie " * 4000 + HOODIE,
     ],
 )
 def test_a_long_agent_message_is_read_in_linear_time(question: str) -> None:
     started = time.thread_time()
     _said_to(question, "Sam, yes")
     _said_to(question, "Yes, thanks Shirt")
+    _said_to(question, "Yes, the shirt")
     assert time.thread_time() - started < 3.0

@@ -3127,14 +3127,17 @@ def _names_another_thing(
                 return None
             found_one = "thing"
             continue
-        # a thing the conversation names as an item, and no value of the change does, is
-        # another item ("Shirt, yes", "Yes, thanks Shirt", "Yes, the shirt" after "I bought
-        # a shirt and a hoodie"); a word alone next to the yes it does not name is a person
-        # addressed ("Sam, yes", "Yes, Sam", "Yes, thanks Sam")
-        if found is not None and _another_item(thing, known, earlier, written):
+        addressing = bare and thing == words and _addressing(found, written)
+        # a word alone next to the yes, or after thanks, is a person addressed ("Sam, yes",
+        # "Yes, Sam", "Yes, thanks Sam") unless the conversation names it as an item, and no
+        # value of the change does: then another item ("Shirt, yes", "Yes, thanks Shirt"), as
+        # is any one thing the question lists beside the change's ("A shirt and a hoodie are
+        # eligible. Shall I refund the hoodie?" "Yes, the shirt")
+        beside = addressing or (found is not None and found["thanked"] is not None)
+        beside = beside or (found is not None and _listed_beside(thing, known, question, earlier))
+        if beside and _another_item(thing, known, earlier, written):
             found_one = "thing"
             continue
-        addressing = bare and thing == words and _addressing(found, written)
         if bare and _addressed(words, written, introduced):
             continue  # "Yes, John.", "yes, john"
         if said is None:
@@ -3165,6 +3168,38 @@ def _addressing(found: re.Match[str] | None, written: str) -> bool:
     if found["bare_first"] is not None or found["before_yes"] is not None:
         return True
     return found["bare"] is not None and _capitalised(found["bare"].split(), written)
+
+
+def _listed_beside(
+    thing: list[str], known: set[str], question: str, earlier: Sequence[AgentEvent]
+) -> bool:
+    """Whether a clause of *question* or of a message of *earlier* says the last word of
+    *thing* (or its plural) and a word of the change's *known* values joined by "and", "or",
+    "plus", "&" or a comma ("A shirt and a hoodie are eligible", "I ordered a hoodie and a
+    scarf", "the shirt or the hoodie"): another item of the conversation, not a word about the
+    change ("with express processing", "your refund policy")."""
+    mine = re.compile(rf"\b{re.escape(thing[-1])}(?:e?s)?\b")
+    values = [re.compile(rf"\b{re.escape(w)}\b") for v in known for w in _tokens_of(v)]
+    texts = [question] + [
+        normalise(event.text)
+        for event in earlier
+        if isinstance(event, MessageEvent) and event.text and mine.search(event.text.lower())
+    ]
+    for clause in (clause for text in texts for clause in _CLAUSE_OF_A_LIST.split(text)):
+        found = mine.search(clause)
+        for value in values if found is not None else []:
+            other = value.search(clause)
+            if found is None or other is None:
+                continue
+            gap = clause[min(found.end(), other.end()) : max(found.start(), other.start())]
+            if len(gap) <= _LIST_GAP and _LIST_JOINING.search(gap):
+                return True
+    return False
+
+
+_CLAUSE_OF_A_LIST = re.compile(r"[.!?;:]")
+_LIST_JOINING = re.compile(r",|&|\b(?:and|or|plus)\b")
+_LIST_GAP = 40
 
 
 def _names_one_thing(answer: str) -> bool:
