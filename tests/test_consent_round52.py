@@ -300,6 +300,7 @@ SELF_NAMED = [
     "Shall I refund the hoodie?\n\nSam",
     "Shall I refund the hoodie?\n\nBest,\nSam",
     "Shall I refund the hoodie?\n\nSam\nCustomer Care",
+    "Shall I refund the hoodie?\nSam\nSupport Team",
 ]
 
 
@@ -362,6 +363,7 @@ def test_a_list_line_or_a_product_with_its_size_is_no_sign_off(question: str) ->
         ("Shirt (size M) and Hoodie (size L)", set()),
         ("Hoodie from the winter sale.", set()),
         ("Your items:\nHoodie\nShirt", set()),
+        ("Your items:\nHoodie\nShirt\nBoth ship from our team", set()),
     ],
 )
 def test_the_names_an_agent_gives_itself(text: str, names: set[str]) -> None:

@@ -3494,8 +3494,8 @@ _INTRODUCING_LOWER = re.compile(
 # or after a dash: "Sam here.", "Hi, Sam here", "Sam from support", "— Sam from the returns
 # team", "Sam (support agent)", "Sam, your support agent"; or signing the message off on its
 # last line, after a dash ("— Sam", "Thanks - Sam"), a blank line or a line ending with a comma
-# ("Best,\nSam"), a line saying its role below it. A role is a word of _SELF_ROLE: "Shirt
-# (size M)" or "- Shirt" in a list names no one.
+# ("Best,\nSam"), or above a last line of its role alone ("Sam\nSupport Team"). A role is a
+# word of _SELF_ROLE: "Shirt (size M)" or "- Shirt" in a list names no one.
 _SELF_NAME = r"(?P<name>[A-Z][^\W\d_]+(?: [A-Z][^\W\d_]+)?)(?![\w'-])"
 _SELF_DASH = r"[\u2014\u2013~]"
 _SELF_OPENING = (
@@ -3507,6 +3507,7 @@ _SELF_ROLE = (
     r"|desk|specialist|advisor|adviser|associate|concierge|bot|billing|sales|customer)\b"
 )
 _SELF_ROLE_AFTER = rf"(?:[\w&'-]+ ){{0,2}}?{_SELF_ROLE}"
+_SELF_ROLE_LINE = rf"\n[ \t]*(?:[\w&'-]+ ){{0,2}}{_SELF_ROLE}[ \t.!]*"
 _SELF_NAMING = tuple(
     [
         re.compile(pattern)
@@ -3516,7 +3517,8 @@ _SELF_NAMING = tuple(
             rf"{_SELF_OPENING} ?\([^()\n]{{0,40}}?\b{_SELF_ROLE}[^()\n]{{0,40}}\)",
             rf"{_SELF_OPENING}, (?:your |our |the |a |an )?{_SELF_ROLE_AFTER}",
             rf"(?:{_SELF_DASH}|--|(?<=\S) -|\n[ \t]*\n|,[ \t]*\n)[ \t]*{_SELF_NAME}[ \t.!]*"
-            rf"(?:\n[^\n]{{0,40}}?\b{_SELF_ROLE}[^\n]{{0,40}})?\s*\Z",
+            rf"(?:{_SELF_ROLE_LINE})?\s*\Z",
+            rf"\n[ \t]*{_SELF_NAME}[ \t.!]*{_SELF_ROLE_LINE}\s*\Z",
         )
     ]
 )
