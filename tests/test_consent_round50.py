@@ -132,13 +132,6 @@ def test_a_name_the_agent_gave_next_to_the_yes_confirms(answer: str) -> None:
     assert result.passed, result.evidence
 
 
-def test_a_word_opening_the_reply_is_not_read_as_a_capitalised_name() -> None:
-    assert _dialogue._opens_capitalised("Shirt, yes")
-    assert _dialogue._opens_capitalised("... Sam, yes")
-    assert not _dialogue._opens_capitalised("shirt, yes")
-    assert not _dialogue._opens_capitalised("SHIRT, YES")
-
-
 # --- 2. names introduced in lower case ----------------------------------------------------------
 
 

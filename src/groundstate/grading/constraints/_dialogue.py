@@ -3097,10 +3097,13 @@ def _names_another_thing(
     :data:`_GIVEN_NAMES` in any case, or a name after a title: "Yes, John.", "yes, john",
     "Yes, Mr Smith").
 
+    A word alone where a person is addressed (see :func:`_addressing`: "Sam, yes", "Yes,
+    Sam") is one unless the conversation names it as an item (see :func:`_another_item`).
+
     "thing" when it names another thing; "unread" when what it names may be another thing or
-    not, and nothing else there is: a word written capitalised alone after the yes that no
-    list holds ("Yes, Hoodie.", "Yes, Nike.": a thing, a brand or a person), a word before
-    "one" ending like a word describing ("the sandal one", "the tunic one"); else None."""
+    not, and nothing else there is: a word written capitalised in a list of words alone
+    ("Yes, Hat and Scarf": things, brands or people), a word before "one" ending like a word
+    describing ("the sandal one", "the tunic one"); else None."""
     if not any(_thing(value) for value in known):
         return None
     introduced = _Introduced(earlier, written)
@@ -3358,32 +3361,16 @@ def _addressed(words: list[str], written: str, introduced: Container[str] = froz
     """Whether *words* (normalised) name a person addressed: a given name of
     :data:`_GIVEN_NAMES` in any case ("John", "john"), or a title ("Mr", "Dr") or a given
     name before names the reply *written* capitalises ("Mr Smith", "Sarah Jones"); a street's
-    name and kind ("Elm Road") is a place, no name. Another word written capitalised ("Yes,
-    Hoodie.", "Yes, Nike.") may be a thing, a brand or a person (see :func:`_capitalised`),
-    unless the conversation *introduced* it as the user's or the agent's name (see
-    :class:`_Introduced`): "yes, tariq" and "Yes, Tariq." alike after "I'm Tariq"."""
+    name and kind ("Elm Road") is a place, no name. So is a name the conversation
+    *introduced* as the user's or the agent's (see :class:`_Introduced`): "yes, tariq" and
+    "Yes, Tariq." alike after "I'm Tariq". Another word is read by where it stands (see
+    :func:`_addressing`)."""
     if all(word in introduced for word in words):
         return True
     if words[-1] in _STREET_KINDS or not (words[0] in _GIVEN_NAMES or words[0] in _TITLES):
         return False
     rest = words[1:]
     return len(words) == 1 or all(w in _GIVEN_NAMES for w in rest) or _capitalised(rest, written)
-
-
-def _opens_capitalised(written: str) -> bool:
-    """Whether the reply as *written* opens with a word written capitalised ("Sam, yes"),
-    not all in capitals ("SHIRT, YES")."""
-    found = _NAME_WRITTEN.search(written)
-    first = _FIRST_WORD.search(written)
-    return (
-        found is not None
-        and first is not None
-        and found.start() == first.start()
-        and (not found.group().isupper())
-    )
-
-
-_FIRST_WORD = re.compile(r"[^\W\d_]")
 
 
 def _capitalised(words: list[str], written: str) -> bool:
