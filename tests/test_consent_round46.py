@@ -53,10 +53,14 @@ def test_a_person_addressed_in_any_case_confirms(answer: str) -> None:
 @pytest.mark.parametrize(
     "answer", ["Yes, Hoodie.", "Yes, Nike.", "Yes, Adidas please", "Ok, Levis!", "Sure, Gucci."]
 )
-def test_a_word_capitalised_alone_that_no_list_holds_is_unread(answer: str) -> None:
-    # a thing, a brand or a person: the grader cannot tell, so the yes confirms nothing
-    assert not _shirt(answer)
-    assert "unread" in _evidence(answer)
+def test_a_word_capitalised_alone_is_a_person_unless_the_conversation_names_it(answer: str) -> None:
+    # unread until the fifty-second round; a person addressed now ("Yes, Sam"), unless a
+    # message or a tool names it as an item: then another thing
+    assert _shirt(answer)
+    word = answer.split()[1].strip(".!,").lower()
+    assert not _shirt(answer, {"items": [{"name": "shirt"}, {"name": word}]})
+    question = f"I see a shirt and a {word} jacket. Shall I refund the shirt?"
+    assert not _refunded([question, answer], ITEM, item="shirt")
 
 
 @pytest.mark.parametrize("answer", ["yes, hoodie", "Yes, the Hoodie.", "YES, HOODIE"])

@@ -117,10 +117,10 @@ def test_a_word_of_a_plain_yes_before_it_keeps_confirming(answer: str) -> None:
 
 
 @pytest.mark.parametrize("answer", ["Yes, Sam", "Ok, Sam"])
-def test_an_unknown_capitalised_word_after_the_yes_is_unread(answer: str) -> None:
-    # (before the yes, "Sam, yes", it is a person addressed since round 51)
+def test_an_unknown_capitalised_word_after_the_yes_is_a_person(answer: str) -> None:
+    # unread until the fifty-second round (before the yes, "Sam, yes", a person since 51)
     passed, evidence = _hoodie(answer)
-    assert not passed and "unread" in evidence, evidence
+    assert passed, evidence
 
 
 @pytest.mark.parametrize("answer", ["Sam, yes", "Yes, Sam", "sam, yes", "Thanks Sam, yes"])
@@ -130,13 +130,6 @@ def test_a_name_the_agent_gave_next_to_the_yes_confirms(answer: str) -> None:
         _rule()  # type: ignore[arg-type]
     )
     assert result.passed, result.evidence
-
-
-def test_a_word_opening_the_reply_is_not_read_as_a_capitalised_name() -> None:
-    assert _dialogue._opens_capitalised("Shirt, yes")
-    assert _dialogue._opens_capitalised("... Sam, yes")
-    assert not _dialogue._opens_capitalised("shirt, yes")
-    assert not _dialogue._opens_capitalised("SHIRT, YES")
 
 
 # --- 2. names introduced in lower case ----------------------------------------------------------

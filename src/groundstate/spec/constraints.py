@@ -362,8 +362,10 @@ _TERMS = (
     rf" understanding|(providing|assuming)(?! (that )?{_DEFERRING_IF}) (that|it|you|they|the|my"
     r"|this|i))\b"
     # a yes put under a condition at once ("Yes if it's the full price", "Sure, if you refund
-    # it to PayPal"), not a polite one ("Yes, if you could", "OK if that's fine")
-    rf"|^[\W_]*(yes|yeah|yep|sure|ok|okay)[\W_]*(but )?if (?!{_DEFERRING_IF})"
+    # it to PayPal"), a person addressed beside it too ("Yes, Sam, if it's under $50", "Sam,
+    # yes, if..."), not a polite one ("Yes, if you could", "OK if that's fine")
+    rf"|^[\W_]*{_ADDRESSED}(yes|yeah|yep|sure|ok|okay)[\W_]*{_ADDRESSED}(but )?if"
+    rf" (?!{_DEFERRING_IF})"
     r"(?!you (can|could|would|don't mind|'d"
     r"|want|like|need|please)\b|(at all )?possible\b|needed\b|necessary\b|so\b|that's (ok|okay|fine"
     r"|alright|all right|possible|the (policy|case))\b"

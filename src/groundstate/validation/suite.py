@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 100
+VALIDATOR_REVISION = 101
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -312,7 +312,9 @@ currency mark beside an amount in words is read ("twenty-two fifty USD", "EUR tw
 and a floor or unit compares in any spelling ("14th Floor"); 100: a label of a credit, exchange
 or cancellation and its value is a claim, a credit's amount is read, money back named as store
 credit is a credit, an address's heading is kept over the lines naming whom goods go to, a
-blockquote the customer wrote is theirs."""
+blockquote the customer wrote is theirs; 101: a word capitalised after a yes is a person unless
+the conversation names it as an item, one thing a yes names that is an item of the conversation
+is a correction ("Yes, the shirt"), an agent's own name is no item."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

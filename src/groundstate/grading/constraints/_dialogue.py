@@ -2289,11 +2289,11 @@ def _other_record(
     if _ASKS_MORE.search(answer):  # "Yes, the socks too": more, not another
         return None
     # Only words the question does not say can name another record: a plain "Yes, please go
-    # ahead." reads no tool output. A word alone before the yes or after "thanks" may name
-    # another item the question says ("A shirt and a hoodie are eligible: refund the
-    # hoodie?" "Shirt, yes"): read on.
+    # ahead." reads no tool output. A yes naming one thing may name another item the
+    # question says ("A shirt and a hoodie are eligible: refund the hoodie?" "Shirt, yes",
+    # "Yes, the shirt"): read on.
     unsaid = set(_TOKEN.findall(answer)) - set(_TOKEN.findall(yes.answered)) - _REPLY_WORDS
-    if not unsaid and not _addresses(answer):
+    if not unsaid and not _names_one_thing(answer):
         return None
     known = {normalise(value) for value in values}
     taken = known | {w for value in known for w in _WORD.findall(value)}
@@ -3028,7 +3028,9 @@ _BARE = (
 _THING_NAMED = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)++(?P<thanked>(thanks|thank you)\b[\W_]*)?"
     rf"((just|only|please) )*({_CHANGE_KINDS}\w* )?"
-    rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE}))"
+    rf"((?!as\b){_ARTICLE} (?P<thing>{_PHRASE})|(to )?(?!{_ARTICLE}\b)(?P<bare>{_BARE})"
+    # ... a yes again after the word ("Okay Sam, yes"; not "please"): a word before a yes
+    rf"(?P<before_yes>(?=,? (?!please\b){_YES_WORDS}\b))?)"
     rf"(,? ({_YES_WORDS}|instead|then|thanks|thank you|only|though|tho)\b)*[\W_]*$"
     rf"|^[\W_]*(?!as\b){_ARTICLE} (?P<first>{_PHRASE})"
     rf"( please)?, ({_YES_WORDS}\b[\W_]*)+$"
@@ -3095,21 +3097,20 @@ def _names_another_thing(
     :data:`_GIVEN_NAMES` in any case, or a name after a title: "Yes, John.", "yes, john",
     "Yes, Mr Smith").
 
+    A word alone where a person is addressed (see :func:`_addressing`: "Sam, yes", "Yes,
+    Sam") is one unless the conversation names it as an item (see :func:`_another_item`).
+
     "thing" when it names another thing; "unread" when what it names may be another thing or
-    not, and nothing else there is: a word written capitalised alone after the yes that no
-    list holds ("Yes, Hoodie.", "Yes, Nike.": a thing, a brand or a person), a word before
-    "one" ending like a word describing ("the sandal one", "the tunic one"); else None."""
+    not, and nothing else there is: a word written capitalised in a list of words alone
+    ("Yes, Hat and Scarf": things, brands or people), a word before "one" ending like a word
+    describing ("the sandal one", "the tunic one"); else None."""
     if not any(_thing(value) for value in known):
         return None
-    introduced = _Introduced(earlier)
+    introduced = _Introduced(earlier, written)
     # "Yes, John, the hoodie.": "yes, the hoodie."
     answer = _unaddressed(answer, written, introduced)
     listed = _things_listed(answer)
     found = None if listed else _THING_NAMED.match(answer)
-    # a word opening the reply is written capitalised whatever it names ("Shirt, yes", "Sam,
-    # yes"): capitalised there, it may be a thing or a person, as "Yes, Sam." may
-    opening = found is not None and found.group("bare_first") is not None
-    thanked = found is not None and found.group("thanked") is not None
     if found is not None:
         bare = found.group("bare") is not None or found.group("bare_first") is not None
         named = found.group("thing") or found.group("bare") or found.group("bare_first")
@@ -3120,8 +3121,6 @@ def _names_another_thing(
     found_one: str | None = None
     for phrase, bare in listed:
         words = phrase.split()
-        if bare and _addressed(words, written, introduced):
-            continue  # "Yes, John.", "yes, john"
         read = _thing_of(words, bare, answer)
         if read is None:
             continue
@@ -3131,13 +3130,19 @@ def _names_another_thing(
                 return None
             found_one = "thing"
             continue
-        capitalised = _opens_capitalised(written) if opening else _capitalised(words, written)
-        # a word alone before the yes ("Sam, yes", "shirt yes"), or written capitalised after
-        # "thanks" ("Yes, thanks Sam"), is a person addressed unless the conversation names
-        # it, and no value of the change does: then another item ("Shirt, yes")
-        if (opening or thanked) and _another_item(thing, known, earlier, written):
+        addressing = bare and thing == words and _addressing(found, written)
+        # a word alone next to the yes, or after thanks, is a person addressed ("Sam, yes",
+        # "Yes, Sam", "Yes, thanks Sam") unless the conversation names it as an item, and no
+        # value of the change does: then another item ("Shirt, yes", "Yes, thanks Shirt"), as
+        # is any one thing the question lists beside the change's ("A shirt and a hoodie are
+        # eligible. Shall I refund the hoodie?" "Yes, the shirt")
+        beside = addressing or (found is not None and found["thanked"] is not None)
+        beside = beside or (found is not None and _listed_beside(thing, known, question, earlier))
+        if beside and _another_item(thing, known, earlier, written):
             found_one = "thing"
             continue
+        if bare and _addressed(words, written, introduced):
+            continue  # "Yes, John.", "yes, john"
         if said is None:
             said = _words_said(question, known, earlier)
         # the thing's word (the phrase's last; a street's name before its kind) said (a thing
@@ -3145,21 +3150,66 @@ def _names_another_thing(
         # records shown; a word before it ("the blue shirt" of socks shown blue) does not
         if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing):
             return None
-        if opening or (thanked and capitalised):
+        if addressing:
             continue
-        # a word written capitalised alone ("Yes, Hoodie.", "Yes, Nike."), not a name of
-        # the list, may be a person addressed, a brand or a thing: the reply is not read
-        unsure = unsure or (bare and thing == words and capitalised)
+        # a word written capitalised alone in a list ("Yes, Hat and Scarf") may be a brand,
+        # a thing or a person: the reply is not read
+        unsure = unsure or (bare and thing == words and _capitalised(words, written))
         if not unsure or found_one is None:
             found_one = "unread" if unsure else "thing"
     return found_one
 
 
-def _addresses(answer: str) -> bool:
-    """Whether the first sentence *answer* of a yes is a word alone and a yes ("Shirt, yes",
-    "Sam, yes") or a yes, thanks and a word ("Yes, thanks shirt")."""
-    found = _THING_NAMED.match(answer)
-    return found is not None and (found["bare_first"] or found["thanked"]) is not None
+def _addressing(found: re.Match[str] | None, written: str) -> bool:
+    """Whether the word alone a yes names (*found* by :data:`_THING_NAMED` in the reply
+    *written*) stands where a person is addressed: before a yes, in any case ("Sam, yes", "sam
+    yes", "Okay Sam, yes", "ok sam, yes"), or written capitalised after the yes or after thanks
+    ("Yes, Sam", "Sure Sam, go ahead", "Yes, thanks Sam"; not "yes, sam", "YES, SAM", nor a
+    sentence's opening word, "Yes. Sam.")."""
+    if found is None:
+        return False  # a list of things (see _things_listed)
+    if found["bare_first"] is not None or found["before_yes"] is not None:
+        return True
+    return found["bare"] is not None and _capitalised(found["bare"].split(), written)
+
+
+def _listed_beside(
+    thing: list[str], known: set[str], question: str, earlier: Sequence[AgentEvent]
+) -> bool:
+    """Whether a clause of *question* or of a message of *earlier* says the last word of
+    *thing* (or its plural) and a word of the change's *known* values joined by "and", "or",
+    "plus", "&" or a comma ("A shirt and a hoodie are eligible", "I ordered a hoodie and a
+    scarf", "the shirt or the hoodie"): another item of the conversation, not a word about the
+    change ("with express processing", "your refund policy")."""
+    mine = re.compile(rf"\b{re.escape(thing[-1])}(?:e?s)?\b")
+    values = [re.compile(rf"\b{re.escape(w)}\b") for v in known for w in _tokens_of(v)]
+    texts = [question] + [
+        normalise(event.text)
+        for event in earlier
+        if isinstance(event, MessageEvent) and event.text and mine.search(event.text.lower())
+    ]
+    for clause in (clause for text in texts for clause in _CLAUSE_OF_A_LIST.split(text)):
+        found = mine.search(clause)
+        for value in values if found is not None else []:
+            other = value.search(clause)
+            if found is None or other is None:
+                continue
+            gap = clause[min(found.end(), other.end()) : max(found.start(), other.start())]
+            if len(gap) <= _LIST_GAP and _LIST_JOINING.search(gap):
+                return True
+    return False
+
+
+_CLAUSE_OF_A_LIST = re.compile(r"[.!?;:]")
+_LIST_JOINING = re.compile(r",|&|\b(?:and|or|plus)\b")
+_LIST_GAP = 40
+
+
+def _names_one_thing(answer: str) -> bool:
+    """Whether the first sentence *answer* of a yes names one thing and no more ("Shirt,
+    yes", "Yes, thanks shirt", "Yes, the shirt"), which may be another item the question
+    itself says ("A shirt and a hoodie are eligible: refund the hoodie?")."""
+    return _THING_NAMED.match(answer) is not None
 
 
 def _another_item(
@@ -3167,26 +3217,38 @@ def _another_item(
 ) -> bool:
     """Whether the messages of *earlier* (but the reply *written* itself) or the arguments of
     its tool calls say each word of *thing* (or its singular), and the change's *known* values
-    do not: another item of the conversation ("I ordered a shirt and a hoodie"), which a word
-    alone before a yes or after "thanks" names as a correction ("Shirt, yes" to the hoodie).
-    A word nothing there says is a person addressed ("Sam, yes"), and so is one a message
-    writes capitalised inside a sentence ("Shall I refund it, Sam?"); one only the tools'
-    outputs say is left to the reading of records shown, as after a yes."""
+    do not: another item of the conversation ("I ordered a shirt and a hoodie"), which a yes
+    naming it names as a correction ("Shirt, yes", "Yes, the shirt" to the hoodie). A word
+    nothing there says is a person addressed ("Sam, yes"), and so is one a message says only
+    as a name (see :func:`_item_words`: "Shall I refund it, Sam?", "Sam here."); one only the
+    tools' outputs say is left to the reading of records shown."""
     values = {word for value in known for word in _tokens_of(value)}
     if all(_said(word, values) for word in thing):
         return False
     said: set[str] = set()
     for event in earlier:
         if isinstance(event, MessageEvent) and event.text and event.text is not written:
-            names = _read_once(_names_written, event.text)
-            said |= _read_once(_message_words, event.text) - names
+            said |= _read_once(_item_words, event.text)
         elif isinstance(event, ToolCallEvent):
             said.update(w for _, v in _leaves(event.args, ()) for w in _tokens_of(normalise(v)))
     return all(_said(word, said) for word in thing)
 
 
-def _message_words(text: str) -> frozenset[str]:
-    return frozenset(_tokens_of(normalise(text)))
+def _item_words(text: str) -> frozenset[str]:
+    """The words a message *text* says but where it writes a name: capitalised inside a
+    sentence ("Shall I refund it, Sam?"), or given (see :func:`_names_given`: "Sam here.",
+    "this is sam", "— Sam from support"). Each place is read on its own: "Olive here. I see an
+    olive jacket" says "olive" as an item too."""
+    spans = [
+        found.span() for found in _NAME_WRITTEN.finditer(text) if _written_as_name(text, found)
+    ]
+    spans += [found.span("name") for found in _giving_names(text)]
+    kept, at = [], 0
+    for start, end in sorted(spans):
+        kept.append(text[at:start] if start > at else "")
+        at = max(at, end)
+    kept.append(text[at:])
+    return frozenset(_tokens_of(normalise(" ".join(kept))))
 
 
 def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], bool] | None:
@@ -3299,32 +3361,16 @@ def _addressed(words: list[str], written: str, introduced: Container[str] = froz
     """Whether *words* (normalised) name a person addressed: a given name of
     :data:`_GIVEN_NAMES` in any case ("John", "john"), or a title ("Mr", "Dr") or a given
     name before names the reply *written* capitalises ("Mr Smith", "Sarah Jones"); a street's
-    name and kind ("Elm Road") is a place, no name. Another word written capitalised ("Yes,
-    Hoodie.", "Yes, Nike.") may be a thing, a brand or a person (see :func:`_capitalised`),
-    unless the conversation *introduced* it as the user's or the agent's name (see
-    :class:`_Introduced`): "yes, tariq" and "Yes, Tariq." alike after "I'm Tariq"."""
+    name and kind ("Elm Road") is a place, no name. So is a name the conversation
+    *introduced* as the user's or the agent's (see :class:`_Introduced`): "yes, tariq" and
+    "Yes, Tariq." alike after "I'm Tariq". Another word is read by where it stands (see
+    :func:`_addressing`)."""
     if all(word in introduced for word in words):
         return True
     if words[-1] in _STREET_KINDS or not (words[0] in _GIVEN_NAMES or words[0] in _TITLES):
         return False
     rest = words[1:]
     return len(words) == 1 or all(w in _GIVEN_NAMES for w in rest) or _capitalised(rest, written)
-
-
-def _opens_capitalised(written: str) -> bool:
-    """Whether the reply as *written* opens with a word written capitalised ("Sam, yes"),
-    not all in capitals ("SHIRT, YES")."""
-    found = _NAME_WRITTEN.search(written)
-    first = _FIRST_WORD.search(written)
-    return (
-        found is not None
-        and first is not None
-        and found.start() == first.start()
-        and (not found.group().isupper())
-    )
-
-
-_FIRST_WORD = re.compile(r"[^\W\d_]")
 
 
 def _capitalised(words: list[str], written: str) -> bool:
@@ -3341,8 +3387,14 @@ def _names_written(written: str) -> frozenset[str]:
     return frozenset(
         normalise(found.group())
         for found in _NAME_WRITTEN.finditer(written)
-        if not found.group().isupper() and not _opens_sentence(written, found.start())
+        if _written_as_name(written, found)
     )
+
+
+def _written_as_name(written: str, found: re.Match[str]) -> bool:
+    """Whether a word *found* capitalised in *written* is no word all in capitals and opens
+    no sentence ("Thanks, Sam", not "SAM" nor "Sam here.")."""
+    return not found.group().isupper() and not _opens_sentence(written, found.start())
 
 
 def _opens_sentence(written: str, at: int) -> bool:
@@ -3356,35 +3408,54 @@ def _opens_sentence(written: str, at: int) -> bool:
 
 
 class _Introduced:
-    """The names the messages of *earlier* give the user or the agent, normalised: after "I'm",
-    "my name is", "this is" or "call me", after a greeting or thanks ("Hi Tariq", "Thanks,
-    Ava"), or signing a message off ("Best, Tariq"), each written capitalised. The messages
-    are read when a word is first looked up: most yeses name nobody."""
+    """The names the messages of *earlier* (but the reply *written*) give the user or the
+    agent, normalised (see :func:`_names_given`: after "I'm", "my name is", "this is" or "call
+    me", after a greeting or thanks, "Hi Tariq", "Thanks, Ava", signing a message off, "Best,
+    Tariq", an agent naming itself, "Sam here."), but those a message also says as an item.
+    The messages are read when a word is first looked up: most yeses name nobody."""
 
-    def __init__(self, earlier: Sequence[AgentEvent]) -> None:
+    def __init__(self, earlier: Sequence[AgentEvent], written: str = "") -> None:
         self._earlier = earlier
+        self._written = written
         self._names: frozenset[str] | None = None
 
     def __contains__(self, word: object) -> bool:
         if self._names is None:
-            self._names = frozenset(
-                name
+            # the reply itself names no one it answers ("Yes, thanks Shirt")
+            texts = [
+                event.text
                 for event in self._earlier
-                if isinstance(event, MessageEvent) and event.text
-                for name in _read_once(_names_given, event.text)
-            )
+                if isinstance(event, MessageEvent)
+                and event.text
+                and event.text is not self._written
+            ]
+            names = {name for text in texts for name in _read_once(_names_given, text)}
+            # a name a message also says as an item ("Jersey here. I see a jersey and a
+            # hoodie") may name either: the item's reading decides (see _another_item)
+            for text in texts:
+                names -= _read_once(_item_words, text)
+            self._names = frozenset(names)
         return word in self._names
 
 
 def _names_given(written: str) -> frozenset[str]:
-    capitalised = [
+    return frozenset(
         normalise(word)
-        for found in _INTRODUCING.finditer(written)
+        for found in _giving_names(written)
         for word in found.group("name").split()
         if not word.isupper()  # "I'm SO glad": no name
-    ]
-    lower = [found.group("name") for found in _INTRODUCING_LOWER.finditer(written)]
-    return frozenset(capitalised + [name for name in lower if not _saying_how(name)])
+    )
+
+
+def _giving_names(written: str) -> Iterator[re.Match[str]]:
+    """Where *written* gives a name (its group "name"): after "I'm", a greeting or thanks (see
+    :data:`_INTRODUCING`), in lower case ending its clause ("this is tariq", not "i'm sorry"),
+    or an agent naming itself (see :data:`_SELF_NAMING`)."""
+    for pattern in (_INTRODUCING, *_SELF_NAMING):
+        yield from pattern.finditer(written)
+    for found in _INTRODUCING_LOWER.finditer(written):
+        if not _saying_how(found.group("name")):
+            yield found
 
 
 def _saying_how(word: str) -> bool:
@@ -3405,6 +3476,38 @@ _INTRODUCING = re.compile(
 _INTRODUCING_LOWER = re.compile(
     r"(?<![\w'-])(?:[Ii]'m|[Ii] am|[Mm]y name is|[Mm]y name's|[Tt]his is|[Cc]all me),? "
     r"(?P<name>[a-z][^\W\d_]+)(?=[ \t]*(?:[.,!?;\n]|$))"
+)
+# An agent naming itself without "I'm" or "this is", opening a message, a line or a sentence,
+# or after a dash: "Sam here.", "Hi, Sam here", "Sam from support", "— Sam from the returns
+# team", "Sam (support agent)", "Sam, your support agent"; or signing the message off on its
+# last line, after a dash ("— Sam", "Thanks - Sam"), a blank line or a line ending with a comma
+# ("Best,\nSam"), or above a last line of its role alone ("Sam\nSupport Team"). A role is a
+# word of _SELF_ROLE: "Shirt (size M)" or "- Shirt" in a list names no one.
+_SELF_NAME = r"(?P<name>[A-Z][^\W\d_]+(?: [A-Z][^\W\d_]+)?)(?![\w'-])"
+_SELF_DASH = r"[\u2014\u2013~]"
+_SELF_OPENING = (
+    rf"(?:^|(?<=\n)|(?<=[.!?,;:] )|(?<={_SELF_DASH})|(?<={_SELF_DASH} )|(?<=--)|(?<=-- )"
+    rf"|(?<=\s- )){_SELF_NAME}"
+)
+_SELF_ROLE = (
+    r"(?i:support|agent|assistant|representative|rep|team|staff|service|care|help|helpdesk"
+    r"|desk|specialist|advisor|adviser|associate|concierge|bot|billing|sales|customer)\b"
+)
+_SELF_ROLE_AFTER = rf"(?:[\w&'-]+ ){{0,2}}?{_SELF_ROLE}"
+_SELF_ROLE_LINE = rf"\n[ \t]*(?:[\w&'-]+ ){{0,2}}{_SELF_ROLE}[ \t.!]*"
+_SELF_NAMING = tuple(
+    [
+        re.compile(pattern)
+        for pattern in (
+            rf"{_SELF_OPENING} here(?=[ \t]*(?:[.!,;:)\n-]|{_SELF_DASH}|$)| (?:from|with|at|on)\b)",
+            rf"{_SELF_OPENING},? from (?:the |our |your )?{_SELF_ROLE_AFTER}",
+            rf"{_SELF_OPENING} ?\([^()\n]{{0,40}}?\b{_SELF_ROLE}[^()\n]{{0,40}}\)",
+            rf"{_SELF_OPENING}, (?:your |our |the |a |an )?{_SELF_ROLE_AFTER}",
+            rf"(?:{_SELF_DASH}|--|(?<=\S) -|\n[ \t]*\n|,[ \t]*\n)[ \t]*{_SELF_NAME}[ \t.!]*"
+            rf"(?:{_SELF_ROLE_LINE})?\s*\Z",
+            rf"\n[ \t]*{_SELF_NAME}[ \t.!]*{_SELF_ROLE_LINE}\s*\Z",
+        )
+    ]
 )
 _NOT_A_NAME = _words(
     "sorry fine okay good great back here there happy sure glad confused tired upset annoyed"
