@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 97
+VALIDATOR_REVISION = 98
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -305,7 +305,10 @@ the first verification still counted; 95: a refund's noun and an amount ("Refund
 and an address under a heading are claims, a blockquote of the customer's words is not; 96: a
 value taken back after it ("eve@x.com. No, don't use that one.") is not said, JSON among words in
 an error is read below it, and JSON text compared whole is the value it encodes; 97: "twenty-two
-fifty dollars" is $22.50, not its words added up ($72.00)."""
+fifty dollars" is $22.50, not its words added up ($72.00); 98: a value disowned further from it
+("eve@x.com is one I'd rather not use") is not said, an "I mean" affirming it keeps it, JSON
+encoded twice among an error's words is read, a key repeated or written with dots is read
+every way."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -445,7 +445,8 @@ _OPENERS = r"(?:(?:" + _OPENING_WORDS + r")\b[,.!:]* ?)*"
 _ASIDES = (
     r"(?:(?:thanks|thank you|thx|ty|well|so|ah+|ugh+|er+m?|hey|dear"
     r"|let me (?:think|check|see|look)|one (?:sec|second|moment|minute)|just a (?:sec|second"
-    r"|moment|minute)|hang on|my (?:bad|mistake)|come to think of it|" + _OPENING_WORDS
+    r"|moment|minute)|hang on|my (?:bad|mistake)|come to think of it|"
+    + _OPENING_WORDS
     + r")\b[,.!?:]* ?)*"
 )
 """Sentences standing between a value and the words taking it back, which name nothing, and
@@ -481,8 +482,7 @@ _REFUSED_AFTER = re.compile(
     r"|(?:(?:i'd|i would|we'd|we would) )?rather not\b|not (?:that|this) one\b|no way\b"
     r"|(?:is not|isn't|won't|will not) (?:an option|the one|what i want|do)\b"
     r"|" + _OPENERS + _WITHDRAWN + r")"
-    r"|[\s,;:\u2013\u2014-]*[.!?]+ " + _ASIDES + _WITHDRAWN
-    + r"|" + _DISOWNED + r")"
+    r"|[\s,;:\u2013\u2014-]*[.!?]+ " + _ASIDES + _WITHDRAWN + r"|" + _DISOWNED + r")"
 )
 """Just after a value, what turns it down without naming another: "PayPal? No thanks",
 "PayPal \u2014 no, I'd rather not", "the PayPal one? Nope.", "PayPal isn't an option", in
