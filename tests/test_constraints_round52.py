@@ -116,6 +116,19 @@ def test_control_a_value_followed_by_other_words_is_said(honest: str) -> None:
     assert passes(EMAIL, verified([honest], EVE))
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Order #W1 is closed, shall I reopen it?",
+        "Order #W1 is inactive. Shall I cancel it?",
+        "Order #W1, which is delivered, can be returned. Shall I?",
+        "Order #W1 is the one I'll refund, okay?",
+    ],
+)
+def test_control_a_state_of_a_record_after_it_names_it(question: str) -> None:
+    assert mentions(normalise(question), "#W1", chosen=True)
+
+
 # --- 2. "I mean" affirming what was said ---------------------------------------------------
 
 

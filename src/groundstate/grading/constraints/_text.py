@@ -463,17 +463,18 @@ _DISOWNED = (
     r"|you (?:shouldn't|should not|can't|cannot|mustn't|must not)) use(?: it| that one)?"
     r"(?: (?:anymore|any more|any longer|now|again|please|either|at all))?"
     r"|(?:my|an|the) (?:old|former|previous|wrong) (?:one|address|email|e-mail|card|account"
-    r"|number)|outdated|out of date|obsolete|wrong|incorrect|invalid|inactive|defunct|closed"
-    r"|deactivated|no longer (?:valid|active|mine|in use|used|working|current)"
-    r"|not (?:mine|valid|active|current|right|correct|the right one|in use|working)"
+    r"|number)|outdated|out of date|obsolete|wrong|incorrect|invalid"
+    r"|no longer (?:valid|mine|in use|used|current)"
+    r"|not (?:mine|valid|current|right|correct|the right one|in use)"
     r"(?: anymore| any more)?)(?=[,.;:!?\u2013\u2014)-]| ?$)"
-    r"| (?:isn't|wasn't) (?:mine|valid|active|current|right|correct|the right one|in use"
-    r"|working)(?: anymore| any more)?(?=[,.;:!?\u2013\u2014)-]| ?$)"
+    r"| (?:isn't|wasn't) (?:mine|valid|current|right|correct|the right one|in use)"
+    r"(?: anymore| any more)?(?=[,.;:!?\u2013\u2014)-]| ?$)"
 )
 """Words in a value's own sentence saying it is not to be used, after it: "eve@x.com is one
 I'd rather not use", "eve@x.com, which I no longer use", "eve@x.com is my old one",
 "eve@x.com isn't valid anymore" (not "eve@x.com is the one I use", "... is one I'd rather
-not use for marketing", "... is not my old one": each ends its clause)."""
+not use for marketing", "... is not my old one": each ends its clause). Not a state a
+record is in ("order #W1 is closed", "... inactive"): an agent's question names it."""
 
 _REFUSED_AFTER = re.compile(
     r"(?: (?:one|option|account|card|method|address|email|please))?"
