@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 101
+VALIDATOR_REVISION = 102
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -314,7 +314,10 @@ or cancellation and its value is a claim, a credit's amount is read, money back 
 credit is a credit, an address's heading is kept over the lines naming whom goods go to, a
 blockquote the customer wrote is theirs; 101: a word capitalised after a yes is a person unless
 the conversation names it as an item, one thing a yes names that is an item of the conversation
-is a correction ("Yes, the shirt"), an agent's own name is no item."""
+is a correction ("Yes, the shirt"), an agent's own name is no item; 102: a value disowned further
+from it ("eve@x.com is one I'd rather not use") is not said, an "I mean" affirming it keeps it,
+JSON encoded twice among an error's words is read, a key repeated or written with dots is read
+every way."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -84,9 +84,11 @@ def error_value(error: Any) -> Any:
     return error if found is None else found
 
 
-_OPENING = re.compile(r'\{\s*["}]|\[\s*[-\[{"\d\]tfn]')
-"""Where JSON text of an object or a list may start: ``{"``, ``{}``, ``[1``, ``["``... (not
-``{name}``, ``[E42]``, ``[ERROR]``, which are passed over unread)."""
+_OPENING = re.compile(r'\{\s*["}]|\[\s*[-\[{"\d\]tfn]|"(?:\\{1,15}"){0,4}\s*[{\[]')
+"""Where JSON text of an object or a list may start: ``{"``, ``{}``, ``[1``, ``["``..., or
+that text encoded as a JSON string again, or more (``"{\\"code\\": ...}"``, as a tool
+quoting the record it refused writes it; up to five times, so that an opening is seen in
+bounded time); not ``{name}``, ``[E42]``, ``[ERROR]``, which are passed over unread."""
 _TRIED = 8
 """Openings an error is read at past :data:`_GLANCE` characters, at most, and
 :data:`_GLANCED` seen sooner to be no JSON (``[404 and``): an error of any length is read in
@@ -97,8 +99,9 @@ _GLANCED = 1024
 
 def _written_in(text: str) -> dict[str, Any] | list[Any] | str | None:
     """The longest object or list written in *text* among other words (read from each ``{``
-    or ``[`` outside one read; words after it are no part of it: "[404]" before a record is a
-    list, but not the record), why it cannot be read (a string), or None."""
+    or ``[`` outside one read, or each JSON string holding one; words after it are no part of
+    it: "[404]" before a record is a list, but not the record), why it cannot be read (a
+    string), or None."""
     best: dict[str, Any] | list[Any] | None = None
     size, at, tried, glanced = 0, 0, 0, 0
     while tried < _TRIED and glanced < _GLANCED and (opening := _OPENING.search(text, at)):
@@ -107,6 +110,11 @@ def _written_in(text: str) -> dict[str, Any] | list[Any] | str | None:
         if isinstance(read, str):  # a record already read is not hidden by text after it
             return read if best is None else best
         value, end = read
+        if type(value) is str:  # JSON text encoded again: the object or list it holds
+            value = _parsed(value) if _OPENS.match(value) is not None else None
+            if isinstance(value, str):
+                return value if best is None else best
+            end = end if value is not None else 0 if end - at <= _GLANCE else -1
         tried += end < 0 or end - at > _GLANCE
         glanced += end == 0
         if value is None:

@@ -213,7 +213,7 @@ def _includes(event: ToolCallEvent, value: Any, wanted: Any) -> bool:
             and len(value) == len(wanted)
             and all(_includes(event, v, w) for v, w in zip(value, wanted, strict=True))
         )
-    return agrees(event, value, wanted)
+    return agrees(event, value, wanted, every=False)
 
 
 def _each(value: Any) -> list[Any]:

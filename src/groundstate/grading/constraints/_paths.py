@@ -64,13 +64,13 @@ def resolve(event: AgentEvent, path: str) -> list[Any] | None:
     root, *rest = _segments(path)
     if root not in _fields(type(event)):
         return None
-    texts = root in READS_TEXT
+    read = _reader(root)
     try:
         values = [_root(event, root, bool(rest))]
         for segment in rest:
             reached: list[Any] = []
             for value in values:
-                found = _step(value, segment, texts)
+                found = _step(value, segment, read)
                 if found is None:
                     return None
                 reached.extend(found)
@@ -99,21 +99,53 @@ def _fields(kind: type[AgentEvent]) -> frozenset[str]:
     return frozenset(kind.model_fields)
 
 
-def _step(value: Any, segment: str, texts: bool = False) -> list[Any] | None:
-    """The values *segment* reaches below *value*; *texts*: a string is read as the JSON text
-    it holds (in the arguments). Raises ``TooLarge``."""
-    if texts:
-        value = embedded(value)
+Reader = Callable[[Any], Any]
+"""How a string below a field is read where a path goes below it (:func:`_reader`)."""
+
+
+def _reader(root: str) -> Reader | None:
+    """How a string below the field *root* is read where a path goes below it: as the JSON
+    text it holds (``_embedded.embedded``), in an error also among words (a message a tool
+    quotes in its record, ``{"message": "Refused: {\\"code\\": \\"E42\\"}"}``, holds the
+    record as its whole text would: ``_embedded.error_value``); elsewhere not at all."""
+    if root not in READS_TEXT:
+        return None
+    return error_value if root == "error" else embedded
+
+
+def _step(value: Any, segment: str, read: Reader | None = None) -> list[Any] | None:
+    """The values *segment* reaches below *value*; *read*: how a string is read first (see
+    :func:`_reader`). Raises ``TooLarge``."""
+    if read is not None:
+        value = read(value)
     if segment == "*":
         return list(value) if isinstance(value, list) else None
     if isinstance(value, dict):
-        if segment not in value:
-            return None
-        found = value[segment]
-        return list(found) if type(found) is Repeated else [found]
+        found = value.get(segment, _MISSING)
+        reached = [] if found is _MISSING else list(found) if type(found) is Repeated else [found]
+        dotted = _dotted(value, segment)
+        return reached + dotted if reached or dotted else None
     if isinstance(value, list) and _is_index(segment) and -len(value) <= int(segment) < len(value):
         return [value[int(segment)]]
     return None
+
+
+_MISSING = object()
+
+
+def _dotted(value: dict[str, Any], segment: str) -> list[Any]:
+    """Below *segment* of the object *value*, its keys written with a dot after it, as one
+    object: ``{"user.email": x}`` holds ``user`` ``{"email": x}``. A path ``args.user.email``
+    names the argument ``user.email`` a tool declares (as the suite's checks read it), and
+    an object holding both ``user`` and ``user.email`` is read both ways, as a key JSON text
+    repeats is: a ``never`` is not dodged by writing a nested key dotted."""
+    prefix = segment + "."
+    below = {
+        key[len(prefix) :]: inner
+        for key, inner in value.items()
+        if type(key) is str and key.startswith(prefix)
+    }
+    return [below] if below else []
 
 
 def _is_index(segment: str) -> bool:
@@ -167,19 +199,19 @@ def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | 
     root, *rest = _segments(path)
     if root not in _fields(type(event)):
         return None
-    texts = root in READS_TEXT
+    read = _reader(root)
     try:
         reached: list[tuple[tuple[int, ...], Any]] = [((), _root(event, root, bool(rest)))]
         for segment in rest:
             after: list[tuple[tuple[int, ...], Any]] = []
             for at, value in reached:
                 if segment == "*":
-                    value = embedded(value) if texts else value
+                    value = read(value) if read is not None else value
                     if not isinstance(value, list):
                         return None
                     after.extend(((*at, i), item) for i, item in enumerate(value))
                     continue
-                found = _step(value, segment, texts)
+                found = _step(value, segment, read)
                 if found is None:
                     return None
                 after.extend((at, item) for item in found)
@@ -346,10 +378,9 @@ def selects(event: AgentEvent, where: Conditions) -> bool:
     for field_name, inner in where.keys:
         if field_name not in _fields(type(event)):
             return False
-        compare = _comparer(event, field_name)
-        read = error_value if field_name == "error" else embedded
+        compare = _comparer(event, field_name, every=False)
         try:
-            if not inner.hold(getattr(event, field_name), compare, field_name in READS_TEXT, read):
+            if not inner.hold(getattr(event, field_name), compare, _reader(field_name)):
                 return False
         except TooLarge as exc:
             raise UnreadableArgument(event, str(exc), field_name) from None
@@ -366,27 +397,20 @@ class Conditions:
     keys: tuple[tuple[str, Conditions], ...] = ()
     each: Conditions | None = None
 
-    def hold(
-        self,
-        value: Any,
-        compare: Compare,
-        texts: bool = False,
-        read: Callable[[Any], Any] = embedded,
-    ) -> bool:
-        """Whether *value* meets the conditions; *texts*: below a string, the JSON text it
-        holds (as *read* reads it at this level), and a key it repeats met by one of its
-        values."""
+    def hold(self, value: Any, compare: Compare, read: Reader | None = None) -> bool:
+        """Whether *value* meets the conditions; *read*: how a string is read below which
+        they go (:func:`_reader`), and a key it repeats met by one of its values."""
         if not all(compare(value, expected) for expected in self.here):
             return False
-        if texts and (self.keys or self.each is not None):
+        if read is not None and (self.keys or self.each is not None):
             value = read(value)
         for segment, inner in self.keys:
             found = _step(value, segment)
-            if found is None or not any(inner.hold(v, compare, texts) for v in found):
+            if found is None or not any(inner.hold(v, compare, read) for v in found):
                 return False
         each = self.each
         return each is None or (
-            isinstance(value, list) and any(each.hold(item, compare, texts) for item in value)
+            isinstance(value, list) and any(each.hold(item, compare, read) for item in value)
         )
 
 
@@ -405,43 +429,48 @@ def _tree(paths: list[tuple[tuple[str, ...], JsonScalar]]) -> Conditions:
     return Conditions(here, keys, _tree(below["*"]) if "*" in below else None)
 
 
-def agrees(event: AgentEvent, value: Any, expected: Any) -> bool:
+def agrees(event: AgentEvent, value: Any, expected: Any, every: bool = True) -> bool:
     """Whether *value*, in the arguments of the call *event*, is *expected* as the tool took
     it: the same value, the same path written another way, or another spelling of it
     (case, spacing, Unicode forms, a number as text) where the call's output or writes show
-    *expected* itself (see ``_spelling``)."""
+    *expected* itself (see ``_spelling``). *every*: see :func:`same_encoded`."""
     return (
         same(value, expected)
         or same_path(value, expected)
         or (respelt(value, expected) and shown(event, expected, value))
-        or same_encoded(value, expected)
+        or same_encoded(value, expected, every)
     )
 
 
-def _agreeing(event: AgentEvent) -> Compare:
-    return lambda value, expected: agrees(event, value, expected)
-
-
-def _comparer(event: AgentEvent, root: str) -> Compare:
+def _comparer(event: AgentEvent, root: str, every: bool = True) -> Compare:
     """How a value below the field *root* of *event* is compared with the one expected: in
     the arguments as the tool took it (:func:`agrees`), in the output or error as the value
-    a JSON text encodes (:func:`same_read`), elsewhere exactly (:func:`same`)."""
+    a JSON text encodes (:func:`same_read`), elsewhere exactly (:func:`same`). *every*: JSON
+    text repeating a key is the value expected when every reading of it is (a condition a
+    call must meet), else when one is (a match picking out the calls a rule is about)."""
     if root == "args":
-        return _agreeing(event)
-    return same_read if root in READS_TEXT else same
+        return lambda value, expected: agrees(event, value, expected, every)
+    if root in READS_TEXT:
+        return lambda a, b: same_read(a, b, every)
+    return same
 
 
-def same_read(a: Any, b: Any) -> bool:
+def same_read(a: Any, b: Any, every: bool = True) -> bool:
     """:func:`same`, or :func:`same_encoded`: ``where: {error: '{"code": "E42"}'}`` is met
     by an error ``{"code":"E42"}``, as a path below it reads it."""
-    return same(a, b) or same_encoded(a, b)
+    return same(a, b) or same_encoded(a, b, every)
 
 
-def same_encoded(a: Any, b: Any) -> bool:
+def same_encoded(a: Any, b: Any, every: bool = True) -> bool:
     """Whether JSON text is of the same object or list as the other value, or other JSON text
     (``{"code": "E42"}``, and ``{ "code":"E42" }``, its keys in another order, or the object
     itself): the same value as a path below each reads it. Text too large to read (over what
-    the gateway lets arguments be) is compared as written only."""
+    the gateway lets arguments be) is compared as written only.
+
+    JSON text repeating a key (``{"order_id": "#W2", "order_id": "#W1"}``) is read as
+    parsers read it, one of its values or the other: the same value when *every* reading
+    is, or (not *every*) when one is: a ``never`` on ``{"order_id": "#W1"}`` is not dodged
+    by writing another order id first, nor is a ``before`` licensing #W1 met by it."""
     if type(a) is not str and type(b) is not str:
         return False
     try:
@@ -449,7 +478,24 @@ def same_encoded(a: Any, b: Any) -> bool:
     except TooLarge:
         return False
     texts = (read_a is not a) or (read_b is not b)
-    return texts and isinstance(read_a, dict | list) and same(read_a, read_b)
+    return texts and isinstance(read_a, dict | list) and _same_readings(read_a, read_b, every)
+
+
+def _same_readings(a: Any, b: Any, every: bool) -> bool:
+    """:func:`same`, a key JSON text repeats (:class:`Repeated`) read as each of its values:
+    the same where every reading is (*every*) or one is. The keys of an object are read
+    independently, so each key's readings decide for it."""
+    for one, other in ((a, b), (b, a)):
+        if type(one) is Repeated:
+            found = (_same_readings(value, other, every) for value in one)
+            return all(found) if every else any(found)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_readings(a[k], b[k], every) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(
+            _same_readings(x, y, every) for x, y in zip(a, b, strict=True)
+        )
+    return same(a, b)
 
 
 def _condition(event: AgentEvent, path: str, expected: JsonScalar, bindings: Bindings) -> bool:

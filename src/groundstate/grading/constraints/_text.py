@@ -155,10 +155,19 @@ def _read_reply(text: str) -> str:
 
 
 # A correction of what was just said ("The gift card, sorry, I meant the Visa", "Visa. No
-# wait, the gift card.", "Yes, I mean no."): what comes after it is the answer.
+# wait, the gift card.", "Yes, I mean no."): what comes after it is the answer. Not an "I
+# mean" pointing back at what was said, which it affirms ("I meant what I said", "I mean,
+# that's the one", "I meant that"): see _MEANT_AS_SAID.
+_MEANT_AS_SAID = (
+    r"(?!,? (?:what (?:i|i've) (?:said|say|wrote|write|typed|gave|told you)|every word"
+    r"|(?:that|this|it)(?:'s| is) (?:the one|it|right|correct|mine|the right one|what i want)"
+    r"|(?:exactly )?(?:that|this|it|the same)(?: one| address| email| e-mail| card| thing)?"
+    r"(?=[,.;:!?]| ?$)|exactly(?=[,.;:!?]| ?$)"
+    r"|the (?:same|one) (?:i|i've) (?:gave|given|said|wrote|sent|typed))\b)"
+)
 _CORRECTION = re.compile(
     r"(?:^|(?<=[,.!;:]) )(?:(?:sorry|oops|whoops|oh|er|erm|uh|um|my bad|my mistake|actually)"
-    r",? ){0,8}i (?:meant|mean)(?: to say)?(?! to\b| it\b)\b,?(?=\W*\w)"
+    r",? ){0,8}i (?:meant|mean)(?: to say)?(?! to\b| it\b)" + _MEANT_AS_SAID + r"\b,?(?=\W*\w)"
     r"|(?:^|(?<=[,.!;:]) )(?:no,? wait|wait,? no)\b[,.!]?(?=\W*\w)"
 )
 # Words after which a correction is not read as one: a no, a question or a stop in the part
@@ -426,11 +435,46 @@ _WITHDRAWN = (
 "not that one", "scratch that", "that's my old one", "I meant maya@x.com", "use the Visa
 instead" (not "use it instead", "instead of the phone", "don't use it for marketing")."""
 
-_OPENERS = (
-    r"(?:(?:actually|wait|h+m+|sorry|oh|oops|no|nope|nah|hold on|on second thought|ok|okay"
-    r"|um+|uh+|correction)\b[,.!:]* ?)*"
+_OPENING_WORDS = (
+    r"actually|wait|h+m+|sorry|oh|oops|no|nope|nah|hold on|on second thought|ok|okay|um+|uh+"
+    r"|correction"
 )
+_OPENERS = r"(?:(?:" + _OPENING_WORDS + r")\b[,.!:]* ?)*"
 """Words a correction may start with: "Actually, not that one", "Wait, no, scratch that"."""
+
+_ASIDES = (
+    r"(?:(?:thanks|thank you|thx|ty|well|so|ah+|ugh+|er+m?|hey|dear"
+    r"|let me (?:think|check|see|look)|one (?:sec|second|moment|minute)|just a (?:sec|second"
+    r"|moment|minute)|hang on|my (?:bad|mistake)|come to think of it|"
+    + _OPENING_WORDS
+    + r")\b[,.!?:]* ?)*"
+)
+"""Sentences standing between a value and the words taking it back, which name nothing, and
+the words a correction starts with (:data:`_OPENING_WORDS`): "eve@x.com. Hmm. Thanks.
+Actually no, not that one." (not "eve@x.com. My phone is 555-0100. Don't use that one.",
+where "that one" is the phone). One word at a time, each read one way only (no "oh no"
+beside "oh" and "no"): a run of them is read in time linear in it."""
+
+_DISOWNED = (
+    r"(?:,? (?:which|that)(?: is| was|'s)?| (?:is|was|'s)(?: (?:one|the one|an? (?:address"
+    r"|email|e-mail|card|account|number|one|option))(?: (?:that|which))?)?) (?:(?:(?:i|we)"
+    r"(?:'d| would) rather (?:not|you didn't|you did not|you not|you don't)|(?:i|we) (?:don't"
+    r"|do not|dont|no longer|never|won't|will not|can't|cannot)(?: (?:want|need)(?: you)? to)?"
+    r"|you (?:shouldn't|should not|can't|cannot|mustn't|must not)) use(?: it| that one)?"
+    r"(?: (?:anymore|any more|any longer|now|again|please|either|at all))?"
+    r"|(?:my|an|the) (?:old|former|previous|wrong) (?:one|address|email|e-mail|card|account"
+    r"|number)|outdated|out of date|obsolete|wrong|incorrect|invalid"
+    r"|no longer (?:valid|mine|in use|used|current)"
+    r"|not (?:mine|valid|current|right|correct|the right one|in use)"
+    r"(?: anymore| any more)?)(?=[,.;:!?\u2013\u2014)-]| ?$)"
+    r"| (?:isn't|wasn't) (?:mine|valid|current|right|correct|the right one|in use)"
+    r"(?: anymore| any more)?(?=[,.;:!?\u2013\u2014)-]| ?$)"
+)
+"""Words in a value's own sentence saying it is not to be used, after it: "eve@x.com is one
+I'd rather not use", "eve@x.com, which I no longer use", "eve@x.com is my old one",
+"eve@x.com isn't valid anymore" (not "eve@x.com is the one I use", "... is one I'd rather
+not use for marketing", "... is not my old one": each ends its clause). Not a state a
+record is in ("order #W1 is closed", "... inactive"): an agent's question names it."""
 
 _REFUSED_AFTER = re.compile(
     r"(?: (?:one|option|account|card|method|address|email|please))?"
@@ -439,7 +483,7 @@ _REFUSED_AFTER = re.compile(
     r"|(?:(?:i'd|i would|we'd|we would) )?rather not\b|not (?:that|this) one\b|no way\b"
     r"|(?:is not|isn't|won't|will not) (?:an option|the one|what i want|do)\b"
     r"|" + _OPENERS + _WITHDRAWN + r")"
-    r"|[\s,;:\u2013\u2014-]*[.!?]+ " + _OPENERS + _WITHDRAWN + r")"
+    r"|[\s,;:\u2013\u2014-]*[.!?]+ " + _ASIDES + _WITHDRAWN + r"|" + _DISOWNED + r")"
 )
 """Just after a value, what turns it down without naming another: "PayPal? No thanks",
 "PayPal \u2014 no, I'd rather not", "the PayPal one? Nope.", "PayPal isn't an option", in
