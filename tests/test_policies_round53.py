@@ -80,6 +80,10 @@ def _said_first(events: list[AgentEvent], words: str) -> list[AgentEvent]:
         ("the set, refunded 22 pounds, is done", [("gbp", 2200)]),
         ("We refunded the set, 22 pounds.", [("gbp", 2200)]),
         ("the set, 22 pounds - refunded", [("gbp", 2200)]),
+        ("your order, 22 pounds, was refunded", [("gbp", 2200)]),
+        ("the purchase - 22 pounds - was refunded", [("gbp", 2200)]),
+        ("your order (22 pounds) was refunded", [("gbp", 2200)]),
+        ("the order, 22 pounds, ships free", []),
         ("the set, 22 GBP, was refunded", [("gbp", 2200)]),
         ("the set, \u00a322, was refunded", [("gbp", 2200)]),
         ("the set, 22 dollars, was refunded", [("usd", 2200)]),
@@ -107,7 +111,12 @@ def test_a_weight_set_off_among_words_of_money_passes(
 
 @pytest.mark.parametrize(
     "amount",
-    ["The refund, 22 pounds,", "Your refund - 22 pounds -", "The amount, 22 pounds,"],
+    [
+        "The refund, 22 pounds,",
+        "Your refund - 22 pounds -",
+        "The amount, 22 pounds,",
+        "Your order, 22 pounds,",
+    ],
 )
 def test_pounds_set_off_after_money_fail(
     retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str

@@ -1546,9 +1546,10 @@ _BRACKETED = re.compile(r"\b([^\W\d_]+)[^\w()\[\]]*[(\[]([^()\[\]]*)$")
 _BRACKET_END = re.compile(r"[^()\[\]]*[)\]]")
 _NOT_AN_ITEM = re.compile(
     r"of|to|for|you|is|was|are|were|be|been|and|or|at|by|from|with|in|on|it|me|us|them"
+    r"|orders?|purchases?|transactions?|returns?"
 )
-"""Words before a bracket that are no item the amount in it may qualify ("sent to you (22
-pounds)")."""
+"""Words before a bracket or an aside that are no item the amount in it may qualify ("sent to
+you (22 pounds)"; "your order, 22 pounds, was refunded" is what was paid as often)."""
 
 
 def _thing_qualified(amount: str, before: str, after: str) -> str:
