@@ -107,11 +107,14 @@ SPELLED_ORDINALS = (
     " thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
 )
 _FLOOR_SPELLED = SPELLED_ORDINALS.replace(" ", "|").upper()
+_NO_DESIGNATOR_BEFORE = "".join(rf"(?<!\b{word} )" for word in _DESIGNATOR_WORDS.split("|"))
 _ORDINAL_FLOOR = re.compile(
     rf"\b(?:(?P<number>\d+)(?:ST|ND|RD|TH)|(?P<spelled>{_FLOOR_SPELLED}))"
     r" (?:FLOOR|FLR|FL|LEVEL|LVL)\b"
+    rf"|{_NO_DESIGNATOR_BEFORE}\b(?P<plain>\d{{1,3}}) (?:FLOOR|FLR|FL)\b(?! ?\d)"
 )
-"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor"."""
+"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", or by its
+number before the word ("14 Floor"; not a unit's number before a floor's: "Ste 140 Fl 14")."""
 _DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
 
 
@@ -129,12 +132,12 @@ def _floor_of(found: re.Match[str]) -> str:
     spelled = found.group("spelled")
     if spelled:
         return f"FL {SPELLED_ORDINALS.split().index(spelled.lower()) + 1}"
-    return f"FL {int(found.group('number'))}"
+    return f"FL {int(found.group('number') or found.group('plain'))}"
 
 
 _UNIT_FIRST = re.compile(
     rf"^\W*(?P<unit>(?:(?:{_DESIGNATOR_WORDS})\b\.? ?#?|#) ?[A-Z]?\d+[A-Z]?"
-    rf"|{_ORDINAL_FLOOR.pattern}\.?)(?:\s*[,;/\u2013\u2014-]\s*|\s+)(?=\d)"
+    rf"|(?:{_ORDINAL_FLOOR.pattern})\.?)(?:\s*[,;/\u2013\u2014-]\s*|\s+)(?=\d)"
 )
 """A unit written before the street it is in, a house number after it: "Apt 4, 200 W Adams
 St", "#4 - 200 W Adams", "Unit 4 200 W Adams Street", "Suite 1400 / 200 W Adams", "14th
@@ -216,8 +219,35 @@ _DESIGNATOR = re.compile(r"\b(?:APT|STE|UNIT|FL|RM|BLDG|DEPT)(?= [A-Z]?\d)")
 def _same_address(found: str, expected: str) -> bool:
     """Whether canonical *found* is *expected*, a unit of the Canadian form (ANY_UNIT) being
     the unit of that number whatever its designator ("1400-200 W Adams St" is "200 W Adams
-    St, Suite 1400"; "200 W Adams St #1400" is not: see :func:`_norm`)."""
+    St, Suite 1400"; "200 W Adams St #1400" is not: see :func:`_norm`), a floor named beside
+    the same unit on one side only or in another place (see :func:`_floor_apart`)."""
+    return _same_unit(found, expected) or _same_unit(*_floor_apart(found, expected))
+
+
+def _same_unit(found: str, expected: str) -> bool:
     return found == expected or found == _DESIGNATOR.sub(ANY_UNIT, expected)
+
+
+_FLOOR_NAMED = re.compile(r" FL \d{1,3}\b")
+"""A floor in a canonical address ("... STE 1400 FL 14 CHICAGO"; not the state Florida
+before its ZIP code, "MIAMI FL 33101")."""
+_ON_ONE_FLOOR = re.compile(rf"(?:\b(?:APT|STE|UNIT|RM)|{ANY_UNIT}) [A-Z]?\d")
+"""A unit that is on one floor: an apartment, suite, unit or room (not a building)."""
+
+
+def _floor_apart(found: str, expected: str) -> tuple[str, str]:
+    """*found* and *expected* without their floors when those do not tell them apart: the
+    same floor on both sides (in any place: "Suite 1400, 14th Floor" is "14th Floor, Suite
+    1400"), or one side's floor beside a unit on one floor both name ("Suite 1400, 14th Floor"
+    is "Suite 1400"); else both unchanged ("Suite 1400, 15th Floor" is not "Suite 1400, 14th
+    Floor", nor "14th Floor" the street alone)."""
+    floors = _FLOOR_NAMED.findall(found), _FLOOR_NAMED.findall(expected)
+    apart = _FLOOR_NAMED.sub("", found), _FLOOR_NAMED.sub("", expected)
+    if sorted(floors[0]) == sorted(floors[1]):
+        return apart
+    if (floors[0] and floors[1]) or not _ON_ONE_FLOOR.search(apart[1]):
+        return found, expected
+    return apart
 
 
 # --- change-order-address -------------------------------------------------------------------
@@ -1340,13 +1370,16 @@ _MONEY = re.compile(
     rf"(?<!thousand )(?P<marked_part>{_TWO_DIGITS})|(?P<marked_words>{_WORDS})\b(?! ?{_CENT}))"
     rf"{_SPOKEN_END}"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
-    rf"(?: ?|-(?=[^\W\d_]))(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
+    rf"(?: ?|-(?=[^\W\d_])| in (?=[^\W\d_]))"
+    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
     rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
     rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS}))"
-    rf"[- ](?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b))"
+    rf"(?:[- ]| in (?=[^\W\d_]))(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b))"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
+    rf"|(?<![\d.,'$])(?<!\bbetween )\b(?:(?P<and_figures>\d+)|(?P<and_whole>{_WHOLE}))"
+    rf"(?<!hundred)(?<!thousand) and (?P<and_cents>\d\d?(?!\d)|{_BELOW_100}) ?(?:cents?\b|¢)"
     rf"|(?<![\d.,'$])(?<!\bmy )(?<!\byour )\b(?!one ?{_CENT})"
     rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?{_CENT}"
     rf"|{_SPOKEN}"
@@ -1423,9 +1456,9 @@ def _said_cents(said: dict[str, str | None]) -> int:
     """The cents of an amount :data:`_MONEY` read, from its groups: its whole part in figures
     or words, and its cents said after it (or in its spoken part, "twenty-two fifty"), or
     cents alone."""
-    figures = said["before"] or said["after"] or said["bare"]
+    figures = said["before"] or said["after"] or said["bare"] or said["and_figures"]
     words = said["words"] or said["spoken"] or said["spoken_whole"] or said["marked_whole"]
-    words = words or said["marked_words"]
+    words = words or said["marked_words"] or said["and_whole"]
     if figures:
         cents = _figures_cents(figures)
     elif words:
@@ -1437,6 +1470,7 @@ def _said_cents(said: dict[str, str | None]) -> int:
         + _counted_cents(
             said["cents"] or said["mark_cents"] or said["said_cents"] or said["spoken_cents"]
         )
+        + _counted_cents(said["and_cents"])
         + _counted_cents(said["spoken_part"] or said["marked_part"])
     )
 
@@ -1475,7 +1509,7 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
     thing = _thing_qualified(folded[start:end], before, after)
     if thing:
         return not _of_money(thing)
-    if _OF_MATTER.match(after) or _item_bracketed(before, after):
+    if _OF_MATTER.match(after) or _item_bracketed(before, after) or _item_aside(before, after):
         return True
     near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
@@ -1484,10 +1518,11 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
 _LABEL_OR_CLAUSE_END = re.compile(r"[.!?;](?: |$)|: (?=.)")
 """Where the clause before an amount starts: after a sentence's or a clause's end, or a
 colon not just before it ("Refund: 22 pounds" is the label's value, read with it)."""
-_DETERMINED = re.compile(
-    r"\b(?:a|an|the|your|my|our|his|her|their|its|this|that|these|those|each|every|two|three"
-    r"|four|five|six|seven|eight|nine|ten) $"
+_DETERMINERS = (
+    r"a|an|the|your|my|our|his|her|their|its|this|that|these|those|each|every|two|three"
+    r"|four|five|six|seven|eight|nine|ten"
 )
+_DETERMINED = re.compile(rf"\b(?:{_DETERMINERS}) $")
 """A word before an amount that makes "pound" after it a quality of a thing ("the 22 pound
 set", "two 22 pound dumbbells"), not the colloquial plural ("I've refunded you 22 pound")."""
 _NEXT_WORD = re.compile(
@@ -1511,9 +1546,10 @@ _BRACKETED = re.compile(r"\b([^\W\d_]+)[^\w()\[\]]*[(\[]([^()\[\]]*)$")
 _BRACKET_END = re.compile(r"[^()\[\]]*[)\]]")
 _NOT_AN_ITEM = re.compile(
     r"of|to|for|you|is|was|are|were|be|been|and|or|at|by|from|with|in|on|it|me|us|them"
+    r"|orders?|purchases?|transactions?|returns?"
 )
-"""Words before a bracket that are no item the amount in it may qualify ("sent to you (22
-pounds)")."""
+"""Words before a bracket or an aside that are no item the amount in it may qualify ("sent to
+you (22 pounds)"; "your order, 22 pounds, was refunded" is what was paid as often)."""
 
 
 def _thing_qualified(amount: str, before: str, after: str) -> str:
@@ -1534,6 +1570,30 @@ def _item_bracketed(before: str, after: str) -> bool:
     if not opened or not closed or _NOT_AN_ITEM.fullmatch(opened.group(1)):
         return False
     words = [opened.group(1), *_WORD_RE.findall(f"{opened.group(2)} {closed.group()}")]
+    return not any(map(_of_money, words))
+
+
+_WEIGHT_ASIDE_OPENED = re.compile(
+    rf"\b(?:{_DETERMINERS}) (?:[^\W\d_]+ ){{0,3}}?([^\W\d_]+)"
+    r"(?P<mark>, ?| - | ?(?:--|\u2013|\u2014) ?)((?:[^\W\d_]+ ){0,3})$"
+)
+"""An amount set off by commas or dashes after an item's word, with a determiner before it:
+"the set, about 22", "the dumbbells - 22"; not "Done, 22" (no item named)."""
+_WEIGHT_ASIDE_CLOSED = re.compile(r"((?: [^\W\d_]+){0,3})(?P<mark>,| - | ?(?:--|\u2013|\u2014))")
+
+
+def _item_aside(before: str, after: str) -> bool:
+    """Whether the amount between *before* and *after* is an aside after an item's word, set
+    off by commas or dashes, with no word of money there: "the set, 22 pounds, was refunded",
+    "the dumbbells - 22 pounds each - were refunded"; not "the refund, 22 pounds, is on its
+    way", "the set, 22 pounds back to your card, is done" nor "the set, 22 pounds." (no end to
+    the aside: the set's price as often)."""
+    opened, closed = _WEIGHT_ASIDE_OPENED.search(before), _WEIGHT_ASIDE_CLOSED.match(after)
+    if not opened or not closed or _NOT_AN_ITEM.fullmatch(opened.group(1)):
+        return False
+    if (opened["mark"].strip() == ",") != (closed["mark"].strip() == ","):
+        return False  # "the set, 22 pounds - refunded": no one aside
+    words = [opened.group(1), *_WORD_RE.findall(f"{opened.group(3)} {closed.group(1)}")]
     return not any(map(_of_money, words))
 
 
