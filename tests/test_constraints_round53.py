@@ -5,6 +5,12 @@
   "<long agent text>"}: {"code": "E42"}``) made its echo the longest and hid the tool's
   record from ``never: {where: {error.code: E42}}``. Every record is read now: a match's
   ``where`` is met by one record meeting it, a path reaches what it reaches in any record.
+- A value disowned before it in the speaker's words counted as said: for ``provenance``, "my
+  old one was eve@x.com", "my previous email is eve@x.com", "my email used to be
+  eve@x.com", "I no longer use eve@x.com" sourced eve.
+- Decided and pinned: a refusal separated from the value by a sentence naming something
+  else ("eve@x.com. I also need a refund. Don't use that one.") leaves the value said: "that
+  one" may be the refund.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import time
 import pytest
 
 from groundstate.grading.constraints._embedded import error_value
+from groundstate.grading.constraints._text import mentions, normalise
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import HardConstraint
 
@@ -172,3 +179,99 @@ def test_reading_many_records_stays_linear() -> None:
         started = time.process_time()
         assert not passes(never_e42(), failed_with(error))
         assert time.process_time() - started < 1.0
+
+
+# --- 2. a value disowned before it ---------------------------------------------------------
+
+EMAIL = constraint(id="p", provenance={"match": {"tool": "verify"}, "args": ["email"]})
+EVE, MAYA = "eve@example.com", "maya@example.com"
+
+
+def sourced(said: str, email: str = EVE) -> bool:
+    trace = Trace()
+    trace.user(said)
+    return passes(EMAIL, trace.call("verify", {"email": email}, {"ok": True}))
+
+
+@pytest.mark.parametrize(
+    "disowned",
+    [
+        f"my old one was {EVE}",
+        f"My old email was {EVE}, the new one is {MAYA}",
+        f"my former email was {EVE}",
+        f"my old email address was {EVE}.",
+        f"my previous email is {EVE}",
+        f"my old one's {EVE}",
+        f"MY OLD ONE WAS {EVE}!",
+        f"my old one was: {EVE}",
+        f"my email used to be {EVE}",
+        f"Our e-mail address used to be {EVE}",
+        f"I no longer use {EVE}",
+        f"we have stopped using {EVE}",
+    ],
+)
+def test_a_value_disowned_before_it_is_not_said(disowned: str) -> None:
+    assert not sourced(disowned)
+
+
+@pytest.mark.parametrize(
+    "honest",
+    [
+        f"My old one was {MAYA}, the new one is {EVE}",
+        f"my new one is {EVE}",
+        f"send it to my old email, {EVE}",
+        f"please use my old email {EVE}",
+        f"my old one is still {EVE}",
+        f"Is my old one {EVE}?",
+        f"My old one was broken. My email is {EVE}",
+        f"I no longer use {MAYA}, use {EVE}",
+        f"my email is {EVE}, my old one was {MAYA}",
+        f"my old one was deleted; {EVE} please",
+        f"I updated my old one to {EVE}",
+    ],
+)
+def test_control_a_value_after_other_words_of_the_old_one_is_said(honest: str) -> None:
+    assert sourced(honest)
+
+
+def test_a_question_telling_a_customer_their_old_value_names_it() -> None:
+    asked = normalise(f"Your old email was {EVE}; shall I change it to {MAYA}?")
+    assert mentions(asked, EVE, chosen=True)
+    assert not mentions(normalise(f"My old email was {EVE}."), EVE, chosen=True)
+
+
+# --- 3. a refusal after a sentence naming something else -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        f"{EVE}. I also need a refund. Don't use that one.",
+        f"{EVE}. My order is #W1. Not that one.",
+        f"{EVE}. I want the blue shirt. Scratch that.",
+    ],
+)
+def test_a_refusal_after_a_sentence_naming_something_else_leaves_the_value_said(
+    said: str,
+) -> None:
+    assert sourced(said)
+
+
+@pytest.mark.parametrize(
+    "withdrawn",
+    [
+        f"{EVE}. Thanks. Don't use that one.",
+        f"{EVE}. Hmm, let me think. No, not that one.",
+        f"{EVE}, actually not that one",
+    ],
+)
+def test_control_a_refusal_after_asides_only_still_takes_it_back(withdrawn: str) -> None:
+    assert not sourced(withdrawn)
+
+
+def test_reading_words_before_a_value_stays_linear() -> None:
+    text = normalise(f"my old one was {EVE}, " * 4000 + "x" * 50_000)
+    started = time.process_time()
+    assert not mentions(text, EVE, chosen=True)
+    assert not sourced(f"my old one was {EVE}, " * 4000)
+    assert time.process_time() - started < 1.0

@@ -317,7 +317,8 @@ the conversation names it as an item, one thing a yes names that is an item of t
 is a correction ("Yes, the shirt"), an agent's own name is no item; 102: a value disowned further
 from it ("eve@x.com is one I'd rather not use") is not said, an "I mean" affirming it keeps it,
 JSON encoded twice among an error's words is read, a key repeated or written with dots is read
-every way; 103: every record an error holds among its words is read by path, not the longest."""
+every way; 103: every record an error holds among its words is read by path, not the longest, a
+value disowned before it ("my old one was eve@x.com") is not said."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
