@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 103
+VALIDATOR_REVISION = 104
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -319,7 +319,9 @@ from it ("eve@x.com is one I'd rather not use") is not said, an "I mean" affirmi
 JSON encoded twice among an error's words is read, a key repeated or written with dots is read
 every way; 103: pounds set off by commas or dashes after an item are a weight, "twenty-two
 and fifty cents" is $22.50, a currency after "in" is read, a floor beside the same unit or
-said "14 Floor" is the same address."""
+said "14 Floor" is the same address; 104: every record an error holds among its words is read
+by path, not the longest, a value disowned before it ("my old one was eve@x.com") is not
+said."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
