@@ -12,6 +12,10 @@ Classes of defect fixed:
   them (table ``docs_config``); a table never configured hashes as before, and honest use
   (documents written, 'rebuild', 'optimize', 'merge', 'integrity-check', a rank given for
   one query) moves nothing.
+- **The agent's rank outlived the reset**: FTS5 keeps a connection's settings in memory and
+  does not drop one the file no longer holds, so the agent's connection, kept across a reset
+  and by the pool, ordered the next attempt's searches by the last attempt's rank. An
+  attempt that wrote an FTS5 table is reset onto new connections and not pooled.
 - **An SQL assertion's expected infinity was written null**: its evidence's ``expected``
   rows were pydantic's, which writes ``.inf`` as ``null``; they are now written as the found
   rows are (``{"real": "inf"}``, a BLOB ``{"blob": hex}``).
