@@ -3338,20 +3338,23 @@ _NO_NOUN_AFTER_A_NAME = _words(
     " came knew saw found left put set kept told wrote called asked handles processes"
     " approves reviews checks takes gives sends writes calls asks knows helps replies answers"
     " confirms handle process approve review check take give send write call ask know help"
-    " reply answer confirm mentioned suggested noted explained yesterday earlier last next"
+    " reply answer confirm mentioned suggested noted explained manages deals covers runs leads"
+    " owns oversees heads sorts arranges coordinates supervises specialises specializes"
+    " yesterday earlier last next"
     " personally directly first again myself yourself over back out up down off right"
 )
 # Where a message says a word as a verb or a person's, not as an item: after a subject, a
-# modal, "to" or "please" ("I'll mark it", "we can mark", "to mark", "please mark"), before
-# "it" or "them" as its object ("mark it as urgent"; not "Hoodie it is"), or opening a sentence
-# before a modal or a verb of saying ("mark will process it", "Mark said so").
+# modal, "to", "be" or "please" ("I'll mark it", "we can mark", "to mark", "to be frank"), before
+# "it" or "them" as its object ("mark it as urgent"; not "Hoodie it is"), or opening a
+# sentence before a modal or a verb of saying ("mark will process it", "Mark said so"). The
+# word after a subject is looked ahead at, so that it may be one in turn ("I can bill").
 _NO_ITEM_PLACE = tuple(
     re.compile(pattern)
     for pattern in (
         r"(?i)(?<![\w'-])(?:i|we|you|they|he|she|i'll|we'll|you'll|they'll|he'll|she'll|i'd"
         r"|we'd|you'd|i've|we've|will|would|can|could|shall|should|may|might|must|to|please"
-        r"|let me|let's|don't|won't|can't|cannot|didn't|doesn't) (?P<word>[a-z][a-z'-]*)"
-        r"(?![\w'-])",
+        r"|be|let me|let's|don't|won't|can't|cannot|didn't|doesn't) (?=(?P<word>[a-z][a-z'-]*)"
+        r"(?![\w'-]))",
         r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:it|them)(?! is\b|'s\b)(?![\w'-])",
         r"(?i)(?:^|(?<=[.!?;\n])|(?<=[.!?;] ))(?P<word>[a-z][a-z'-]*) (?:will|would|can|could"
         r"|should|shall|may|might|must|said|says|asked|told|mentioned)(?![\w'-])",
@@ -4489,7 +4492,7 @@ def _read_long(reading: Callable[[str], _Reading], text: str) -> _Reading:
 READ_ONCE_CHARS = 4096
 """Texts up to this long have their readings remembered (4,096 entries at most); the
 readings of longer ones, 16 at most."""
-_Reading = TypeVar("_Reading", bool, frozenset[str])
+_Reading = TypeVar("_Reading", bool, frozenset[str], frozenset[tuple[str, str]])
 
 
 # A change called off by its kind ("Cancel the refund.", "Withdraw my return request", "Skip
