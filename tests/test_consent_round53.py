@@ -159,6 +159,9 @@ PEOPLE_INSIDE = [
     "Our agent Sam will call you. " + SHIRT,
     "Sam Lee from billing agreed. " + SHIRT,
     "Sam said it's fine. " + SHIRT,
+    "I'll have Sam look into it. " + SHIRT,
+    "Let me ask Sam whether we can. " + SHIRT,
+    "Sam here 👋 " + SHIRT,
 ]
 
 
@@ -228,6 +231,7 @@ LOWER_SELF_NAMED = [
     "this is sam with the returns team. " + SHIRT,
     "this is sam. " + SHIRT,
     "hello, this is sam here. " + SHIRT,
+    "sam here 👋 " + SHIRT,
 ]
 
 
@@ -253,6 +257,13 @@ def test_a_lower_case_self_introduction_names_the_agent(question: str, answer: s
 )
 def test_the_names_given_in_lower_case(text: str, names: set[str]) -> None:
     assert _dialogue._names_given(text) == names
+
+
+@pytest.mark.parametrize(
+    "request_", ["Hi Sam hope you're well. I bought a shirt", "Hey Sam quick question, a shirt"]
+)
+def test_a_name_the_user_greets_before_a_word_is_still_a_name(request_: str) -> None:
+    _confirms([request_, SHIRT], "Yes, Sam")
 
 
 def test_a_lower_case_self_introduction_does_not_hide_another_item() -> None:

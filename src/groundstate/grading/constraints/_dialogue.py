@@ -3340,7 +3340,8 @@ _NO_NOUN_AFTER_A_NAME = _words(
     " confirms handle process approve review check take give send write call ask know help"
     " reply answer confirm mentioned suggested noted explained manages deals covers runs leads"
     " owns oversees heads sorts arranges coordinates supervises specialises specializes"
-    " yesterday earlier last next"
+    " yesterday earlier last next whether how what why where because since until than not"
+    " never always once soon both either each every any some look reach follow contact get"
     " personally directly first again myself yourself over back out up down off right"
 )
 # Where a message says a word as a verb or a person's, not as an item: after a subject, a
@@ -3349,16 +3350,18 @@ _NO_NOUN_AFTER_A_NAME = _words(
 # sentence before a modal or a verb of saying ("mark will process it", "Mark said so"). The
 # word after a subject is looked ahead at, so that it may be one in turn ("I can bill").
 _NO_ITEM_PLACE = tuple(
-    re.compile(pattern)
-    for pattern in (
-        r"(?i)(?<![\w'-])(?:i|we|you|they|he|she|i'll|we'll|you'll|they'll|he'll|she'll|i'd"
-        r"|we'd|you'd|i've|we've|will|would|can|could|shall|should|may|might|must|to|please"
-        r"|be|let me|let's|don't|won't|can't|cannot|didn't|doesn't) (?=(?P<word>[a-z][a-z'-]*)"
-        r"(?![\w'-]))",
-        r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:it|them)(?! is\b|'s\b)(?![\w'-])",
-        r"(?i)(?:^|(?<=[.!?;\n])|(?<=[.!?;] ))(?P<word>[a-z][a-z'-]*) (?:will|would|can|could"
-        r"|should|shall|may|might|must|said|says|asked|told|mentioned)(?![\w'-])",
-    )
+    [
+        re.compile(pattern)
+        for pattern in (
+            r"(?i)(?<![\w'-])(?:i|we|you|they|he|she|i'll|we'll|you'll|they'll|he'll|she'll|i'd"
+            r"|we'd|you'd|i've|we've|will|would|can|could|shall|should|may|might|must|to|please"
+            r"|be|let me|let's|don't|won't|can't|cannot|didn't|doesn't) (?=(?P<word>[a-z][a-z'-]*)"
+            r"(?![\w'-]))",
+            r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:it|them)(?! is\b|'s\b)(?![\w'-])",
+            r"(?i)(?:^|(?<=[.!?;\n])|(?<=[.!?;] ))(?P<word>[a-z][a-z'-]*) (?:will|would|can|could"
+            r"|should|shall|may|might|must|said|says|asked|told|mentioned)(?![\w'-])",
+        )
+    ]
 )
 
 
@@ -3591,10 +3594,11 @@ _INTRODUCING_LOWER = re.compile(
     r"(?P<name>[a-z][^\W\d_]+)(?=[ \t]*(?:[.,!?;\n]|$)| (?:here|from|with)\b)"
 )
 # ... and an agent naming itself in lower case, opening a message, a line or a sentence:
-# "sam here.", "hi, sam here!", "sam here from support" (not "everything here", "click here").
+# "sam here.", "hi, sam here!", "sam here 👋", "sam here from support" (not "everything
+# here", "click here").
 _SELF_NAMING_LOWER = re.compile(
     r"(?:^|(?<=\n)|(?<=[.!?,;:] ))(?P<name>[a-z][^\W\d_]+) here"
-    r"(?=[ \t]*(?:[.!,;:)\n-]|\u2014|$)| (?:from|with|at|on)\b)"
+    r"(?=[ \t]*(?:[^\w \t]|$)| (?:from|with|at|on)\b)"
 )
 # An agent naming itself without "I'm" or "this is", opening a message, a line or a sentence,
 # or after a dash: "Sam here.", "Hi, Sam here", "Sam from support", "— Sam from the returns
@@ -3618,7 +3622,7 @@ _SELF_NAMING = tuple(
     [
         re.compile(pattern)
         for pattern in (
-            rf"{_SELF_OPENING} here(?=[ \t]*(?:[.!,;:)\n-]|{_SELF_DASH}|$)| (?:from|with|at|on)\b)",
+            rf"{_SELF_OPENING} here(?=[ \t]*(?:[^\w \t]|$)| (?:from|with|at|on)\b)",
             rf"{_SELF_OPENING},? from (?:the |our |your )?{_SELF_ROLE_AFTER}",
             rf"{_SELF_OPENING} ?\([^()\n]{{0,40}}?\b{_SELF_ROLE}[^()\n]{{0,40}}\)",
             rf"{_SELF_OPENING}, (?:your |our |the |a |an )?{_SELF_ROLE_AFTER}",
