@@ -1808,6 +1808,11 @@ list under it."""
 _SUM = r"(?:(?:\$ ?|(?<=\$)|(?<=\$ ))\d[\d.,]*|\d[\d.,]* ?(?:usd|dollars)\b)"
 """An amount of money: "$22.00" (from its "$" or, after the word boundary _MONEY_BACK starts
 at, from its first digit), "22 dollars"."""
+_IN_ACCOUNT = (
+    r"(?: [\w-]+)? (?:account|balance|wallet)"
+    r"(?! (?:page|settings|history|tab|portal|dashboard|section|profile|details)\b)"
+)
+"""The account money is said to be in now, not a page of it ("on your account page")."""
 _MONEY_BACK = re.compile(
     r"\b(?:back (?:on|to|onto|in|into) your|back (?:on|onto|in|into) the (?:card|visa|mastercard"
     r"|amex|paypal|account)|on (?:its|their) way back|(?:heading|coming|going)"
@@ -1831,14 +1836,24 @@ _MONEY_BACK = re.compile(
     rf"|(?:money|funds|cash|refund|reimbursement|{_SUM})(?:'s|'re| is| are| has been| have been)"
     r" (?:(?:now|all|safely|fully) )*back\b(?! (?:order|ordered)\b)"
     rf"|\byou(?:'ve| have)?(?: now| just)? (?:got|gotten|have) (?:your|the)"
-    rf" (?:money|refund|{_SUM}) back)"
+    rf" (?:money|refund|{_SUM}) back"
+    rf"|\bnow (?:(?:available|sitting|waiting|showing) )?(?:in|on) your{_IN_ACCOUNT}"
+    r"|\byour(?: [\w-]+){0,2} (?:account|balance|wallet) (?:now (?:has|holds|shows|contains"
+    r"|includes|carries|reflects)|(?:has|shows) now)"
+    r"|\b(?:you(?:'ve| have)? now (?:have|got)|there(?:'s| is) now) (?:(?:a|an) )?"
+    rf"(?:{_SUM}|(?:(?:store|account|goodwill) )?credit(?! card))"
+    rf"[^,;]{{0,60}}? (?:in|on) your{_IN_ACCOUNT}"
+    r"|\byou(?:'ll| will| should)? (?:now )?find (?:(?:a|an|the|your|that|this) )?"
+    rf"(?:{_SUM}|(?:(?:store|account|goodwill) )?credit(?! card)|refund(?!s? polic)|money)"
+    rf"[^,;]{{0,60}}? (?:in|on) your{_IN_ACCOUNT})"
     r"\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund ("The
 refunds are on their way to your Mastercard", "The money is back in your account", "I've
 returned $22.00 to your Visa", "Your refund should now show on your Visa", "You've received
 a full refund", "The $22.00 is back with you", "Your money's back", "You have your $22.00
-back")."""
+back"), or now in the account ("$10.00 of store credit is now in your account", "Your account
+now has $10.00", "You'll find $10.00 of credit on your account")."""
 _REFUNDED_THING = re.compile(r"\$ ?\d|\d ?(usd|dollars?)\b|\busd ?\d|\b(refund|money)")
 _NOT_A_STATEMENT = re.compile(
     r"\b(can|could|would|shall|should(?! (?:now |already )?(?:see|show|appear)\b)|may|might|if"
@@ -3601,7 +3616,12 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     return list(dict.fromkeys(claims))
 
 
-_STORE_CREDIT_SAID = re.compile(r"\b(?:store|account|goodwill|courtesy|shop) credit\b")
+_STORE_CREDIT_SAID = re.compile(
+    r"\b(?:(?:store|account|goodwill|courtesy|shop) credit\b|(?:of|in|as) credit\b(?! cards?\b)"
+    r"|credit (?:of|worth) (?=\$|\d))"
+)
+"""Store credit named: "store credit", or money "of credit", "in credit", "credit of $10.00"
+(not a credit card)."""
 _REFUND_SAID = re.compile(r"\brefund")
 
 
@@ -3639,6 +3659,15 @@ _LABEL_OFFERED = re.compile(
 """What says a change's label lays out no change made, but one that may be, was asked, or what
 the customer holds: "Exchange: eligible until July 1", "Cancellation: requested", "Store
 credit: $5.00 available"."""
+_LABEL_COST = re.compile(
+    rf" ?{_LABEL_MARK} ?[\W_]*(?:(?:completely |totally |entirely |always )?free(?: of charge)?"
+    r"|(?:at |with )?no (?:extra |additional |added |further )?(?:cost|charge|fee)s?"
+    r"|(?:no |nothing )(?:more |extra )?to pay|no price difference|(?:the )?same price"
+    r"|(?:costs?|charges?|fees?|price difference)(?: of)? (?:nothing|none|waived|\$ ?0(?:\.00)?)"
+    rf"|\$ ?0(?:\.00)?)(?: (?:to|for) you)?[^\w{_TICKS}]*"
+)
+"""A label's value that is only a remark on what the change costs, no record it is of:
+"Exchange: free of charge", "Exchange \u2014 no extra cost", "Cancellation: no fee"."""
 
 
 def _change_labelled(sentence: str) -> list[tuple[str, str]]:
@@ -3646,7 +3675,8 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     said refunded or credited, as "Refunded: $22.00" is, an exchange or a cancellation said
     made; not a value of none ("Refund: $0.00", "Cancellation: none"), nor one said undone,
     offered, under a condition or negated after it ("Refund: $22.00 \u2014 not issued",
-    "(pending)", "Credit amount: $10.00 if approved", "Exchange: available")."""
+    "(pending)", "Credit amount: $10.00 if approved", "Exchange: available"), nor one only
+    saying what the change costs ("Exchange: free of charge", :data:`_LABEL_COST`)."""
     label = _CHANGE_LABEL.match(sentence)
     if label is None or _LABEL_NONE.match(sentence, label.end()):
         return []
@@ -3655,6 +3685,8 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     value = (_LABEL_VALUE if money else _LABEL_THING).match(sentence, label.end())
     if value is None or (money and not any(amounts_in(value.group()))):
         return []
+    if not money and _LABEL_COST.fullmatch(value.group()):
+        return []  # "Exchange: free of charge" says what an exchange costs
     rest = sentence[label.end() :]
     if any(words.search(rest) for words in (_LAID_UNDONE, _UNSTATED, _FUTURE, _LABEL_OFFERED)):
         return []
@@ -3950,7 +3982,57 @@ def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
             said[-1] = event.model_copy(update={"text": f"{opening} {event.text}"})
         else:
             said.append(event)
-    return _customer_blocks(said)
+    return _balances_labelled(_customer_blocks(said))
+
+
+_CREDIT_BALANCE_LABEL = re.compile(
+    r"(?im)(?:^|(?<=\|))(?P<label>[^\w\n]*(?:(?:your|current) )?(?:(?:store|account|shop) )?credit"
+    r"|[^\w\n]*(?:your )?gift card)"
+    rf"(?P<value>[*_]*[ \t]*{_LABEL_MARK}[ \t]*[*_]*[ \t]*"
+    r"(?:\$ ?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)? ?(?:usd|dollars?)\b)[*_ \t.]*)(?=$|\|)"
+)
+"""A line (or a cell) that is only a credit's label and an amount: "Store credit: $5.00",
+"**Gift card:** $40.00", "| Credit \u2014 $5.00 |"; no word after the amount."""
+_CREDIT_BALANCE_KEYS = ("store_credit_cents", "balance_cents")
+"""The fields of a tool's output that show a balance the customer holds."""
+
+
+def _balances_labelled(trace: list[AgentEvent]) -> list[AgentEvent]:
+    """*trace* with each agent message's bare credit label (:data:`_CREDIT_BALANCE_LABEL`)
+    whose amount is a balance a successful call showed before it, and no amount a refund or a
+    credit made came to, read as the balance's label: after ``get_customer`` showed Grace
+    Liu's 500 cents, "Store credit: $5.00" is "Store credit balance: $5.00", what she holds,
+    not a credit said made. A label with more words ("Store credit: $5.00 added") is left."""
+    balances: set[int] = set()
+    made: set[int] = set()
+    read: list[AgentEvent] = []
+    for event in trace:
+        if isinstance(event, ToolCallEvent) and event.ok:
+            balances.update(_balances_shown(event.output))
+            made.update(m.cents for m in _attempted([event], {}, ok=True) if m.cents is not None)
+        elif isinstance(event, MessageEvent) and event.role == "agent" and event.text and balances:
+            shown = frozenset(balances) - _totals(frozenset(made))
+
+            def relabel(found: re.Match[str], shown: frozenset[int] = shown) -> str:
+                held = set(amounts_in(found["value"])) <= shown
+                return f"{found['label']} balance{found['value']}" if held else found.group()
+
+            text = _CREDIT_BALANCE_LABEL.sub(relabel, event.text)
+            event = event.model_copy(update={"text": text}) if text != event.text else event
+        read.append(event)
+    return read
+
+
+def _balances_shown(value: Any, key: str = "") -> Iterator[int]:
+    """The balances in a tool's output (:data:`_CREDIT_BALANCE_KEYS`), in cents."""
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            yield from _balances_shown(inner, str(name))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _balances_shown(inner, key)
+    elif isinstance(value, int) and not isinstance(value, bool) and key in _CREDIT_BALANCE_KEYS:
+        yield value
 
 
 def _customer_blocks(trace: list[AgentEvent]) -> list[AgentEvent]:

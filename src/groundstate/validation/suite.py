@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 102
+VALIDATOR_REVISION = 103
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -317,7 +317,8 @@ the conversation names it as an item, one thing a yes names that is an item of t
 is a correction ("Yes, the shirt"), an agent's own name is no item; 102: a value disowned further
 from it ("eve@x.com is one I'd rather not use") is not said, an "I mean" affirming it keeps it,
 JSON encoded twice among an error's words is read, a key repeated or written with dots is read
-every way."""
+every way; 103: a credit's label of a balance shown is no claim, nor a change's label of what
+it costs ("Exchange: free of charge"); money "now in your account" is a claim."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
