@@ -25,6 +25,7 @@ import time
 import pytest
 
 from groundstate.episode import default_environment
+from groundstate.grading.constraints import _text
 from groundstate.spec.suite import Suite
 from groundstate.tools import load_module
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
@@ -308,3 +309,25 @@ def test_policy_nine_grades_a_long_reply_in_about_a_second(
         verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
     assert time.process_time() - started < 4
     assert all(isinstance(verdict, tuple) for verdict in verdicts)
+
+
+def test_policy_nine_normalises_a_long_reply_once(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each reader asked whether the whole reply asks consent, and read it in English for a
+    # failure where nothing claimed that all went through: 100,000 characters normalised
+    # seven times, and put in English once, took most of a second
+    read: list[int] = []
+    normalise_long = _text._normalise
+    monkeypatch.setattr(_text, "_normalise", lambda t: read.append(len(t)) or normalise_long(t))
+    english = CHECKS._in_english.__wrapped__
+    monkeypatch.setattr(CHECKS, "_in_english", lambda t: read.append(-len(t)) or english(t))
+    pick = random.Random(53)
+    text = "".join(pick.choice(PIECES) for _ in range(4000))[:99_000]
+    trace = _final(_refused(oracles[GOODWILL]), f"Sorry, the credit failed.\n{text}")
+    with default_environment(retail.tasks[GOODWILL], retail) as env:
+        env.reset(seed=0)
+        s0 = env.initial_view()
+        for check in POLICY_NINE:
+            getattr(CHECKS, check)(trace, s0)
+    assert len([n for n in read if abs(n) > 50_000]) == 1
