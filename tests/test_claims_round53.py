@@ -12,6 +12,9 @@ of policy 9 let pass, honest replies they failed, and the time a long reply take
   account now has $10.00 in store credit", "You'll find $10.00 of credit on your account")
   was no claim: it is the credit's (or, with no credit named, the refund's) now, false after
   none or another amount was made, telling after it was.
+- A long reply was normalised whole by each of policy 9's readers, and put in English whole to
+  look for a failure though no sentence claimed all went through: about 1.2 s of CPU for
+  100,000 characters; it is normalised once now, and read in English only for such a claim.
 
 Each case replays a suite oracle with its final message changed (and, where said, its first
 change refused by the tool, or a ``get_customer`` call added) and grades every constraint of
