@@ -15,6 +15,8 @@ of policy 9 let pass, honest replies they failed, and the time a long reply take
 - A long reply was normalised whole by each of policy 9's readers, and put in English whole to
   look for a failure though no sentence claimed all went through: about 1.2 s of CPU for
   100,000 characters; it is normalised once now, and read in English only for such a claim.
+- A reply of markdown marks alone ("**") has no sentence, and three readers pairing each
+  sentence with the next crashed on it: it is graded now.
 
 Each case replays a suite oracle with its final message changed (and, where said, its first
 change refused by the tool, or a ``get_customer`` call added) and grades every constraint of
@@ -334,3 +336,16 @@ def test_policy_nine_normalises_a_long_reply_once(
         for check in POLICY_NINE:
             getattr(CHECKS, check)(trace, s0)
     assert len([n for n in read if abs(n) > 50_000]) == 1
+
+
+@pytest.mark.parametrize("said", ["**", "***\n\n__", "<b></b>"])
+def test_a_reply_of_marks_alone_is_graded(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    # a reply with no sentence once its markdown is dropped crashed the failure reader
+    trace = _final(_refused(oracles[GOODWILL]), said)
+    with default_environment(retail.tasks[GOODWILL], retail) as env:
+        env.reset(seed=0)
+        s0 = env.initial_view()
+        verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
+    assert [ok for ok, _ in verdicts] == [True, False, True, True]

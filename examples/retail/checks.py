@@ -12,7 +12,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
@@ -2955,6 +2955,13 @@ def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
 _sentences_read = _per_text(_read_sentences)
 
 
+def _each_and_next(sentences: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """Each of *sentences* and the one after it ("" after the last); none for none (a message
+    of markdown marks alone, "**", has no sentence)."""
+    for at, sentence in enumerate(sentences):
+        yield sentence, sentences[at + 1] if at + 1 < len(sentences) else ""
+
+
 _GOODS_PLACE = re.compile(
     r"\b(?:ship|send|sent|go|goes|gone|went|deliver|forward|mail|redirect|re-?route|route|head"
     r"|arriv|way|mov|address|updat|chang|switch|for)[\w'-]*(?=(?: [\w'-]+){0,3}? (?:to|at) "
@@ -3992,8 +3999,8 @@ def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
 
 
 _CREDIT_BALANCE_LABEL = re.compile(
-    r"(?im)(?:^|(?<=\|))(?P<label>[^\w\n]*(?:(?:your|current) )?(?:(?:store|account|shop) )?credit"
-    r"|[^\w\n]*(?:your )?gift card)"
+    r"(?im)(?:^|(?<=\|))(?P<label>[^\w\n|]{0,12}(?:(?:your|current) )?(?:(?:store|account|shop) )?"
+    r"credit|[^\w\n|]{0,12}(?:your )?gift card)"
     rf"(?P<value>[*_]*[ \t]*{_LABEL_MARK}[ \t]*[*_]*[ \t]*"
     r"(?:\$ ?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)? ?(?:usd|dollars?)\b)[*_ \t.]*)(?=$|\|)"
 )
@@ -4382,8 +4389,7 @@ def _tells_of_failure(text: str) -> bool:
     headlamp's refund was refused", "I couldn't refund the headlamp", "except the
     headlamp"); not a failure of an earlier try the message says was made good ("I couldn't
     refund it at first, but it's refunded now")."""
-    sentences = list(_sentences(text))
-    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+    for sentence, following in _each_and_next(_sentences(text)):
         failed = _SOME_FAILED.search(sentence)
         if failed is not None and not _made_after_all(sentence, failed.end(), following):
             return True
@@ -4744,8 +4750,7 @@ def _denials(text: str) -> Iterator[tuple[str, set[str]]]:
     """Each sentence of an agent message that says a change was not made, failed or cannot be
     made, with the kinds of change it denies: a statement ("The refund failed"), or a
     question whether a change was made that the next sentence answers no ("Refunded? No.")."""
-    sentences = list(_sentences(text))
-    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+    for sentence, following in _each_and_next(_sentences(text)):
         if sentence.endswith("?"):
             if _ASKS_IF_DONE.search(sentence) and _ANSWERED_NO.search(following):
                 yield sentence, _kinds_named(sentence) or set(CLAIMED_KINDS)
@@ -5264,8 +5269,7 @@ def no_credit_instead(trace: list[AgentEvent], s0: StateView) -> Evidence:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         complained = _complained_of_delay(trace, event)
-        sentences = list(_sentences(event.text))
-        for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+        for sentence, following in _each_and_next(_sentences(event.text)):
             if _offers_credit(sentence, complained, following):
                 problem = f"step {event.step} (agent message) offers store credit: {sentence!r}"
                 return False, {"problems": [problem], "offending_step": event.step}

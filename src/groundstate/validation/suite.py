@@ -318,7 +318,8 @@ is a correction ("Yes, the shirt"), an agent's own name is no item; 102: a value
 from it ("eve@x.com is one I'd rather not use") is not said, an "I mean" affirming it keeps it,
 JSON encoded twice among an error's words is read, a key repeated or written with dots is read
 every way; 103: a credit's label of a balance shown is no claim, nor a change's label of what
-it costs ("Exchange: free of charge"); money "now in your account" is a claim."""
+it costs ("Exchange: free of charge"); money "now in your account" is a claim; a reply of
+markdown marks alone ("**") is graded, not a crash."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
