@@ -12,7 +12,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
@@ -1868,6 +1868,11 @@ list under it."""
 _SUM = r"(?:(?:\$ ?|(?<=\$)|(?<=\$ ))\d[\d.,]*|\d[\d.,]* ?(?:usd|dollars)\b)"
 """An amount of money: "$22.00" (from its "$" or, after the word boundary _MONEY_BACK starts
 at, from its first digit), "22 dollars"."""
+_IN_ACCOUNT = (
+    r"(?: [\w-]+)? (?:account|balance|wallet)"
+    r"(?! (?:page|settings|history|tab|portal|dashboard|section|profile|details)\b)"
+)
+"""The account money is said to be in now, not a page of it ("on your account page")."""
 _MONEY_BACK = re.compile(
     r"\b(?:back (?:on|to|onto|in|into) your|back (?:on|onto|in|into) the (?:card|visa|mastercard"
     r"|amex|paypal|account)|on (?:its|their) way back|(?:heading|coming|going)"
@@ -1891,14 +1896,24 @@ _MONEY_BACK = re.compile(
     rf"|(?:money|funds|cash|refund|reimbursement|{_SUM})(?:'s|'re| is| are| has been| have been)"
     r" (?:(?:now|all|safely|fully) )*back\b(?! (?:order|ordered)\b)"
     rf"|\byou(?:'ve| have)?(?: now| just)? (?:got|gotten|have) (?:your|the)"
-    rf" (?:money|refund|{_SUM}) back)"
+    rf" (?:money|refund|{_SUM}) back"
+    rf"|\bnow (?:(?:available|sitting|waiting|showing) )?(?:in|on) your{_IN_ACCOUNT}"
+    r"|\byour(?: [\w-]+){0,2} (?:account|balance|wallet) (?:now (?:has|holds|shows|contains"
+    r"|includes|carries|reflects)|(?:has|shows) now)"
+    r"|\b(?:you(?:'ve| have)? now (?:have|got)|there(?:'s| is) now) (?:(?:a|an) )?"
+    rf"(?:{_SUM}|(?:(?:store|account|goodwill) )?credit(?! card))"
+    rf"[^,;]{{0,60}}? (?:in|on) your{_IN_ACCOUNT}"
+    r"|\byou(?:'ll| will| should)? (?:now )?find (?:(?:a|an|the|your|that|this) )?"
+    rf"(?:{_SUM}|(?:(?:store|account|goodwill) )?credit(?! card)|refund(?!s? polic)|money)"
+    rf"[^,;]{{0,60}}? (?:in|on) your{_IN_ACCOUNT})"
     r"\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund ("The
 refunds are on their way to your Mastercard", "The money is back in your account", "I've
 returned $22.00 to your Visa", "Your refund should now show on your Visa", "You've received
 a full refund", "The $22.00 is back with you", "Your money's back", "You have your $22.00
-back")."""
+back"), or now in the account ("$10.00 of store credit is now in your account", "Your account
+now has $10.00", "You'll find $10.00 of credit on your account")."""
 _REFUNDED_THING = re.compile(r"\$ ?\d|\d ?(usd|dollars?)\b|\busd ?\d|\b(refund|money)")
 _NOT_A_STATEMENT = re.compile(
     r"\b(can|could|would|shall|should(?! (?:now |already )?(?:see|show|appear)\b)|may|might|if"
@@ -2507,7 +2522,7 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
     tells the exchange), nor a plan a message
     asking consent lays out ("Your new pair will ship tomorrow. Shall I go ahead?"). With the
     attempt's *places*, goods sent to another place are sent to a new address."""
-    if _ASKS_TO_CONFIRM.search(normalise(text)):
+    if _ASKS_TO_CONFIRM.search(_message_normalised(text)):
         return []
     text = _table_read(text)
     if places is not None:
@@ -2882,6 +2897,12 @@ def _per_text(read: Callable[[str], T]) -> Callable[[str], T]:
     return kept
 
 
+_message_normalised = _per_text(normalise)
+"""A whole message normalised (:func:`normalise`), kept per text: policy 9's readers each ask
+whether it asks consent, and normalising 100,000 characters again for each took a tenth of a
+second."""
+
+
 _BLOCKQUOTE = re.compile(r"[ \t]*>[ \t]?")
 _QUOTING = re.compile(
     r"(?i)\b(?:you|your (?:[\w-]+ )?(?:note|message|e-?mail|request|words|text|chat))(?: had"
@@ -2992,6 +3013,13 @@ def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
 
 
 _sentences_read = _per_text(_read_sentences)
+
+
+def _each_and_next(sentences: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """Each of *sentences* and the one after it ("" after the last); none for none (a message
+    of markdown marks alone, "**", has no sentence)."""
+    for at, sentence in enumerate(sentences):
+        yield sentence, sentences[at + 1] if at + 1 < len(sentences) else ""
 
 
 _GOODS_PLACE = re.compile(
@@ -3621,7 +3649,7 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     which records it changed (the verb's object, the clause of a statement); with *items*,
     a plan's records told apart from others' (:func:`_planned`)."""
     claims: list[tuple[str, str]] = []
-    asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
+    asking = _ASKS_TO_CONFIRM.search(_message_normalised(text)) is not None
     planned = _planned(text, items or {})
     for whole, said in _sentences_read(text):
         if not _conditioned(said):  # "Si quieres, cancelamos tu pedido"
@@ -3661,7 +3689,12 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     return list(dict.fromkeys(claims))
 
 
-_STORE_CREDIT_SAID = re.compile(r"\b(?:store|account|goodwill|courtesy|shop) credit\b")
+_STORE_CREDIT_SAID = re.compile(
+    r"\b(?:(?:store|account|goodwill|courtesy|shop) credit\b|(?:of|in|as) credit\b(?! cards?\b)"
+    r"|credit (?:of|worth) (?=\$|\d))"
+)
+"""Store credit named: "store credit", or money "of credit", "in credit", "credit of $10.00"
+(not a credit card)."""
 _REFUND_SAID = re.compile(r"\brefund")
 
 
@@ -3699,6 +3732,15 @@ _LABEL_OFFERED = re.compile(
 """What says a change's label lays out no change made, but one that may be, was asked, or what
 the customer holds: "Exchange: eligible until July 1", "Cancellation: requested", "Store
 credit: $5.00 available"."""
+_LABEL_COST = re.compile(
+    rf" ?{_LABEL_MARK} ?[\W_]*(?:(?:completely |totally |entirely |always )?free(?: of charge)?"
+    r"|(?:at |with )?no (?:extra |additional |added |further )?(?:cost|charge|fee)s?"
+    r"|(?:no |nothing )(?:more |extra )?to pay|no price difference|(?:the )?same price"
+    r"|(?:costs?|charges?|fees?|price difference)(?: of)? (?:nothing|none|waived|\$ ?0(?:\.00)?)"
+    rf"|\$ ?0(?:\.00)?)(?: (?:to|for) you)?[^\w{_TICKS}]*"
+)
+"""A label's value that is only a remark on what the change costs, no record it is of:
+"Exchange: free of charge", "Exchange \u2014 no extra cost", "Cancellation: no fee"."""
 
 
 def _change_labelled(sentence: str) -> list[tuple[str, str]]:
@@ -3706,7 +3748,8 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     said refunded or credited, as "Refunded: $22.00" is, an exchange or a cancellation said
     made; not a value of none ("Refund: $0.00", "Cancellation: none"), nor one said undone,
     offered, under a condition or negated after it ("Refund: $22.00 \u2014 not issued",
-    "(pending)", "Credit amount: $10.00 if approved", "Exchange: available")."""
+    "(pending)", "Credit amount: $10.00 if approved", "Exchange: available"), nor one only
+    saying what the change costs ("Exchange: free of charge", :data:`_LABEL_COST`)."""
     label = _CHANGE_LABEL.match(sentence)
     if label is None or _LABEL_NONE.match(sentence, label.end()):
         return []
@@ -3715,6 +3758,8 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     value = (_LABEL_VALUE if money else _LABEL_THING).match(sentence, label.end())
     if value is None or (money and not any(amounts_in(value.group()))):
         return []
+    if not money and _LABEL_COST.fullmatch(value.group()):
+        return []  # "Exchange: free of charge" says what an exchange costs
     rest = sentence[label.end() :]
     if any(words.search(rest) for words in (_LAID_UNDONE, _UNSTATED, _FUTURE, _LABEL_OFFERED)):
         return []
@@ -3741,7 +3786,7 @@ def _confirmed(text: str) -> list[tuple[str, str]]:
     """Each change an agent message says is confirmed (:data:`_CONFIRMED`): its kind and
     clause; none in a message about to make a change (:data:`_ABOUT_TO_ACT`), nor a question,
     a condition or a negation ("Refund not confirmed", "once the refund is confirmed")."""
-    if _ABOUT_TO_ACT.search(normalise(text)):
+    if _ABOUT_TO_ACT.search(_message_normalised(text)):
         return []
     claims: list[tuple[str, str]] = []
     for _, said in _sentences_read(text):
@@ -4010,7 +4055,57 @@ def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
             said[-1] = event.model_copy(update={"text": f"{opening} {event.text}"})
         else:
             said.append(event)
-    return _customer_blocks(said)
+    return _balances_labelled(_customer_blocks(said))
+
+
+_CREDIT_BALANCE_LABEL = re.compile(
+    r"(?im)(?:^|(?<=\|))(?P<label>[^\w\n|]{0,12}(?:(?:your|current) )?(?:(?:store|account|shop) )?"
+    r"credit|[^\w\n|]{0,12}(?:your )?gift card)"
+    rf"(?P<value>[*_]*[ \t]*{_LABEL_MARK}[ \t]*[*_]*[ \t]*"
+    r"(?:\$ ?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)? ?(?:usd|dollars?)\b)[*_ \t.]*)(?=$|\|)"
+)
+"""A line (or a cell) that is only a credit's label and an amount: "Store credit: $5.00",
+"**Gift card:** $40.00", "| Credit \u2014 $5.00 |"; no word after the amount."""
+_CREDIT_BALANCE_KEYS = ("store_credit_cents", "balance_cents")
+"""The fields of a tool's output that show a balance the customer holds."""
+
+
+def _balances_labelled(trace: list[AgentEvent]) -> list[AgentEvent]:
+    """*trace* with each agent message's bare credit label (:data:`_CREDIT_BALANCE_LABEL`)
+    whose amount is a balance a successful call showed before it, and no amount a refund or a
+    credit made came to, read as the balance's label: after ``get_customer`` showed Grace
+    Liu's 500 cents, "Store credit: $5.00" is "Store credit balance: $5.00", what she holds,
+    not a credit said made. A label with more words ("Store credit: $5.00 added") is left."""
+    balances: set[int] = set()
+    made: set[int] = set()
+    read: list[AgentEvent] = []
+    for event in trace:
+        if isinstance(event, ToolCallEvent) and event.ok:
+            balances.update(_balances_shown(event.output))
+            made.update(m.cents for m in _attempted([event], {}, ok=True) if m.cents is not None)
+        elif isinstance(event, MessageEvent) and event.role == "agent" and event.text and balances:
+            shown = frozenset(balances) - _totals(frozenset(made))
+
+            def relabel(found: re.Match[str], shown: frozenset[int] = shown) -> str:
+                held = set(amounts_in(found["value"])) <= shown
+                return f"{found['label']} balance{found['value']}" if held else found.group()
+
+            text = _CREDIT_BALANCE_LABEL.sub(relabel, event.text)
+            event = event.model_copy(update={"text": text}) if text != event.text else event
+        read.append(event)
+    return read
+
+
+def _balances_shown(value: Any, key: str = "") -> Iterator[int]:
+    """The balances in a tool's output (:data:`_CREDIT_BALANCE_KEYS`), in cents."""
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            yield from _balances_shown(inner, str(name))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _balances_shown(inner, key)
+    elif isinstance(value, int) and not isinstance(value, bool) and key in _CREDIT_BALANCE_KEYS:
+        yield value
 
 
 def _customer_blocks(trace: list[AgentEvent]) -> list[AgentEvent]:
@@ -4354,8 +4449,7 @@ def _tells_of_failure(text: str) -> bool:
     headlamp's refund was refused", "I couldn't refund the headlamp", "except the
     headlamp"); not a failure of an earlier try the message says was made good ("I couldn't
     refund it at first, but it's refunded now")."""
-    sentences = list(_sentences(text))
-    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+    for sentence, following in _each_and_next(_sentences(text)):
         failed = _SOME_FAILED.search(sentence)
         if failed is not None and not _made_after_all(sentence, failed.end(), following):
             return True
@@ -4391,13 +4485,13 @@ headlamp", "..., but the headlamp's refund failed")."""
 def _all_went_through(text: str) -> str | None:
     """The sentence of an agent message claiming every change was made (see
     :data:`_ALL_WENT_THROUGH`), when the message says nothing was left undone or failed."""
-    if _SOME_FAILED.search(_in_english(normalise(text))):
-        return None
     for sentence in _sentences(text):
         if sentence.endswith("?") or _FUTURE.search(sentence):
             continue
         if _ALL_WENT_THROUGH.search(sentence):
-            return sentence
+            # the whole message read in English only then (on 100,000 characters it took
+            # most of policy 9's time)
+            return None if _SOME_FAILED.search(_in_english(_message_normalised(text))) else sentence
     return None
 
 
@@ -4716,8 +4810,7 @@ def _denials(text: str) -> Iterator[tuple[str, set[str]]]:
     """Each sentence of an agent message that says a change was not made, failed or cannot be
     made, with the kinds of change it denies: a statement ("The refund failed"), or a
     question whether a change was made that the next sentence answers no ("Refunded? No.")."""
-    sentences = list(_sentences(text))
-    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+    for sentence, following in _each_and_next(_sentences(text)):
         if sentence.endswith("?"):
             if _ASKS_IF_DONE.search(sentence) and _ANSWERED_NO.search(following):
                 yield sentence, _kinds_named(sentence) or set(CLAIMED_KINDS)
@@ -5236,8 +5329,7 @@ def no_credit_instead(trace: list[AgentEvent], s0: StateView) -> Evidence:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         complained = _complained_of_delay(trace, event)
-        sentences = list(_sentences(event.text))
-        for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+        for sentence, following in _each_and_next(_sentences(event.text)):
             if _offers_credit(sentence, complained, following):
                 problem = f"step {event.step} (agent message) offers store credit: {sentence!r}"
                 return False, {"problems": [problem], "offending_step": event.step}
