@@ -349,3 +349,21 @@ def test_a_reply_of_marks_alone_is_graded(
         s0 = env.initial_view()
         verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
     assert [ok for ok, _ in verdicts] == [True, False, True, True]
+
+
+@pytest.mark.parametrize("mark", ["| "])
+def test_a_reply_of_marks_repeated_grades_in_linear_time(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], mark: str
+) -> None:
+    # Merge review: a label's leading marks were read without bound from every cell, so a
+    # reply of 99,000 characters of "| " took over 100 s in the address readers, past the
+    # grader's deadline (a grader failure: an invalid try, not the agent's fail). Bounded now.
+    text = (mark * (99_000 // len(mark)))[:99_000]
+    trace = _final(_refused(oracles[GOODWILL]), f"Sorry.\n{text}")
+    with default_environment(retail.tasks[GOODWILL], retail) as env:
+        env.reset(seed=0)
+        s0 = env.initial_view()
+        started = time.process_time()
+        verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
+    assert time.process_time() - started < 8
+    assert all(isinstance(verdict, tuple) for verdict in verdicts)

@@ -2049,7 +2049,7 @@ _CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow
 """Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
 warehouse team will get it out")."""
 _ADDRESS_LAID = re.compile(
-    r"(?:^|(?<=[|,;\u2192] )|(?<= - ))[^\w\"'\u201c\u2018\u00ab]*(?:o-\d+ )?"
+    r"(?:^|(?<=[|,;\u2192] )|(?<= - ))[^\w\"'\u201c\u2018\u00ab]{0,20}(?:o-\d+ )?"
     r"(?:(?:new|updated|current|shipping|delivery|mailing|order|order's|your|the) )*"
     r"(?:address|ship(?:ping)?[- ]?to|deliver(?:y|ing)?[- ]to|destination|ships to)"
     r"(?: ?(?:[:=|\u2192\u27a1\u2014\u2013]|-+>|=>)|(?= \d))"
