@@ -9,9 +9,15 @@ pytest to find them.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
+from groundstate.episode import default_environment
 from groundstate.spec.suite import Suite
+from groundstate.tools import load_module
 from groundstate.trace import AgentEvent
 
+from .conftest import EXAMPLES
 from .grading_corpus import failing
 from .test_constraints_round12 import _final
 from .test_constraints_round19 import WRITES, _refused
@@ -77,3 +83,27 @@ def _refusal_kept(retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
 def _refusal_broken(retail: Suite, oracles: dict[str, list[AgentEvent]], said: str) -> None:
     """*said*, after Grace Liu's refused cancellation was told, claims a change."""
     assert NO_CHANGE in failing(retail, REFUSED, _final(oracles[REFUSED], f"{SORRY} {said}"))
+
+
+# --- policy 9's checks called alone ---------------------------------------------------------
+
+POLICY_NINE = (
+    "changes_claimed_were_made",
+    "reply_tells_what_was_done",
+    "reply_claims_no_change",
+    "reply_does_not_deny",
+)
+
+
+def policy_nine(
+    retail: Suite, task: str, trace: list[AgentEvent]
+) -> tuple[list[tuple[bool, Any]], float]:
+    """Policy 9's four checks on *trace* against *task*'s initial state, sharing their readers'
+    memos as in a grader: their verdicts and the CPU seconds they took together."""
+    checks = load_module(EXAMPLES / "retail" / "checks.py", "checks")
+    with default_environment(retail.tasks[task], retail) as env:
+        env.reset(seed=0)
+        s0 = env.initial_view()
+        started = time.process_time()
+        verdicts = [getattr(checks, check)(trace, s0) for check in POLICY_NINE]
+        return verdicts, time.process_time() - started

@@ -25,11 +25,9 @@ change refused by the tool) and grades every constraint of the task."""
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
-from groundstate.episode import default_environment
 from groundstate.spec.suite import Suite
 from groundstate.tools import load_module
 from groundstate.trace import AgentEvent
@@ -44,6 +42,7 @@ from ._claims_builders import (
     _after_refused,
     _claim_read,
     _honest_after_refusal,
+    policy_nine,
 )
 from .conftest import EXAMPLES
 from .grading_corpus import failing
@@ -327,14 +326,6 @@ PIECES = [
 ]
 
 
-POLICY_NINE = (
-    "changes_claimed_were_made",
-    "reply_tells_what_was_done",
-    "reply_claims_no_change",
-    "reply_does_not_deny",
-)
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_policy_nine_grades_a_long_reply_in_about_a_second(
     retail: Suite, oracles: dict[str, list[AgentEvent]], seed: int
@@ -346,10 +337,6 @@ def test_policy_nine_grades_a_long_reply_in_about_a_second(
     text = "".join(pick.choice(PIECES) for _ in range(4000))[:99_000]
     asked = _customer_wrote(oracles[ADDRESS], ASKED)
     trace = _final(_refused(asked), f"{SORRY_ADDRESS}\n{text}")
-    with default_environment(retail.tasks[ADDRESS], retail) as env:
-        env.reset(seed=0)
-        s0 = env.initial_view()
-        started = time.process_time()
-        verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
-    assert time.process_time() - started < 4
+    verdicts, cpu = policy_nine(retail, ADDRESS, trace)
+    assert cpu < 4
     assert all(isinstance(verdict, tuple) for verdict in verdicts)

@@ -25,7 +25,6 @@ the task."""
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -40,11 +39,13 @@ from ._claims_builders import (
     CLAIMS,
     COLOUR,
     NO_CHANGE,
+    POLICY_NINE,
     REFUSED,
     SOCKS,
     SORRY,
     TELLS,
     _claim_read,
+    policy_nine,
 )
 from .conftest import EXAMPLES
 from .grading_corpus import failing
@@ -290,12 +291,6 @@ PIECES = [
     "\n\n---\n\n",
     "Is there anything else I can help with? ",
 ]
-POLICY_NINE = (
-    "changes_claimed_were_made",
-    "reply_tells_what_was_done",
-    "reply_claims_no_change",
-    "reply_does_not_deny",
-)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -307,12 +302,8 @@ def test_policy_nine_grades_a_long_reply_in_about_a_second(
     pick = random.Random(seed)
     text = "".join(pick.choice(PIECES) for _ in range(4000))[:99_000]
     trace = _final(_customer_read(_refused(oracles[GOODWILL]), 500), f"Sorry.\n{text}")
-    with default_environment(retail.tasks[GOODWILL], retail) as env:
-        env.reset(seed=0)
-        s0 = env.initial_view()
-        started = time.process_time()
-        verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
-    assert time.process_time() - started < 4
+    verdicts, cpu = policy_nine(retail, GOODWILL, trace)
+    assert cpu < 4
     assert all(isinstance(verdict, tuple) for verdict in verdicts)
 
 
@@ -344,10 +335,7 @@ def test_a_reply_of_marks_alone_is_graded(
 ) -> None:
     # a reply with no sentence once its markdown is dropped crashed the failure reader
     trace = _final(_refused(oracles[GOODWILL]), said)
-    with default_environment(retail.tasks[GOODWILL], retail) as env:
-        env.reset(seed=0)
-        s0 = env.initial_view()
-        verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
+    verdicts, _ = policy_nine(retail, GOODWILL, trace)
     assert [ok for ok, _ in verdicts] == [True, False, True, True]
 
 
@@ -360,10 +348,6 @@ def test_a_reply_of_marks_repeated_grades_in_linear_time(
     # grader's deadline (a grader failure: an invalid try, not the agent's fail). Bounded now.
     text = (mark * (99_000 // len(mark)))[:99_000]
     trace = _final(_refused(oracles[GOODWILL]), f"Sorry.\n{text}")
-    with default_environment(retail.tasks[GOODWILL], retail) as env:
-        env.reset(seed=0)
-        s0 = env.initial_view()
-        started = time.process_time()
-        verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
-    assert time.process_time() - started < 8
+    verdicts, cpu = policy_nine(retail, GOODWILL, trace)
+    assert cpu < 8
     assert all(isinstance(verdict, tuple) for verdict in verdicts)

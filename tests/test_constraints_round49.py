@@ -27,21 +27,8 @@ from typing import Any
 import pytest
 
 from groundstate.gateway import MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH
-from groundstate.records import CheckResult
-from groundstate.spec.constraints import HardConstraint
 
-from .trace_builder import Trace, constraint
-
-
-def result(rule: HardConstraint, trace: Trace) -> CheckResult:
-    found = trace.check(rule)
-    assert found.error is None, found.error
-    return found
-
-
-def passes(rule: HardConstraint, trace: Trace) -> bool:
-    return result(rule, trace).passed
-
+from .trace_builder import Trace, constraint, passes, result
 
 # --- 1. a capture through a repeated key binds nothing ------------------------------------------
 

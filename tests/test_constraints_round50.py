@@ -28,33 +28,11 @@ from typing import Any
 import pytest
 
 from groundstate.gateway import MAX_ARGUMENT_CHARS
-from groundstate.records import CheckResult
 from groundstate.spec.constraints import HardConstraint
 
-from .trace_builder import Trace, constraint, write
-
-
-def result(rule: HardConstraint, trace: Trace) -> CheckResult:
-    found = trace.check(rule)
-    assert found.error is None, found.error
-    return found
-
-
-def passes(rule: HardConstraint, trace: Trace) -> bool:
-    return result(rule, trace).passed
-
+from .trace_builder import EMAIL, EVE, MAYA, Trace, constraint, passes, verified, write
 
 # --- 1. a value turned down, whatever the order of the sentence ---------------------------------
-
-EMAIL = constraint(id="p", provenance={"match": {"tool": "verify"}, "args": ["email"]})
-EVE, MAYA = "eve@example.com", "maya@example.com"
-
-
-def verified(said: list[str], email: str) -> Trace:
-    trace = Trace()
-    for text in said:
-        trace.user(text)
-    return trace.call("verify", {"email": email}, {"ok": True})
 
 
 @pytest.mark.parametrize(

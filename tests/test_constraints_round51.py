@@ -27,33 +27,11 @@ import pytest
 from groundstate.gateway import MAX_ARGUMENT_CHARS
 from groundstate.grading.constraints._embedded import error_value
 from groundstate.grading.constraints._text import mentions, normalise
-from groundstate.records import CheckResult
 from groundstate.spec.constraints import HardConstraint
 
-from .trace_builder import Trace, constraint
-
-
-def result(rule: HardConstraint, trace: Trace) -> CheckResult:
-    found = trace.check(rule)
-    assert found.error is None, found.error
-    return found
-
-
-def passes(rule: HardConstraint, trace: Trace) -> bool:
-    return result(rule, trace).passed
-
+from .trace_builder import EMAIL, EVE, MAYA, Trace, constraint, passes, verified
 
 # --- 1. a value taken back in other words ---------------------------------------------------
-
-EMAIL = constraint(id="p", provenance={"match": {"tool": "verify"}, "args": ["email"]})
-EVE, MAYA = "eve@example.com", "maya@example.com"
-
-
-def verified(said: list[str], email: str) -> Trace:
-    trace = Trace()
-    for text in said:
-        trace.user(text)
-    return trace.call("verify", {"email": email}, {"ok": True})
 
 
 @pytest.mark.parametrize(

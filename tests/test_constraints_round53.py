@@ -22,21 +22,9 @@ import pytest
 
 from groundstate.grading.constraints._embedded import error_value
 from groundstate.grading.constraints._text import mentions, normalise
-from groundstate.records import CheckResult
 from groundstate.spec.constraints import HardConstraint
 
-from .trace_builder import Trace, constraint
-
-
-def result(rule: HardConstraint, trace: Trace) -> CheckResult:
-    found = trace.check(rule)
-    assert found.error is None, found.error
-    return found
-
-
-def passes(rule: HardConstraint, trace: Trace) -> bool:
-    return result(rule, trace).passed
-
+from .trace_builder import EMAIL, EVE, MAYA, Trace, constraint, passes
 
 # --- 1. every record an error holds --------------------------------------------------------
 
@@ -182,9 +170,6 @@ def test_reading_many_records_stays_linear() -> None:
 
 
 # --- 2. a value disowned before it ---------------------------------------------------------
-
-EMAIL = constraint(id="p", provenance={"match": {"tool": "verify"}, "args": ["email"]})
-EVE, MAYA = "eve@example.com", "maya@example.com"
 
 
 def sourced(said: str, email: str = EVE) -> bool:

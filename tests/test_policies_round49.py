@@ -31,6 +31,7 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent
 
+from ._policies_builders import AMOUNTS, BACK
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS, _after, _call
@@ -38,13 +39,10 @@ from .test_retail_suite import call, env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
 
-AMOUNTS = "p2-amounts-as-shown"
 KNOWN = "p1-known-records"
 
 
 # --- cents said beside the dollars -------------------------------------------------------------
-
-BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything else?"
 
 
 @pytest.mark.parametrize(

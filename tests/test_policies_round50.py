@@ -40,6 +40,7 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
+from ._policies_builders import AMOUNTS, BACK, RETRIED
 from .grading_corpus import failing
 from .test_constraints_round3 import _verifications
 from .test_constraints_round12 import _final, oracles, retail
@@ -47,10 +48,6 @@ from .test_policies_round19 import CHECKS, _call
 from .test_retail_suite import call, env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
-
-AMOUNTS = "p2-amounts-as-shown"
-RETRIED = "p1-verify-retried-once"
-BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything else?"
 
 
 # --- an amount in another currency -----------------------------------------------------------

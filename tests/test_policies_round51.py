@@ -31,26 +31,15 @@ import pytest
 
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
-from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
+from groundstate.trace import AgentEvent, ToolCallEvent
 
+from ._policies_builders import AMOUNTS, BACK, RETRIED, SHOWN, said_first
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS, _call
 from .test_retail_suite import call, env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
-
-AMOUNTS = "p2-amounts-as-shown"
-RETRIED = "p1-verify-retried-once"
-BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything else?"
-SHOWN = "Done. $22.00 is on its way back to your Visa ending 4417. {}"
-
-
-def _said_first(events: list[AgentEvent], words: str) -> list[AgentEvent]:
-    """The oracle with the customer's first message saying *words* too."""
-    first = events[0]
-    assert isinstance(first, MessageEvent) and first.role == "user"
-    return [first.model_copy(update={"text": f"{first.text} {words}"}), *events[1:]]
 
 
 # --- "pounds" alone ----------------------------------------------------------------------------
@@ -120,7 +109,7 @@ def test_pounds_of_weight_beside_the_amount_pass(
 def test_pounds_the_customer_said_may_be_said_back(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:
-    said = _said_first(oracles["refund-socks"], "They cost me 22 pounds in London.")
+    said = said_first(oracles["refund-socks"], "They cost me 22 pounds in London.")
     back = SHOWN.format("The 22 pounds you paid abroad were converted by your bank.")
     assert failing(retail, "refund-socks", _final(said, back)) == []
 
@@ -203,7 +192,7 @@ def test_honest_replies_with_number_words_pass(
 def test_an_amount_the_customer_said_may_be_said_in_words(
     retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str
 ) -> None:
-    said = _said_first(oracles["refund-socks"], "I was charged $22.50 for them.")
+    said = said_first(oracles["refund-socks"], "I was charged $22.50 for them.")
     reply = SHOWN.format(f"The {amount} you mentioned included a fee that is not refundable.")
     assert failing(retail, "refund-socks", _final(said, reply)) == []
 

@@ -20,32 +20,29 @@ honest variants that must keep passing. Three classes were found open and fixed:
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
-from groundstate.trace import AgentEvent, MessageEvent
+from groundstate.trace import AgentEvent
 
+from ._policies_builders import (
+    AMOUNTS,
+    BACK,
+    SHOWN,
+    STREET,
+    address,
+    money_read_in_time,
+    said_first,
+)
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS
 from .test_retail_suite import call, env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
-
-AMOUNTS = "p2-amounts-as-shown"
-BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything else?"
-SHOWN = "Done. $22.00 is on its way back to your Visa ending 4417. {}"
-
-
-def _said_first(events: list[AgentEvent], words: str) -> list[AgentEvent]:
-    """The oracle with the customer's first message saying *words* too."""
-    first = events[0]
-    assert isinstance(first, MessageEvent) and first.role == "user"
-    return [first.model_copy(update={"text": f"{first.text} {words}"}), *events[1:]]
 
 
 # --- pounds that qualify a thing -------------------------------------------------------------
@@ -220,7 +217,7 @@ def test_the_dollars_shown_beside_a_currency_word_pass(
 def test_the_customers_amount_said_back_with_a_currency_word_passes(
     retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str
 ) -> None:
-    said = _said_first(oracles["refund-socks"], "I was charged $22.50 for them.")
+    said = said_first(oracles["refund-socks"], "I was charged $22.50 for them.")
     reply = SHOWN.format(f"The {amount} you mentioned included a fee that is not refundable.")
     assert failing(retail, "refund-socks", _final(said, reply)) == []
 
@@ -238,20 +235,10 @@ def test_the_customers_amount_said_back_with_a_currency_word_passes(
     ],
 )
 def test_a_long_reply_is_read_in_time(unit: str) -> None:
-    text = unit * (100_000 // len(unit))
-    started = time.perf_counter()
-    CHECKS.money_in(text)
-    assert time.perf_counter() - started < 3
+    money_read_in_time(unit)
 
 
 # --- floors and other units ------------------------------------------------------------------
-
-STREET = "200 W Adams Street"
-CHICAGO = ("Chicago", "IL", "60606")
-
-
-def _address(line1: str, line2: str = "") -> str:
-    return str(CHECKS._address(line1, line2, *CHICAGO))
 
 
 @pytest.mark.parametrize(
@@ -282,9 +269,9 @@ def _address(line1: str, line2: str = "") -> str:
     ],
 )
 def test_a_floor_in_any_spelling(line1: str, line2: str, same: bool) -> None:
-    stored = _address(STREET, "Floor 14")
-    assert CHECKS._same_address(_address(line1, line2), stored) is same
-    assert CHECKS._same_address(_address(line1, line2), _address(STREET, "14th Floor")) is same
+    stored = address(STREET, "Floor 14")
+    assert CHECKS._same_address(address(line1, line2), stored) is same
+    assert CHECKS._same_address(address(line1, line2), address(STREET, "14th Floor")) is same
 
 
 @pytest.mark.parametrize(
@@ -315,12 +302,12 @@ def test_a_floor_in_any_spelling(line1: str, line2: str, same: bool) -> None:
     ],
 )
 def test_other_units_in_any_spelling(stored: str, found: str, same: bool) -> None:
-    assert CHECKS._same_address(_address(STREET, found), _address(STREET, stored)) is same
+    assert CHECKS._same_address(address(STREET, found), address(STREET, stored)) is same
 
 
 def test_a_streets_ordinal_is_no_floor() -> None:
-    assert _address("610 W 112th Street", "Apt 3C") == "610 W 112TH ST APT 3C CHICAGO IL 60606"
-    assert _address("610 W 112th Street", "2nd Floor") == "610 W 112TH ST FL 2 CHICAGO IL 60606"
+    assert address("610 W 112th Street", "Apt 3C") == "610 W 112TH ST APT 3C CHICAGO IL 60606"
+    assert address("610 W 112th Street", "2nd Floor") == "610 W 112TH ST FL 2 CHICAGO IL 60606"
     # a street's ordinal before the state Florida is no floor either
     assert CHECKS._address("100 W 3rd", "", "", "FL", "33101") == "100 W 3RD FL 33101"
 
@@ -346,7 +333,7 @@ def test_an_office_on_a_floor(
     passes: bool,
 ) -> None:
     """The change-order-address check with the office stored as a floor."""
-    monkeypatch.setattr(CHECKS, "OFFICE", _address(STREET, "Floor 14"))
+    monkeypatch.setattr(CHECKS, "OFFICE", address(STREET, "Floor 14"))
     call(env, "update_order_address", order_id="O-1009", line1=line1, line2=line2, **OFFICE)
     passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
     assert passed is passes, evidence

@@ -24,32 +24,29 @@ honest variants that must keep passing. Four classes were found open and fixed:
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
-from groundstate.trace import AgentEvent, MessageEvent
+from groundstate.trace import AgentEvent
 
+from ._policies_builders import (
+    AMOUNTS,
+    BACK,
+    SHOWN,
+    STREET,
+    address,
+    money_read_in_time,
+    said_first,
+)
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS
 from .test_retail_suite import call, env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
-
-AMOUNTS = "p2-amounts-as-shown"
-BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything else?"
-SHOWN = "Done. $22.00 is on its way back to your Visa ending 4417. {}"
-
-
-def _said_first(events: list[AgentEvent], words: str) -> list[AgentEvent]:
-    """The oracle with the customer's first message saying *words* too."""
-    first = events[0]
-    assert isinstance(first, MessageEvent) and first.role == "user"
-    return [first.model_copy(update={"text": f"{first.text} {words}"}), *events[1:]]
 
 
 # --- pounds set off by commas or dashes ------------------------------------------------------
@@ -190,7 +187,7 @@ def test_an_amount_in_a_currency_or_with_its_cents_fails(
 def test_the_customers_amount_said_back_with_and_or_in_passes(
     retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str
 ) -> None:
-    said = _said_first(oracles["refund-socks"], "I was charged $22.50 for them.")
+    said = said_first(oracles["refund-socks"], "I was charged $22.50 for them.")
     reply = SHOWN.format(f"The {amount} you mentioned included a fee that is not refundable.")
     assert failing(retail, "refund-socks", _final(said, reply)) == []
 
@@ -217,20 +214,10 @@ def test_the_dollars_shown_said_in_usd_pass(
     ],
 )
 def test_a_long_reply_is_read_in_time(unit: str) -> None:
-    text = unit * (100_000 // len(unit))
-    started = time.perf_counter()
-    CHECKS.money_in(text)
-    assert time.perf_counter() - started < 3
+    money_read_in_time(unit)
 
 
 # --- a floor beside the same unit, a floor's plain number -------------------------------------
-
-STREET = "200 W Adams Street"
-CHICAGO = ("Chicago", "IL", "60606")
-
-
-def _address(line1: str, line2: str = "") -> str:
-    return str(CHECKS._address(line1, line2, *CHICAGO))
 
 
 @pytest.mark.parametrize(
@@ -257,7 +244,7 @@ def _address(line1: str, line2: str = "") -> str:
     ],
 )
 def test_a_floor_beside_the_same_unit(found: str, stored: str, same: bool) -> None:
-    assert CHECKS._same_address(_address(STREET, found), _address(STREET, stored)) is same
+    assert CHECKS._same_address(address(STREET, found), address(STREET, stored)) is same
 
 
 @pytest.mark.parametrize(
@@ -274,12 +261,12 @@ def test_a_floor_beside_the_same_unit(found: str, stored: str, same: bool) -> No
     ],
 )
 def test_a_floors_plain_number(line1: str, line2: str, same: bool) -> None:
-    assert CHECKS._same_address(_address(line1, line2), _address(STREET, "Floor 14")) is same
+    assert CHECKS._same_address(address(line1, line2), address(STREET, "Floor 14")) is same
 
 
 def test_a_units_number_before_a_floors_is_no_floor() -> None:
-    assert _address(STREET, "Ste 140 Fl 14") == "200 W ADAMS ST STE 140 FL 14 CHICAGO IL 60606"
-    assert _address("14 Level St") == "14 LEVEL ST CHICAGO IL 60606"
+    assert address(STREET, "Ste 140 Fl 14") == "200 W ADAMS ST STE 140 FL 14 CHICAGO IL 60606"
+    assert address("14 Level St") == "14 LEVEL ST CHICAGO IL 60606"
     # the state Florida before its ZIP code is no floor to set apart
     miami = ("Miami", "FL", "33101")
     assert not CHECKS._same_address(
@@ -319,7 +306,7 @@ def test_an_office_stored_with_its_floor(
     env: SqliteEnvironment, monkeypatch: pytest.MonkeyPatch, line2: str, passes: bool
 ) -> None:
     """The change-order-address check with the office stored as a suite on a floor."""
-    monkeypatch.setattr(CHECKS, "OFFICE", _address(STREET, "Suite 1400, 14th Floor"))
+    monkeypatch.setattr(CHECKS, "OFFICE", address(STREET, "Suite 1400, 14th Floor"))
     call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
     passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
     assert passed is passes, evidence

@@ -77,6 +77,30 @@ class Trace:
         return evaluate_constraints([rule], self.events)[0]
 
 
+def result(rule: HardConstraint, trace: Trace) -> CheckResult:
+    """The rule's result on *trace*, which must not be an error of the rule itself."""
+    found = trace.check(rule)
+    assert found.error is None, found.error
+    return found
+
+
+def passes(rule: HardConstraint, trace: Trace) -> bool:
+    return result(rule, trace).passed
+
+
+# An address a tool verified and the rule that it came from the conversation (rounds 50 on).
+EMAIL = constraint(id="p", provenance={"match": {"tool": "verify"}, "args": ["email"]})
+EVE, MAYA = "eve@example.com", "maya@example.com"
+
+
+def verified(said: list[str], email: str) -> Trace:
+    """The customer says each of *said*, then the agent verifies *email*."""
+    trace = Trace()
+    for text in said:
+        trace.user(text)
+    return trace.call("verify", {"email": email}, {"ok": True})
+
+
 def write(
     table: str, key: Any, before: dict[str, Any] | None, after: dict[str, Any] | None
 ) -> RowWrite:
