@@ -22,7 +22,6 @@ two cent amounts are said "99 cents and 50 cents"."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
