@@ -80,7 +80,14 @@ def _address(line1: Any, line2: Any, *place: Any) -> str:
     :func:`_units_named`)."""
     lines = " ".join(str(p) for p in (line1, line2) if p).upper()
     lines = _unit_after_street(_DESIGNATOR_JOINED.sub(r"\g<0> ", lines))
+    lines = _ADDRESS_ASIDE_MARKS.sub(" ", lines)
     return _norm(_units_named(_norm(lines)), *place)  # the state "FL" after "3RD" is no floor
+
+
+_ADDRESS_ASIDE_MARKS = re.compile(r"[()\[\]]|(?<=\s)(?:--?|\u2013|\u2014)(?=\s)")
+"""Brackets and spaced dashes between an address's parts once a unit written first is moved
+("Suite 1400 (14th Floor)", "Suite 1400 - 14th Floor" are "Suite 1400, 14th Floor"); not a
+hyphen within a part ("1400-200", "5-B")."""
 
 
 _DESIGNATOR_WORDS = (
@@ -1323,7 +1330,7 @@ _POUNDS = r"(?:(?:british|uk|u\.k\.) )?pounds?(?: sterling)?"
 _CURRENCIES = {
     DOLLARS: r"\$|(?:us|u\.s\.) ?\$|usd|(?:(?:us|u\.s\.|american) )?(?:dollars?|bucks)",
     "eur": r"€|eur|euros?",
-    "gbp": rf"£|gbp|{_POUNDS}|quid",
+    "gbp": rf"£|gbp|{_POUNDS}|quid|pence",
     "cad": r"ca?n?\$|cad|canadian dollars?",
     "aud": r"au?\$|aud|australian dollars?",
     "nzd": r"nz\$|nzd|new zealand dollars?",
@@ -1379,9 +1386,10 @@ _MONEY = re.compile(
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
     rf"|(?<![\d.,'$])(?<!\bbetween )\b(?:(?P<and_figures>\d+)|(?P<and_whole>{_WHOLE}))"
-    rf"(?<!hundred)(?<!thousand) and (?P<and_cents>\d\d?(?!\d)|{_BELOW_100}) ?(?:cents?\b|¢)"
+    rf"(?<!hundred)(?<!thousand) and (?P<and_cents>\d\d?(?!\d)|{_BELOW_100})"
+    r" ?(?:cents?\b|¢|(?P<and_pence>pence\b))"
     rf"|(?<![\d.,'$])(?<!\bmy )(?<!\byour )\b(?!one ?{_CENT})"
-    rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?{_CENT}"
+    rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?(?:(?P<pence>pence\b)|{_CENT})"
     rf"|{_SPOKEN}"
     r"|(?<![\w.,'/:-])(?P<bare>\d{1,3}(?:,\d{3})+\.\d\d|\d+\.\d\d)(?![\w/:%-]|[.,]\d| ?%)"
 )
@@ -1448,7 +1456,8 @@ def money_in(text: str) -> list[tuple[str, int]]:
         if _a_weight(said, folded, match.start(), match.end()):
             continue
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
-        found.append((_currency(mark or said["words_mark"]), _said_cents(said)))
+        mark = mark or said["words_mark"] or said["pence"] or said["and_pence"]
+        found.append((_currency(mark), _said_cents(said)))
     return found
 
 
@@ -1509,9 +1518,15 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
     thing = _thing_qualified(folded[start:end], before, after)
     if thing:
         return not _of_money(thing)
-    if _OF_MATTER.match(after) or _item_bracketed(before, after) or _item_aside(before, after):
+    if said["cents"]:
+        return False  # "22 pounds and 50 pence": no weight has pence
+    if _OF_MATTER.match(after):
         return True
     near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+    if _pounds_priced(said, folded[start:end], before, after):
+        return _nearest(_WEIGHT_WORD, *near) <= WORDS_NEAR
+    if _item_bracketed(before, after) or _item_aside(before, after):
+        return True
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
 
 
@@ -1595,6 +1610,41 @@ def _item_aside(before: str, after: str) -> bool:
         return False  # "the set, 22 pounds - refunded": no one aside
     words = [opened.group(1), *_WORD_RE.findall(f"{opened.group(3)} {closed.group(1)}")]
     return not any(map(_of_money, words))
+
+
+def _pounds_priced(said: dict[str, str | None], amount: str, before: str, after: str) -> bool:
+    """Whether pounds alone (*amount*, between *before* and *after*) are said as a price is,
+    money unless a word of weight is near: with their pence in figures ("22 pounds 50"),
+    "in pounds" ("22.50 in pounds": a weight is rarely said in its unit so), or as one of a
+    list of items each followed by its amount ("the socks, 22 pounds, and the hat, 10 pounds,
+    were refunded", "the socks (22 pounds) and the hat (10 pounds)"; one item alone, "the set,
+    22 pounds, was refunded", is its weight)."""
+    if said["said_cents"] or " in " in amount:
+        return True
+    opened = _WEIGHT_ASIDE_OPENED.search(before) or _BRACKETED.search(before)
+    if not opened or _NOT_AN_ITEM.fullmatch(opened.group(1)):
+        return False
+    return bool(
+        _POUNDS_PAIR_BEFORE.search(before, 0, opened.start()) or _POUNDS_PAIR_AFTER.match(after)
+    )
+
+
+_POUNDS_PAIR_AMOUNT = (
+    rf"(?:£ ?\d[\d.,]{{0,12}}|(?:\d[\d.,]{{0,12}}|{_WORDS}) ?(?:pounds?|quid|gbp)\b)"
+)
+"""An amount in pounds in a list of items' prices: "22 pounds", "£22", "ten quid"."""
+_POUNDS_PAIR_JOIN = r"(?: each)?[)\]]?(?:,| -| ?--| ?\u2013| ?\u2014)? ?(?:and |or |plus )?"
+"""Between an item's amount and the next item: ", and ", ") and ", " - "."""
+_POUNDS_PAIR_BEFORE = re.compile(
+    rf"{_POUNDS_PAIR_AMOUNT}{_POUNDS_PAIR_JOIN}(?:(?:{_DETERMINERS}) )?$"
+)
+"""The amount of the item before in a list, just before this item ("22 pounds, and ")."""
+_POUNDS_PAIR_AFTER = re.compile(
+    rf"{_POUNDS_PAIR_JOIN}(?:{_DETERMINERS}) (?:[^\W\d_]+ ){{0,3}}?[^\W\d_]+"
+    rf"(?:, ?| - | ?(?:--|\u2013|\u2014) ?| ?[(\[])(?:[^\W\d_]+ ){{0,3}}?{_POUNDS_PAIR_AMOUNT}"
+)
+"""The next item of a list and its amount, just after this amount (", and the hat, 10 pounds",
+") and the hat (10 pounds")."""
 
 
 def _of_money(word: str) -> bool:
