@@ -29,16 +29,13 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
+from ._policies_builders import AMOUNTS, BACK, SHOWN, STREET, address
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS
 from .test_retail_suite import call, env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
-
-AMOUNTS = "p2-amounts-as-shown"
-BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything else?"
-SHOWN = "Done. $22.00 is on its way back to your Visa ending 4417. {}"
 
 
 # --- a list of items each priced in pounds ----------------------------------------------------
@@ -226,13 +223,6 @@ def test_a_long_reply_is_read_in_time(unit: str) -> None:
 
 # --- a floor in brackets or after a spaced dash -----------------------------------------------
 
-STREET = "200 W Adams Street"
-CHICAGO = ("Chicago", "IL", "60606")
-
-
-def _address(line1: str, line2: str = "") -> str:
-    return str(CHECKS._address(line1, line2, *CHICAGO))
-
 
 @pytest.mark.parametrize(
     ("found", "stored", "same"),
@@ -255,13 +245,13 @@ def _address(line1: str, line2: str = "") -> str:
     ],
 )
 def test_a_floor_set_off_beside_the_same_suite(found: str, stored: str, same: bool) -> None:
-    assert CHECKS._same_address(_address(STREET, found), _address(STREET, stored)) is same
+    assert CHECKS._same_address(address(STREET, found), address(STREET, stored)) is same
 
 
 def test_a_hyphen_within_a_part_is_kept() -> None:
-    assert _address("1400-200 W Adams St") == _address(STREET, "Unit 1400").replace("UNIT", "~")
-    assert _address(STREET, "Apt 5-B") == "200 W ADAMS ST APT 5-B CHICAGO IL 60606"
-    assert _address("#4 - 200 W Adams St") == "200 W ADAMS ST 4 CHICAGO IL 60606"
+    assert address("1400-200 W Adams St") == address(STREET, "Unit 1400").replace("UNIT", "~")
+    assert address(STREET, "Apt 5-B") == "200 W ADAMS ST APT 5-B CHICAGO IL 60606"
+    assert address("#4 - 200 W Adams St") == "200 W ADAMS ST 4 CHICAGO IL 60606"
 
 
 OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
@@ -294,7 +284,7 @@ def test_an_office_stored_with_its_floor(
     env: SqliteEnvironment, monkeypatch: pytest.MonkeyPatch, line2: str, passes: bool
 ) -> None:
     """The change-order-address check with the office stored as a suite on a floor."""
-    monkeypatch.setattr(CHECKS, "OFFICE", _address(STREET, "Suite 1400, Floor 14"))
+    monkeypatch.setattr(CHECKS, "OFFICE", address(STREET, "Suite 1400, Floor 14"))
     call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
     passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
     assert passed is passes, evidence
