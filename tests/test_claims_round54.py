@@ -6,6 +6,10 @@ of policy 9 let pass, and honest replies they must keep passing.
   file") was no claim: it is the credit's now, false after none or another amount was made,
   telling after it was; a balance a call showed, said so ("You have $5.00 of store credit on
   your account" after ``get_customer`` showed 500 cents), is the balance, no claim.
+- A change's label mid-line, after a dash set off between a line's fields ("Order O-1001 \u2014
+  Refund: $22.00"), was no claim: it is read as one after a table's bar is, unless the words
+  before the dash state no change made ("Sorry, not possible \u2014 Refund: $22.00").
+- Each new reader takes linear time on a reply of one short piece repeated.
 
 Each case replays a suite oracle with its final message changed (and, where said, its first
 change refused by the tool, or a ``get_customer`` call added) and grades every constraint of
@@ -23,7 +27,17 @@ from groundstate.episode import default_environment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
-from ._claims_builders import CLAIMS, NO_CHANGE, REFUSED, SOCKS, SORRY, TELLS, _claim_read
+from ._claims_builders import (
+    CANCEL,
+    CLAIMS,
+    NO_CHANGE,
+    REFUSED,
+    SOCKS,
+    SORRY,
+    TELLS,
+    _claim_read,
+    _no_claim,
+)
 from .grading_corpus import failing
 from .test_claims_round53 import CHECKS, GIFT, GIFT_DONE, GOODWILL, POLICY_NINE, _customer_read
 from .test_constraints_round12 import _final, oracles, retail
@@ -157,6 +171,50 @@ def test_a_credit_made_of_the_balances_amount_said_held_is_its_claim(
     assert CLAIMS in failing(retail, GOODWILL, _final(refused, f"Sorry. {said}"))
 
 
+# --- 3. a change's label mid-line, after a dash between fields ---------------------------------
+
+MID_LINE = [
+    (SOCKS, "Order O-1001 \u2014 Refund: $22.00"),
+    (SOCKS, "Order O-1001 \u2013 **Refund:** $22.00 to Visa"),
+    (SOCKS, "Order O-1001 \u2014 refund \u2014 $22.00"),
+    (CANCEL, "Order O-1002 \u2014 Cancellation: O-1002"),
+]
+
+
+@pytest.mark.parametrize(("task", "said"), MID_LINE)
+def test_a_change_label_after_a_dash_mid_line_is_a_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
+) -> None:
+    _claim_read(retail, oracles, task, said)
+
+
+def test_a_refund_label_mid_line_of_another_amount_is_a_false_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    said = "Order O-1001 \u2014 Refund: $15.00"
+    assert CLAIMS in failing(retail, SOCKS, _final(oracles[SOCKS], said))
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        (SOCKS, "Sorry, not possible \u2014 Refund: $22.00"),
+        (SOCKS, "Order O-1001 \u2014 Refund: $22.00 (not issued)"),
+        (SOCKS, "Order O-1001 \u2014 Refund: $22.00 if approved"),
+        (SOCKS, "Your options \u2014 Refund: $22.00 or a replacement"),
+        (SOCKS, "Order O-1001 \u2014 Refund policy: 30 days"),
+        (SOCKS, "Order O-1001 \u2014 Refund eligible: $22.00"),
+        (SOCKS, "If you'd like \u2014 refund: $22.00"),
+        (CANCEL, "Order O-1002 \u2014 Cancellation: not possible"),
+        (CANCEL, "Order O-1002 \u2014 Cancellation: none"),
+    ],
+)
+def test_controls_a_label_mid_line_stating_no_change_claims_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
+) -> None:
+    _no_claim(retail, oracles, task, said)
+
+
 # --- cost -----------------------------------------------------------------------------------
 
 MARKS = [", ", " - ", "| ", ": ", "$1, ", "Yes, ", "\n- ", '{"', "(", "**", "$5 credit ", "$5 of "]
@@ -165,6 +223,7 @@ MARKS += [
     "credit of $5 on file ",
     "your account has $5 in ",
 ]
+MARKS += [" \u2014 ", " \u2014 Refund", " \u2014 **", "Order O-1 \u2014 Refund: $5 "]
 
 
 @pytest.mark.parametrize("mark", MARKS)
@@ -175,9 +234,10 @@ def test_the_held_credit_readers_take_linear_time(mark: str) -> None:
     started = time.process_time()
     CHECKS._CREDIT_HELD_SAID.sub(partial(CHECKS._held_as_balance, shown=frozenset({500})), text)
     CHECKS._credit_held(text.lower())
+    CHECKS._change_labelled(text.lower())
     for at in range(0, len(text), 300):
         CHECKS._credit_held(text[at : at + 300].lower())
-    assert time.process_time() - started < 2
+    assert time.process_time() - started < 3
 
 
 PIECES = [

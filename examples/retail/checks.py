@@ -3745,7 +3745,7 @@ def _money_back_kind(sentence: str) -> str:
 
 
 _CHANGE_LABEL = re.compile(
-    r"(?:^|(?<=\| ))[\W_]*(?:(?:your|total|full|partial) )?(?:"
+    r"(?:^|(?<=\| )|(?<= [\u2014\u2013] ))[\W_]*(?:(?:your|total|full|partial) )?(?:"
     r"(?P<refund>(?:(?:card|gift card) )?refund(?: amount| total)?|amount of refund)"
     r"|(?P<credit>(?:(?:store|account|goodwill|courtesy|shop) )?credit"
     r"(?: amount| total| added| applied| issued)?|gift card(?: credit)?)"
@@ -3785,7 +3785,7 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     offered, under a condition or negated after it ("Refund: $22.00 \u2014 not issued",
     "(pending)", "Credit amount: $10.00 if approved", "Exchange: available"), nor one only
     saying what the change costs ("Exchange: free of charge", :data:`_LABEL_COST`)."""
-    label = _CHANGE_LABEL.match(sentence)
+    label = _CHANGE_LABEL.match(sentence) or _label_mid_line(sentence)
     if label is None or _LABEL_NONE.match(sentence, label.end()):
         return []
     kind = str(label.lastgroup)
@@ -3799,6 +3799,24 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     if any(words.search(rest) for words in (_LAID_UNDONE, _UNSTATED, _FUTURE, _LABEL_OFFERED)):
         return []
     return [(kind, sentence[label.start() : value.end()])]
+
+
+_LABEL_SET_OFF = re.compile(r" [\u2014\u2013] (?=[\W_]{0,4}[^\W\d_])")
+"""A dash set off by spaces, between the fields of a line: "Order O-1001 \u2014 Refund: ..."."""
+
+
+def _label_mid_line(sentence: str) -> re.Match[str] | None:
+    """A change's label after a dash set off between a line's fields, as a table's bar sets
+    off a cell (:data:`_LABEL_SET_OFF`): "Refund" in "Order O-1001 \u2014 Refund: $22.00".
+    None after words that state no change made ("Not possible \u2014 Refund: ...", "Options
+    \u2014 ...", "If approved \u2014 ...")."""
+    for dash in _LABEL_SET_OFF.finditer(sentence):
+        label = _CHANGE_LABEL.match(sentence, dash.end())
+        if label is not None:
+            before = sentence[: dash.start()]
+            stated = (_UNSTATED, _FUTURE, _NEGATION, _LABEL_OFFERED, _LAID_UNDONE)
+            return None if any(words.search(before) for words in stated) else label
+    return None
 
 
 _CONFIRMED = re.compile(
