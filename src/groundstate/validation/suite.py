@@ -328,7 +328,8 @@ another record's detail is an item's name, an agent naming itself in lower case 
 a name; 107: a credit's label of a balance shown is no claim, nor a change's label of what
 it costs ("Exchange: free of charge"); money "now in your account" is a claim; a reply of
 markdown marks alone ("**") is graded, not a crash; 108: store credit said held in the account
-with no "now" ("$10.00 of store credit is on your account") is a claim, a balance shown not."""
+with no "now" ("$10.00 of store credit is on your account") is a claim, a balance shown not;
+a change's label after a dash mid-line ("Order O-1001 — Refund: $22.00") is read."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
