@@ -107,6 +107,9 @@ def test_store_credit_held_after_a_refund_is_a_false_claim(
         "I can put a $10 credit on your account if you like.",
         "There's no $10 credit on file for you.",
         "The $10.00 credit card fee on your account was waived before.",
+        "You still have $5.00 of store credit on your account.",
+        "$5.00 of store credit remains on your account.",
+        "There's $5 of credit left on file.",
     ],
 )
 def test_controls_store_credit_held_unsaid_claims_nothing(

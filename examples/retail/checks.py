@@ -3695,8 +3695,10 @@ def _credit_held(sentence: str) -> str | None:
     """The clause of *sentence* saying an amount of store credit is in the account now
     (:data:`_CREDIT_HELD`): the credit said made, as "$10.00 of store credit is now in your
     account" is. None for an offer, a condition or history, a negation, a rule, no amount
-    but none, or a sentence naming a refund or a card (money back, :data:`_MONEY_BACK`)."""
-    held = None if _UNSTATED.search(sentence) else _CREDIT_HELD.search(sentence)
+    but none, a balance held still (:data:`_CREDIT_STILL_HELD`), or a sentence naming a
+    refund or a card (money back, :data:`_MONEY_BACK`)."""
+    stated = not (_UNSTATED.search(sentence) or _CREDIT_STILL_HELD.search(sentence))
+    held = _CREDIT_HELD.search(sentence) if stated else None
     if (
         held is None
         or not any(amounts_in(held.group()))
@@ -3729,7 +3731,9 @@ _CREDIT_HELD = re.compile(_CREDIT_HELD_PATTERN)
 """An amount of store credit said held in the account, no "now" needed: "$10.00 of store
 credit is on your account", "There's $10 of credit waiting on your account", "You've got a
 $10 credit on file", "Your account has $10.00 in store credit". Not a credit card, nor a
-balance (:func:`_balances_labelled` reads one a call showed as "credit balance")."""
+balance (:func:`_balances_labelled` reads one a call showed as the balance)."""
+_CREDIT_STILL_HELD = re.compile(r"\b(?:still|remains?|remaining|left)\b")
+"""Store credit said held from before: "You still have $5.00 of store credit on file"."""
 _REFUND_SAID = re.compile(r"\brefund")
 
 
