@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, TypeVar
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
@@ -3736,7 +3736,29 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             and not _states_policy(sentence[: back.end()])  # "Refunds show on your card"
         ):
             claims.append((_money_back_kind(sentence), _clause_at(sentence, back.start())))
+        if not asking and (held := _credit_held(sentence)) is not None:
+            claims.append(("credit", held))
     return list(dict.fromkeys(claims))
+
+
+def _credit_held(sentence: str) -> str | None:
+    """The clause of *sentence* saying an amount of store credit is in the account now
+    (:data:`_CREDIT_HELD`): the credit said made, as "$10.00 of store credit is now in your
+    account" is. None for an offer, a condition or history, a negation, a rule, no amount
+    but none, a balance held still (:data:`_CREDIT_STILL_HELD`), or a sentence naming a
+    refund or a card (money back, :data:`_MONEY_BACK`)."""
+    stated = not (_UNSTATED.search(sentence) or _CREDIT_STILL_HELD.search(sentence))
+    held = _CREDIT_HELD.search(sentence) if stated else None
+    if (
+        held is None
+        or not any(amounts_in(held.group()))
+        or _negated_at(sentence, *held.span())
+        or _states_policy(sentence[: held.end()])
+        or _REFUND_SAID.search(sentence)
+        or _CARD_CREDITED.search(sentence)
+    ):
+        return None
+    return _clause_at(sentence, held.start())
 
 
 _STORE_CREDIT_SAID = re.compile(
@@ -3745,6 +3767,23 @@ _STORE_CREDIT_SAID = re.compile(
 )
 """Store credit named: "store credit", or money "of credit", "in credit", "credit of $10.00"
 (not a credit card)."""
+_CREDIT_HELD_NOUN = (
+    r"(?:(?:store|account|goodwill|courtesy|shop) )?credit\b(?! (?:card|balance)s?\b)"
+)
+_CREDIT_HELD_PATTERN = (
+    rf"(?:{_SUM}[*_]{{0,2}}(?: (?:of|in))? {_CREDIT_HELD_NOUN}"
+    rf"|\bcredit (?:of|worth) [*_]{{0,2}}{_SUM})"
+    rf"[^,;.!?]{{0,40}}? (?:(?:in|on) your{_IN_ACCOUNT}|on file\b)"
+    r"|\byour(?: [\w-]+){0,2} (?:account|wallet) (?:has|holds|shows|contains|carries|includes)"
+    rf" (?:(?:a|an) )?[*_]{{0,2}}{_SUM}[*_]{{0,2}}(?: (?:of|in))? {_CREDIT_HELD_NOUN}"
+)
+_CREDIT_HELD = re.compile(_CREDIT_HELD_PATTERN)
+"""An amount of store credit said held in the account, no "now" needed: "$10.00 of store
+credit is on your account", "There's $10 of credit waiting on your account", "You've got a
+$10 credit on file", "Your account has $10.00 in store credit". Not a credit card, nor a
+balance (:func:`_balances_labelled` reads one a call showed as the balance)."""
+_CREDIT_STILL_HELD = re.compile(r"\b(?:still|remains?|remaining|left)\b")
+"""Store credit said held from before: "You still have $5.00 of store credit on file"."""
 _REFUND_SAID = re.compile(r"\brefund")
 
 
@@ -3760,7 +3799,7 @@ def _money_back_kind(sentence: str) -> str:
 
 
 _CHANGE_LABEL = re.compile(
-    r"(?:^|(?<=\| ))[\W_]*(?:(?:your|total|full|partial) )?(?:"
+    r"(?:^|(?<=\| )|(?<= [\u2014\u2013] ))[\W_]*(?:(?:your|total|full|partial) )?(?:"
     r"(?P<refund>(?:(?:card|gift card) )?refund(?: amount| total)?|amount of refund)"
     r"|(?P<credit>(?:(?:store|account|goodwill|courtesy|shop) )?credit"
     r"(?: amount| total| added| applied| issued)?|gift card(?: credit)?)"
@@ -3800,7 +3839,7 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     offered, under a condition or negated after it ("Refund: $22.00 \u2014 not issued",
     "(pending)", "Credit amount: $10.00 if approved", "Exchange: available"), nor one only
     saying what the change costs ("Exchange: free of charge", :data:`_LABEL_COST`)."""
-    label = _CHANGE_LABEL.match(sentence)
+    label = _CHANGE_LABEL.match(sentence) or _label_mid_line(sentence)
     if label is None or _LABEL_NONE.match(sentence, label.end()):
         return []
     kind = str(label.lastgroup)
@@ -3814,6 +3853,24 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     if any(words.search(rest) for words in (_LAID_UNDONE, _UNSTATED, _FUTURE, _LABEL_OFFERED)):
         return []
     return [(kind, sentence[label.start() : value.end()])]
+
+
+_LABEL_SET_OFF = re.compile(r" [\u2014\u2013] (?=[\W_]{0,4}[^\W\d_])")
+"""A dash set off by spaces, between the fields of a line: "Order O-1001 \u2014 Refund: ..."."""
+
+
+def _label_mid_line(sentence: str) -> re.Match[str] | None:
+    """A change's label after a dash set off between a line's fields, as a table's bar sets
+    off a cell (:data:`_LABEL_SET_OFF`): "Refund" in "Order O-1001 \u2014 Refund: $22.00".
+    None after words that state no change made ("Not possible \u2014 Refund: ...", "Options
+    \u2014 ...", "If approved \u2014 ...")."""
+    for dash in _LABEL_SET_OFF.finditer(sentence):
+        label = _CHANGE_LABEL.match(sentence, dash.end())
+        if label is not None:
+            before = sentence[: dash.start()]
+            stated = (_UNSTATED, _FUTURE, _NEGATION, _LABEL_OFFERED, _LAID_UNDONE)
+            return None if any(words.search(before) for words in stated) else label
+    return None
 
 
 _CONFIRMED = re.compile(
@@ -4141,9 +4198,23 @@ def _balances_labelled(trace: list[AgentEvent]) -> list[AgentEvent]:
                 return f"{found['label']} balance{found['value']}" if held else found.group()
 
             text = _CREDIT_BALANCE_LABEL.sub(relabel, event.text)
+            text = _CREDIT_HELD_SAID.sub(partial(_held_as_balance, shown=shown), text)
             event = event.model_copy(update={"text": text}) if text != event.text else event
         read.append(event)
     return read
+
+
+_CREDIT_HELD_SAID = re.compile(_CREDIT_HELD_PATTERN, re.IGNORECASE)
+"""Store credit said held (:data:`_CREDIT_HELD`), in a message as the agent wrote it."""
+
+
+def _held_as_balance(found: re.Match[str], shown: frozenset[int]) -> str:
+    """Store credit said held, *found*, read as the balance it is when its amount is one a
+    call showed (in *shown*): "You've got a $5.00 credit on file" after ``get_customer``
+    showed 500 cents is "You've got your store credit balance", no credit made (nor, by its
+    amount, money back)."""
+    amounts = set(amounts_in(found.group()))
+    return "your store credit balance" if amounts and amounts <= shown else found.group()
 
 
 def _balances_shown(value: Any, key: str = "") -> Iterator[int]:

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 108
+VALIDATOR_REVISION = 109
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -327,8 +327,11 @@ is no item ("I'll mark it" ... "Yes, Mark"), a capitalised word before a noun ("
 another record's detail is an item's name, an agent naming itself in lower case ("sam here") is
 a name; 107: a credit's label of a balance shown is no claim, nor a change's label of what
 it costs ("Exchange: free of charge"); money "now in your account" is a claim; a reply of
-markdown marks alone ("**") is graded, not a crash; 108: a list of items priced in pounds,
-pounds with pence or "in pounds" are money, pence are pounds', a floor in brackets is a floor."""
+markdown marks alone ("**") is graded, not a crash; 108: a list of items priced in pounds, pounds
+with pence or "in pounds" are money, pence are pounds', a floor in brackets is a floor; 109: store
+credit said held in the account with no "now" ("$10.00 of store credit is on your account") is a
+claim, a balance shown not; a change's label after a dash mid-line ("Order O-1001 — Refund: $22.00")
+is read."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
