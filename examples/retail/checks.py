@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -1093,8 +1094,8 @@ def _last_chain(pieces: _Pieces, carried: list[str]) -> list[str]:
 
 def _common_start(one: str, other: str) -> int:
     """How many characters *one* and *other* start with alike."""
-    at = 0
-    while at < min(len(one), len(other)) and one[at] == other[at]:
+    at, most = 0, min(len(one), len(other))
+    while at < most and one[at] == other[at]:
         at += 1
     return at
 
@@ -1110,9 +1111,11 @@ def _shows_number(pieces: _Pieces, carried: list[str], digits: str) -> bool:
     passable = [True] * len(carried) + pieces.passable
     pieces = _Pieces(groups, joins, passable, [""] * len(carried) + pieces.gaps)
     # reached[i]: (start, end) of the digits matched so far, group i ending them at end.
-    reached: list[set[tuple[int, int]]] = [set() for _ in groups]
+    reached: dict[int, set[tuple[int, int]]] = defaultdict(set)
     for at, group in enumerate(groups):
-        if any(digits[i : i + shown] in group for i in range(len(digits) - shown + 1)):
+        if len(group) >= shown and any(
+            digits[i : i + shown] in group for i in range(len(digits) - shown + 1)
+        ):
             return True
         for cut in range(max(len(group) - len(digits), 0), len(group)):  # the end starts one
             tail = group[cut:]
@@ -1120,8 +1123,10 @@ def _shows_number(pieces: _Pieces, carried: list[str], digits: str) -> bool:
             while start != -1:
                 reached[at].add((start, start + len(tail)))
                 start = digits.find(tail, start + 1)
-        for start, end in reached[at]:
-            for nxt in _follows(pieces, at):
+        ends = reached.pop(at, set())
+        nexts = _follows(pieces, at) if ends else []  # once a group, not once a pair
+        for start, end in ends:
+            for nxt in nexts:
                 group = groups[nxt]
                 common = _common_start(group, digits[end:])
                 if end + common - start >= shown:
@@ -1141,8 +1146,11 @@ def _shows_start(pieces: _Pieces, digits: str) -> bool:
     groups, joins, gaps = pieces.groups, pieces.joins, pieces.gaps
     for at, group in enumerate(groups):
         said, end = group, at
-        while (
-            end < len(joins) and joins[end] and not re.search(rf"[^\W\d_]|{_MASK}", gaps[end + 1])
+        while (  # a number no longer the card's start is read no further (linear in groups)
+            end < len(joins)
+            and joins[end]
+            and digits.startswith(said)
+            and not re.search(rf"[^\W\d_]|{_MASK}", gaps[end + 1])
         ):
             end += 1
             said += groups[end]
@@ -1807,7 +1815,7 @@ _STATUS = re.compile(
     rf"|\baddress(?: change)?s? ?{_STATUS_MARK}? ?(?:(?:successfully|now) )*"
     r"(?:done|updated|changed)\b(?: (?:to|for) [^,;|\u2014\u2013]{1,80}?)?"
     rf"(?=[\s.!)\]*_]*(?:$|[|(,\u2014\u2013]|- |[{_TICKS}]|{_NEW_CLAUSE}))"
-    r"|(?:^|(?<=[,;:\u2014\u2013] )|(?<= - ))[\W_]*"
+    r"|(?:^|(?<=[,;:\u2014\u2013] )|(?<= - ))[\W_]{0,20}"
     r"(?:(?!(?:will|be|being|been|to|gets?|got|not|is|are|was|were|has|have|had)\b)"
     r"(?![\w$.-]*'(?:s|re)\b)[\w$.'-]+ ){1,4}"
     r"(?:(?:successfully|now) )?"
@@ -1865,7 +1873,7 @@ _RECAP = re.compile(
 """A line recapping what the customer asked or the agent plans ("You asked for: socks \u2014
 refunded", "Here's the plan:", "Expected: refunded"); ending in its colon, a heading over the
 list under it."""
-_SUM = r"(?:(?:\$ ?|(?<=\$)|(?<=\$ ))\d[\d.,]*|\d[\d.,]* ?(?:usd|dollars)\b)"
+_SUM = r"(?:(?:\$ ?|(?<=\$)|(?<=\$ ))\d[\d.,]{0,20}|\d[\d.,]{0,20} ?(?:usd|dollars)\b)"
 """An amount of money: "$22.00" (from its "$" or, after the word boundary _MONEY_BACK starts
 at, from its first digit), "22 dollars"."""
 _IN_ACCOUNT = (
