@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -1100,8 +1101,8 @@ def _last_chain(pieces: _Pieces, carried: list[str]) -> list[str]:
 
 def _common_start(one: str, other: str) -> int:
     """How many characters *one* and *other* start with alike."""
-    at = 0
-    while at < min(len(one), len(other)) and one[at] == other[at]:
+    at, most = 0, min(len(one), len(other))
+    while at < most and one[at] == other[at]:
         at += 1
     return at
 
@@ -1117,9 +1118,11 @@ def _shows_number(pieces: _Pieces, carried: list[str], digits: str) -> bool:
     passable = [True] * len(carried) + pieces.passable
     pieces = _Pieces(groups, joins, passable, [""] * len(carried) + pieces.gaps)
     # reached[i]: (start, end) of the digits matched so far, group i ending them at end.
-    reached: list[set[tuple[int, int]]] = [set() for _ in groups]
+    reached: dict[int, set[tuple[int, int]]] = defaultdict(set)
     for at, group in enumerate(groups):
-        if any(digits[i : i + shown] in group for i in range(len(digits) - shown + 1)):
+        if len(group) >= shown and any(
+            digits[i : i + shown] in group for i in range(len(digits) - shown + 1)
+        ):
             return True
         for cut in range(max(len(group) - len(digits), 0), len(group)):  # the end starts one
             tail = group[cut:]
@@ -1127,8 +1130,10 @@ def _shows_number(pieces: _Pieces, carried: list[str], digits: str) -> bool:
             while start != -1:
                 reached[at].add((start, start + len(tail)))
                 start = digits.find(tail, start + 1)
-        for start, end in reached[at]:
-            for nxt in _follows(pieces, at):
+        ends = reached.pop(at, set())
+        nexts = _follows(pieces, at) if ends else []  # once a group, not once a pair
+        for start, end in ends:
+            for nxt in nexts:
                 group = groups[nxt]
                 common = _common_start(group, digits[end:])
                 if end + common - start >= shown:
@@ -1148,8 +1153,11 @@ def _shows_start(pieces: _Pieces, digits: str) -> bool:
     groups, joins, gaps = pieces.groups, pieces.joins, pieces.gaps
     for at, group in enumerate(groups):
         said, end = group, at
-        while (
-            end < len(joins) and joins[end] and not re.search(rf"[^\W\d_]|{_MASK}", gaps[end + 1])
+        while (  # a number no longer the card's start is read no further (linear in groups)
+            end < len(joins)
+            and joins[end]
+            and digits.startswith(said)
+            and not re.search(rf"[^\W\d_]|{_MASK}", gaps[end + 1])
         ):
             end += 1
             said += groups[end]
@@ -1857,7 +1865,7 @@ _STATUS = re.compile(
     rf"|\baddress(?: change)?s? ?{_STATUS_MARK}? ?(?:(?:successfully|now) )*"
     r"(?:done|updated|changed)\b(?: (?:to|for) [^,;|\u2014\u2013]{1,80}?)?"
     rf"(?=[\s.!)\]*_]*(?:$|[|(,\u2014\u2013]|- |[{_TICKS}]|{_NEW_CLAUSE}))"
-    r"|(?:^|(?<=[,;:\u2014\u2013] )|(?<= - ))[\W_]*"
+    r"|(?:^|(?<=[,;:\u2014\u2013] )|(?<= - ))[\W_]{0,20}"
     r"(?:(?!(?:will|be|being|been|to|gets?|got|not|is|are|was|were|has|have|had)\b)"
     r"(?![\w$.-]*'(?:s|re)\b)[\w$.'-]+ ){1,4}"
     r"(?:(?:successfully|now) )?"
@@ -1915,7 +1923,7 @@ _RECAP = re.compile(
 """A line recapping what the customer asked or the agent plans ("You asked for: socks \u2014
 refunded", "Here's the plan:", "Expected: refunded"); ending in its colon, a heading over the
 list under it."""
-_SUM = r"(?:(?:\$ ?|(?<=\$)|(?<=\$ ))\d[\d.,]*|\d[\d.,]* ?(?:usd|dollars)\b)"
+_SUM = r"(?:(?:\$ ?|(?<=\$)|(?<=\$ ))\d[\d.,]{0,20}|\d[\d.,]{0,20} ?(?:usd|dollars)\b)"
 """An amount of money: "$22.00" (from its "$" or, after the word boundary _MONEY_BACK starts
 at, from its first digit), "22 dollars"."""
 _IN_ACCOUNT = (
@@ -2093,8 +2101,9 @@ _RECEIVER = rf"(?:(?:your|my|his|her|their|the|our|an?) )?(?!(?:{_NOT_RECIPIENT}
 "It will reach Maria"), "your sister", "your office"."""
 _AND = r"(?:,? (?:and|or|&|plus|as well as))"
 """What joins the last of a list of people or places: "Maria and Leo", "Boston or Chicago"."""
-_RECEIVERS = rf"{_RECEIVER}(?:(?:, {_RECEIVER})*{_AND} {_RECEIVER})?"
-"""One receiver or a list of them ("Maria, Leo and Ann will receive it"): each is read."""
+_RECEIVERS = rf"{_RECEIVER}(?:(?:, {_RECEIVER}){{0,20}}{_AND} {_RECEIVER})?"
+"""One receiver or a list of them ("Maria, Leo and Ann will receive it"): each is read (at most
+22: a list without bound made "Yes, " repeated quadratic, each comma a list to the end)."""
 _CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow ))"
 """Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
 warehouse team will get it out")."""
@@ -5370,6 +5379,8 @@ _TURNED_DOWN = re.compile(
 )
 """Before a credit or a refund: it is the thing turned down ("rather than store credit",
 "store credit in place of a refund")."""
+_TURNED_DOWN_REACH = 40
+"""How far before a credit _TURNED_DOWN may start (its longest is 25 characters)."""
 _REFUND = re.compile(r"\b(?:refund\w*|reimburs\w*|money back|return\w*|cash back)")
 _CHOICE = re.compile(r"\b(?:or|either)\b")
 _OFFERS = re.compile(
@@ -5409,20 +5420,26 @@ def _offers_credit(sentence: str, complained: bool, next_sentence: str) -> bool:
     """Whether *sentence* offers store credit as a substitute for a refund."""
     sentence = _ASIDE.sub(" ", sentence)
     for clause in _clauses(sentence):
+        # the clause is read once, not once for each credit it names: a clause of "Store
+        # credit: " repeated names 7,000, each read to its ends took minutes
+        substitutes = [found.span() for found in _SUBSTITUTE.finditer(clause)]
+        choice = _REFUND.search(clause) is not None and _CHOICE.search(clause) is not None
+        offers = _OFFERS.search(clause) is not None
         for credit in _CREDIT.finditer(clause):
-            before, after = clause[: credit.start()], clause[credit.end() :]
-            if _TURNED_DOWN.search(before):
+            start = credit.start()
+            if _TURNED_DOWN.search(clause, max(start - _TURNED_DOWN_REACH, 0), start):
                 continue
-            substitute = _SUBSTITUTE.search(before) or _SUBSTITUTE.search(after)
-            choice = _REFUND.search(clause) and _CHOICE.search(clause)
+            substitute = bool(substitutes) and (
+                substitutes[0][1] <= start or substitutes[-1][0] >= credit.end()
+            )
             if not (substitute or choice or not complained):
                 continue
-            if not (substitute or choice) and not _OFFERS.search(clause):
+            if not (substitute or choice) and not offers:
                 continue  # store credit named, not offered ("your store credit balance")
             if _negated(clause):
-                continue
-            if not _OFFERS.search(clause) and _NEGATING.search(next_sentence):
-                continue  # "Store credit instead? That's not something we offer."
+                break  # the clause's negation governs each credit it names
+            if not offers and _NEGATING.search(next_sentence):
+                break  # "Store credit instead? That's not something we offer."
             return True
     return False
 
