@@ -160,6 +160,11 @@ _ACTION_NAMES = {
     if name.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))
     or name.removeprefix("SQLITE_") in _OTHER_ACTIONS
 }
+AGENT_DATABASE_GROWTH = 16
+"""How many times its fixture's size an attempt's database may grow to (see
+:func:`agent_database_cap`)."""
+AGENT_DATABASE_MIN_BYTES = 256 * 1024 * 1024
+"""The least an attempt's database may grow to, however small its fixture."""
 PROGRESS_STEPS = 1000
 """SQLite virtual-machine steps between two deadline checks on the agent connection."""
 
@@ -243,7 +248,9 @@ class SqliteEnvironment(ClosesOnExit):
     [row, ...]}}``; *clock* is "now" after every reset. The template and live files go in
     *workdir* (one environment per folder), by default a temporary folder ``close`` removes,
     or hands with the live file and its connections to the next environment of the same
-    fixture (see :mod:`~groundstate.environments.sqlite_live`).
+    fixture (see :mod:`~groundstate.environments.sqlite_live`). The agent's writes may grow
+    the database to *max_database_bytes* (by default :func:`agent_database_cap`); past it a
+    call fails as the agent's error.
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
@@ -282,6 +289,7 @@ class SqliteEnvironment(ClosesOnExit):
         clock: datetime,
         permissions: Permissions | None = None,
         workdir: Path | None = None,
+        max_database_bytes: int | None = None,
     ) -> None:
         # A copy of its own: the task's dict, changed in place by an in-process agent (and put
         # back before its end), let the authorizer allow a read the task forbids.
@@ -312,6 +320,7 @@ class SqliteEnvironment(ClosesOnExit):
         try:
             self._baseline = fixture_baseline(Path(fixture), clock)
             self._template = _template_file(Path(fixture), self._baseline)
+            self._max_bytes = max_database_bytes or agent_database_cap(self._baseline.image)
             held = POOL.take(self._baseline.image_digest) if self._reuses() else None
             if held is not None:
                 self._adopt(held)
@@ -609,6 +618,16 @@ class SqliteEnvironment(ClosesOnExit):
             self._authorize, (self._past_deadline, PROGRESS_STEPS), self._python_denied
         )
         self._agent.harness_plain(_AGENT_LIMITS)
+        self._cap_agent()
+
+    def _cap_agent(self) -> None:
+        """Bound the database the agent's writes may grow (``PRAGMA max_page_count``, a limit
+        of this connection's only: the harness's and the graders' are not bound). Unbounded,
+        an agent that filled the disk ended its attempt as an environment failure (invalid,
+        rerun) instead of its own failure."""
+        page_size = self._harness("PRAGMA page_size")[0][0]
+        pages = self._max_bytes // page_size
+        self._max_pages = self._harness(f"PRAGMA max_page_count = {pages}")[0][0]
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What the agent connection holds besides the fixture: TEMP objects other than the
@@ -1043,12 +1062,33 @@ class SqliteEnvironment(ClosesOnExit):
             broken = _broken_database(exc)
             if broken is not None:
                 self._tainted = True
+                if self._at_the_cap(broken):
+                    raise ToolError(
+                        f"the call would grow the database past the {self._max_bytes / 2**20:g}"
+                        " MiB an attempt's database may hold: its writes were undone"
+                    ) from exc
                 raise EnvironmentFailure(
-                    f"sqlite environment: the database failed in a tool call: {broken}"
+                    "sqlite environment: the database failed in a tool call: "
+                    f"{broken} ({broken.sqlite_errorname})"
                 ) from exc
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
+
+    def _at_the_cap(self, broken: sqlite3.Error) -> bool:
+        """Whether *broken*, a call's "database or disk is full", was the agent's database
+        reaching its cap (the agent's doing) rather than the disk filling (the environment's):
+        the agent's connection holds this environment's cap, and the disks of the live file
+        and of SQLite's temporary files have room for the database grown to it."""
+        if broken.sqlite_errorcode & 0xFF != sqlite3.SQLITE_FULL:
+            return False
+        try:
+            if self._harness("PRAGMA max_page_count")[0][0] != self._max_pages:
+                return False  # a limit set by another hand than this environment's
+            room = self._max_bytes - self._live.stat().st_size
+            return all(free_bytes(path) >= room for path in _sqlite_disks(self._live))
+        except (OSError, sqlite3.Error):
+            return False
 
     def _compared_states(self) -> dict[str, TableState]:
         """The rows of the tables whose writes the triggers cannot log, read past the
@@ -1801,9 +1841,9 @@ _BROKEN_DATABASE_CODES = frozenset(
 """SQLite's primary result codes of a database (or its disk) that failed, not of a statement."""
 
 
-def _broken_database(exc: BaseException) -> str | None:
+def _broken_database(exc: BaseException) -> sqlite3.Error | None:
     """The SQLite error in *exc* or in what it was raised from or while handling, when it
-    says the database or its disk failed (full, an I/O error, corrupt): what, or None.
+    says the database or its disk failed (full, an I/O error, corrupt), or None.
 
     A tool that makes the database's errors its own (``except sqlite3.Error as e: raise
     ToolError(str(e))``) made a full disk the agent's ``tool_error``, and the attempt failed
@@ -1822,9 +1862,32 @@ def _broken_database(exc: BaseException) -> str | None:
             and code & 0xFF in _BROKEN_DATABASE_CODES
             and code != sqlite3.SQLITE_CORRUPT_VTAB
         ):
-            return f"{cause} ({getattr(cause, 'sqlite_errorname', code)})"
+            return cause
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def agent_database_cap(image: bytes) -> int:
+    """The bytes an attempt's database may grow to: :data:`AGENT_DATABASE_GROWTH` times its
+    fixture's build, and at least :data:`AGENT_DATABASE_MIN_BYTES`."""
+    return max(AGENT_DATABASE_GROWTH * len(image), AGENT_DATABASE_MIN_BYTES)
+
+
+def free_bytes(path: Path) -> int:
+    """The bytes free for this process on the disk holding *path*."""
+    return shutil.disk_usage(path).free
+
+
+def _sqlite_disks(live: Path) -> list[Path]:
+    """The folders SQLite writes an attempt's database to: the live file's (journal
+    included) and its temporary files' (statement journals, sorts), the first of SQLite's
+    choices that is a folder it may write."""
+    choices = [os.environ.get("SQLITE_TMPDIR"), os.environ.get("TMPDIR")]
+    choices += ["/var/tmp", "/usr/tmp", "/tmp"]
+    for choice in choices:
+        if choice and os.path.isdir(choice) and os.access(choice, os.W_OK | os.X_OK):
+            return [live.parent, Path(choice)]
+    return [live.parent]
 
 
 @contextmanager
