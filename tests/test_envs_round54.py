@@ -12,6 +12,10 @@ Classes of defect fixed:
   room than the cap allows, or a limit another hand set, stays the environment's failure.
   The cap binds the agent's connection only: the harness's clock and the graders' reads go
   on, and it holds after a reset and on a pooled database.
+- **SQLite out of memory, and a lock the harness held, were the agent's error**: a tool that
+  made the database's errors its own turned ``NOMEM`` and ``BUSY`` while the harness's own
+  connection held the write lock into the agent's ``tool_error``. Both are now the
+  environment's failure; a lock of a connection the tool opened stays the agent's.
 """
 
 from __future__ import annotations
@@ -55,6 +59,13 @@ def _env(tmp_path: Path, **kwargs: Any) -> SqliteEnvironment:
 @pytest.fixture
 def capped(tmp_path: Path) -> Iterator[SqliteEnvironment]:
     with _env(tmp_path, max_database_bytes=MiB) as env:
+        env.reset()
+        yield env
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    with _env(tmp_path) as env:
         env.reset()
         yield env
 
@@ -271,3 +282,69 @@ def test_an_agent_that_grows_the_database_fails_its_own_attempt(tmp_path: Path) 
     calls = [event for event in run.observation_action_log if isinstance(event, ToolCallEvent)]
     assert [call.error_class for call in calls] == [None, "tool_error"], calls
     assert "MiB an attempt's database may hold" in (calls[1].error or "")
+
+
+# --- a lock and memory: whose failure ----------------------------------------------------------
+
+
+def _short_wait(env: SqliteEnvironment) -> None:
+    env._harness("PRAGMA busy_timeout = 50")  # SQLite's wait for a lock, shortened
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_a_lock_the_harness_holds_is_the_environments_failure(
+    plain: SqliteEnvironment, wrap: bool
+) -> None:
+    """The harness's own connection holding the write lock: no doing of the agent's."""
+    _short_wait(plain)
+    plain._control.execute("BEGIN IMMEDIATE")
+    try:
+        failure = pytest.raises(EnvironmentFailure, match=r"^sqlite environment: .*SQLITE_BUSY")
+        with failure, plain.tool_transaction():
+            try:
+                plain.agent_db.execute("INSERT INTO t (v) VALUES ('x')")
+            except sqlite3.Error as exc:
+                if wrap:
+                    raise ToolError(f"could not save: {exc}") from exc
+                raise
+    finally:
+        plain._control.execute("ROLLBACK")
+
+
+def test_a_lock_of_the_agents_own_connection_stays_the_agents_error(
+    plain: SqliteEnvironment,
+) -> None:
+    """A tool's own second connection left in a transaction: the agent's doing."""
+    _short_wait(plain)
+    own = sqlite3.connect(plain._live, isolation_level=None)
+    try:
+        own.execute("BEGIN IMMEDIATE")
+        with pytest.raises(ToolError, match="locked"), plain.tool_transaction():
+            try:
+                plain.agent_db.execute("INSERT INTO t (v) VALUES ('x')")
+            except sqlite3.Error as exc:
+                raise ToolError(f"could not save: {exc}") from exc
+        own.execute("ROLLBACK")
+    finally:
+        own.close()
+
+
+def _out_of_memory() -> sqlite3.OperationalError:
+    error = sqlite3.OperationalError("out of memory")
+    error.sqlite_errorcode = sqlite3.SQLITE_NOMEM
+    error.sqlite_errorname = "SQLITE_NOMEM"
+    return error
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_sqlite_out_of_memory_is_the_environments_failure(
+    plain: SqliteEnvironment, wrap: bool
+) -> None:
+    initial = plain.state_hash()
+    failure = pytest.raises(EnvironmentFailure, match=r"out of memory \(SQLITE_NOMEM\)")
+    with failure, plain.tool_transaction():
+        plain.agent_db.execute("INSERT INTO t (v) VALUES ('x')")
+        if wrap:
+            raise ToolError("could not save") from _out_of_memory()
+        raise _out_of_memory()
+    assert plain.state_hash() == initial

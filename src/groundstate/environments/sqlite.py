@@ -1059,7 +1059,7 @@ class SqliteEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
-            broken = _broken_database(exc)
+            broken = _broken_database(exc, harness_locked=self._control.in_transaction)
             if broken is not None:
                 self._tainted = True
                 if self._at_the_cap(broken):
@@ -1836,19 +1836,26 @@ _BROKEN_DATABASE_CODES = frozenset(
         sqlite3.SQLITE_CANTOPEN,
         sqlite3.SQLITE_READONLY,
         sqlite3.SQLITE_PROTOCOL,
+        sqlite3.SQLITE_NOMEM,
     }
 )
-"""SQLite's primary result codes of a database (or its disk) that failed, not of a statement."""
+"""SQLite's primary result codes of a database (or its disk, or the machine's memory) that
+failed, not of a statement."""
 
 
-def _broken_database(exc: BaseException) -> sqlite3.Error | None:
+def _broken_database(exc: BaseException, *, harness_locked: bool) -> sqlite3.Error | None:
     """The SQLite error in *exc* or in what it was raised from or while handling, when it
-    says the database or its disk failed (full, an I/O error, corrupt), or None.
+    says the database or its disk failed (full, an I/O error, corrupt) or the machine is out
+    of memory (the agent's values are bounded by ``AGENT_MAX_LENGTH``), or None.
 
     A tool that makes the database's errors its own (``except sqlite3.Error as e: raise
     ToolError(str(e))``) made a full disk the agent's ``tool_error``, and the attempt failed
-    on the environment's fault. Busy and locked are left out: a connection of the agent's own
-    can hold the lock (``locked_outside_calls`` names that); so is running out of memory."""
+    on the environment's fault. Busy counts only while the harness's own connection holds a
+    lock (*harness_locked*): otherwise the holder is the agent's (a connection a tool opened
+    and left in a transaction, which ``locked_outside_calls`` names after the call). Locked
+    (a table of the agent's own connection that a statement of its own is reading) is the
+    agent's doing (no shared cache: only its own statements could hold such a lock)."""
+    codes = _BROKEN_DATABASE_CODES | ({sqlite3.SQLITE_BUSY} if harness_locked else set())
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -1859,7 +1866,7 @@ def _broken_database(exc: BaseException) -> sqlite3.Error | None:
         if (
             isinstance(cause, sqlite3.Error)
             and isinstance(code, int)
-            and code & 0xFF in _BROKEN_DATABASE_CODES
+            and code & 0xFF in codes
             and code != sqlite3.SQLITE_CORRUPT_VTAB
         ):
             return cause
