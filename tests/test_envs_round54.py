@@ -16,6 +16,12 @@ Classes of defect fixed:
   made the database's errors its own turned ``NOMEM`` and ``BUSY`` while the harness's own
   connection held the write lock into the agent's ``tool_error``. Both are now the
   environment's failure; a lock of a connection the tool opened stays the agent's.
+- **An index edited through its shadow tables hid rows from the graders**: ``DELETE FROM
+  branches_rowid``, ``docs_data`` or ``notes_segdir`` rows removed, an external-content
+  index told to 'delete' a row whose content stays: searches missed rows and the state hash
+  did not move. A call that wrote a virtual table now runs SQLite's own check of it
+  (``integrity-check``, ``rtreecheck``) and one out of step is the agent's error, undone;
+  honest writes of every kind pass.
 """
 
 from __future__ import annotations
@@ -348,3 +354,101 @@ def test_sqlite_out_of_memory_is_the_environments_failure(
             raise ToolError("could not save") from _out_of_memory()
         raise _out_of_memory()
     assert plain.state_hash() == initial
+
+
+# --- an index edited through its shadow tables ---------------------------------------------------
+
+SEARCHES = """
+CREATE VIRTUAL TABLE docs USING fts5(title, body);
+INSERT INTO docs(rowid, title, body) VALUES (1, 'fees', 'a refund of fees'), (2, 'refund', 'how');
+CREATE VIRTUAL TABLE branches USING rtree(id, min_x, max_x, min_y, max_y);
+INSERT INTO branches VALUES (1, 0, 1, 0, 1), (2, 5, 6, 5, 6);
+CREATE VIRTUAL TABLE notes USING fts4(body);
+INSERT INTO notes VALUES ('refund note');
+CREATE TABLE pages (id INTEGER PRIMARY KEY, title TEXT, body TEXT);
+INSERT INTO pages VALUES (1, 'fees', 'refund refund'), (2, 'refund', 'one');
+CREATE VIRTUAL TABLE idx USING fts5(title, body, content=pages, content_rowid=id);
+INSERT INTO idx(idx) VALUES ('rebuild');
+"""
+
+
+@pytest.fixture
+def searches(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    fixture = tmp_path / "searches.sql"
+    fixture.write_text(SEARCHES, encoding="utf-8")
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        env.reset()
+        yield env
+
+
+def _call(env: SqliteEnvironment, *sql: str) -> None:
+    with env.tool_transaction():
+        for statement in sql:
+            env.agent_db.execute(statement).fetchall()
+
+
+FOUND = {
+    "docs": "SELECT rowid FROM docs WHERE docs MATCH 'refund' ORDER BY rowid",
+    "branches": "SELECT id FROM branches WHERE id = 1",
+    "notes": "SELECT rowid FROM notes WHERE notes MATCH 'refund'",
+    "idx": "SELECT rowid FROM idx WHERE idx MATCH 'refund' ORDER BY rowid",
+}
+
+
+@pytest.mark.parametrize(
+    ("table", "sql"),
+    [
+        ("branches", "DELETE FROM branches_rowid WHERE rowid = 1"),
+        ("docs", "DELETE FROM docs_data WHERE id > 10"),
+        ("notes", "DELETE FROM notes_segdir"),
+        ("idx", "INSERT INTO idx(idx, rowid, title, body) VALUES ('delete', 1, 'fees', "
+         "'refund refund')"),
+    ],
+)  # fmt: skip
+def test_an_index_edited_by_hand_is_refused_and_undone(
+    searches: SqliteEnvironment, table: str, sql: str
+) -> None:
+    initial = searches.state_hash()
+    before = searches.evaluator_view().query(FOUND[table])
+    assert before
+    with pytest.raises(ToolError, match=f"index of {table} out of step"):
+        _call(searches, sql)
+    assert searches.evaluator_view().query(FOUND[table]) == before
+    assert searches.state_hash() == initial
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        ("INSERT INTO docs(rowid, title, body) VALUES (3, 'x', 'refund y')",),
+        ("DELETE FROM docs WHERE rowid = 1", "INSERT INTO docs(docs) VALUES ('optimize')"),
+        ("UPDATE docs SET body = 'no longer' WHERE rowid = 2",),
+        ("INSERT INTO docs(docs) VALUES ('rebuild')",),
+        ("INSERT INTO docs(docs, rank) VALUES ('rank', 'bm25(10.0, 1.0)')",),
+        ("INSERT INTO branches VALUES (3, 1, 2, 1, 2)", "DELETE FROM branches WHERE id = 2"),
+        ("UPDATE branches SET max_x = 9 WHERE id = 1",),
+        ("INSERT INTO notes VALUES ('another refund')", "DELETE FROM notes WHERE rowid = 1"),
+        (
+            "DELETE FROM pages WHERE id = 1",
+            "INSERT INTO idx(idx, rowid, title, body) VALUES ('delete', 1, 'fees', "
+            "'refund refund')",
+        ),
+        (
+            "INSERT INTO pages VALUES (3, 'new', 'refund z')",
+            "INSERT INTO idx(rowid, title, body) VALUES (3, 'new', 'refund z')",
+        ),
+    ],
+)
+def test_honest_writes_of_search_tables_pass(searches: SqliteEnvironment, sql: tuple[str]) -> None:
+    _call(searches, *sql)
+
+
+def test_an_honest_search_table_write_in_a_later_call_is_still_checked(
+    searches: SqliteEnvironment,
+) -> None:
+    """FTS5 keeps its own prepared statements: the shadow write of a later call may not ask
+    the authorizer again, but the agent's statement on the table does."""
+    _call(searches, "INSERT INTO docs(rowid, title, body) VALUES (3, 'x', 'refund y')")
+    _call(searches, "INSERT INTO docs(rowid, title, body) VALUES (4, 'x', 'refund y')")
+    with pytest.raises(ToolError, match="index of docs"):
+        _call(searches, "DELETE FROM docs_data WHERE id > 10")

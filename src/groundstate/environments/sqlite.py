@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -610,6 +611,10 @@ class SqliteEnvironment(ClosesOnExit):
         self._compared = [*virtual, *settings, *sorted(self._baseline.compared)]
         self._searches_written = False
         """Whether the agent wrote an FTS5 table (see :meth:`_rewrite`)."""
+        self._virtual = frozenset(virtual)
+        self._indexes_written: set[str] = set()
+        """The virtual tables a call wrote, itself or through its shadow tables (see
+        :meth:`_check_indexes`)."""
         # The environment's own, not kept for the process by policy: such a table, reachable
         # by its module's name, took an in-process agent's "allowed" answers for every later
         # environment (a read its task forbids passed unseen).
@@ -1019,6 +1024,7 @@ class SqliteEnvironment(ClosesOnExit):
     def _effects(self) -> Iterator[CallEffects]:
         effects = CallEffects()
         self._denied = []
+        self._indexes_written = set()
         self._fresh = False
         self._check_tracking()
         self._writes.start(self._harness)
@@ -1036,6 +1042,7 @@ class SqliteEnvironment(ClosesOnExit):
             with _REFUSALS:
                 writes, written, touched = self._writes.read(self._harness)
                 compared = state_writes(compared_before, self._compared_states())
+            self._check_indexes()
             writes = [write for write in writes if write.table not in compared_before]
             writes += compared
             written = sorted({*written, *(write.table for write in compared)})
@@ -1074,6 +1081,35 @@ class SqliteEnvironment(ClosesOnExit):
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
+
+    def _check_indexes(self) -> None:
+        """Refuse a call that left a virtual table's index out of step with its rows.
+
+        Writing a search or R-tree table's shadow tables is allowed with ``write`` (SQLite's
+        own statements for the table write them too, and the authorizer cannot tell the two
+        apart), so a row removed from an R-tree's ``branches_rowid``, an FTS5 ``docs_data``
+        emptied or an external-content index told to forget a row whose content stays hid
+        rows from every search, the graders' included, while the state hash (the rows) did
+        not move. SQLite's own checks of each table the call wrote (``integrity-check``,
+        ``rtreecheck``) now find that, and the call is the agent's error, undone."""
+        for table in sorted(self._indexes_written):
+            [(sql,)] = self._harness("SELECT sql FROM main.sqlite_master WHERE name = ?", (table,))
+            module = _VIRTUAL_MODULE.search(sql or "")
+            check = _INDEX_CHECKS.get(module.group(1).lower() if module else "")
+            if check is None:
+                continue
+            try:
+                params = (table,) if "?" in check else ()
+                found = self._harness(check.format(table=quote(table)), params)
+            except sqlite3.DatabaseError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_CORRUPT_VTAB:
+                    continue  # no verdict (a format version the agent set, say): the hash has it
+                found = [(str(exc),)]
+            if found and found[0][0] != "ok":
+                raise ToolError(
+                    f"the call left the index of {table} out of step with its rows (its shadow"
+                    f" tables written by hand?): it was undone ({found[0][0]})"
+                )
 
     def _at_the_cap(self, broken: sqlite3.Error) -> bool:
         """Whether *broken*, a call's "database or disk is full", was the agent's database
@@ -1209,6 +1245,8 @@ class SqliteEnvironment(ClosesOnExit):
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
             self._searches_written = self._searches_written or table in self._baseline.settings
+            if table in self._virtual:
+                self._indexes_written.add(table)
             writable = fixture or self._permissions.get(table, "write") == "write"
             return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
         if action == sqlite3.SQLITE_PRAGMA:
@@ -1563,6 +1601,19 @@ def _virtual_tables(build: str, kinds: dict[str, str]) -> tuple[list[str], dict[
 
 
 _VIRTUAL: dict[str, tuple[list[str], dict[str, str]]] = {}
+
+_VIRTUAL_MODULE = re.compile(r"\bUSING\s+(\w{1,20})", re.IGNORECASE)
+"""A virtual table's module in its ``CREATE VIRTUAL TABLE`` statement."""
+_INDEX_CHECKS = {
+    "fts5": "INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)",
+    "fts4": "INSERT INTO {table}({table}) VALUES ('integrity-check')",
+    "fts3": "INSERT INTO {table}({table}) VALUES ('integrity-check')",
+    "rtree": "SELECT rtreecheck(?)",
+    "rtree_i32": "SELECT rtreecheck(?)",
+}
+"""SQLite's own check that a virtual table's index agrees with its rows, by module: an
+``INSERT`` that raises ``SQLITE_CORRUPT_VTAB`` if not (FTS5's rank 1 compares an external
+content table's rows too), or ``rtreecheck``'s report (``ok``)."""
 
 
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:

@@ -328,7 +328,8 @@ another record's detail is an item's name, an agent naming itself in lower case 
 a name; 107: a credit's label of a balance shown is no claim, nor a change's label of what
 it costs ("Exchange: free of charge"); money "now in your account" is a claim; a reply of
 markdown marks alone ("**") is graded, not a crash; 108: an attempt's database is capped (past
-it, the agent's tool error), SQLite out of memory and a lock the harness holds the environment's."""
+it, the agent's tool error), SQLite out of memory and a lock the harness holds the environment's;
+a call leaving a virtual table's index out of step with its rows is refused."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
