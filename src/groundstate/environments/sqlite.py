@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -160,6 +161,11 @@ _ACTION_NAMES = {
     if name.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))
     or name.removeprefix("SQLITE_") in _OTHER_ACTIONS
 }
+AGENT_DATABASE_GROWTH = 16
+"""How many times its fixture's size an attempt's database may grow to (see
+:func:`agent_database_cap`)."""
+AGENT_DATABASE_MIN_BYTES = 256 * 1024 * 1024
+"""The least an attempt's database may grow to, however small its fixture."""
 PROGRESS_STEPS = 1000
 """SQLite virtual-machine steps between two deadline checks on the agent connection."""
 
@@ -243,7 +249,9 @@ class SqliteEnvironment(ClosesOnExit):
     [row, ...]}}``; *clock* is "now" after every reset. The template and live files go in
     *workdir* (one environment per folder), by default a temporary folder ``close`` removes,
     or hands with the live file and its connections to the next environment of the same
-    fixture (see :mod:`~groundstate.environments.sqlite_live`).
+    fixture (see :mod:`~groundstate.environments.sqlite_live`). The agent's writes may grow
+    the database to *max_database_bytes* (by default :func:`agent_database_cap`); past it a
+    call fails as the agent's error.
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
@@ -282,6 +290,7 @@ class SqliteEnvironment(ClosesOnExit):
         clock: datetime,
         permissions: Permissions | None = None,
         workdir: Path | None = None,
+        max_database_bytes: int | None = None,
     ) -> None:
         # A copy of its own: the task's dict, changed in place by an in-process agent (and put
         # back before its end), let the authorizer allow a read the task forbids.
@@ -312,6 +321,7 @@ class SqliteEnvironment(ClosesOnExit):
         try:
             self._baseline = fixture_baseline(Path(fixture), clock)
             self._template = _template_file(Path(fixture), self._baseline)
+            self._max_bytes = max_database_bytes or agent_database_cap(self._baseline.image)
             held = POOL.take(self._baseline.image_digest) if self._reuses() else None
             if held is not None:
                 self._adopt(held)
@@ -601,6 +611,10 @@ class SqliteEnvironment(ClosesOnExit):
         self._compared = [*virtual, *settings, *sorted(self._baseline.compared)]
         self._searches_written = False
         """Whether the agent wrote an FTS5 table (see :meth:`_rewrite`)."""
+        self._virtual = frozenset(virtual)
+        self._indexes_written: set[str] = set()
+        """The virtual tables a call wrote, itself or through its shadow tables (see
+        :meth:`_check_indexes`)."""
         # The environment's own, not kept for the process by policy: such a table, reachable
         # by its module's name, took an in-process agent's "allowed" answers for every later
         # environment (a read its task forbids passed unseen).
@@ -609,6 +623,16 @@ class SqliteEnvironment(ClosesOnExit):
             self._authorize, (self._past_deadline, PROGRESS_STEPS), self._python_denied
         )
         self._agent.harness_plain(_AGENT_LIMITS)
+        self._cap_agent()
+
+    def _cap_agent(self) -> None:
+        """Bound the database the agent's writes may grow (``PRAGMA max_page_count``, a limit
+        of this connection's only: the harness's and the graders' are not bound). Unbounded,
+        an agent that filled the disk ended its attempt as an environment failure (invalid,
+        rerun) instead of its own failure."""
+        page_size = self._harness("PRAGMA page_size")[0][0]
+        pages = self._max_bytes // page_size
+        self._max_pages = self._harness(f"PRAGMA max_page_count = {pages}")[0][0]
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What the agent connection holds besides the fixture: TEMP objects other than the
@@ -1000,6 +1024,7 @@ class SqliteEnvironment(ClosesOnExit):
     def _effects(self) -> Iterator[CallEffects]:
         effects = CallEffects()
         self._denied = []
+        self._indexes_written = set()
         self._fresh = False
         self._check_tracking()
         self._writes.start(self._harness)
@@ -1017,6 +1042,7 @@ class SqliteEnvironment(ClosesOnExit):
             with _REFUSALS:
                 writes, written, touched = self._writes.read(self._harness)
                 compared = state_writes(compared_before, self._compared_states())
+            self._check_indexes()
             writes = [write for write in writes if write.table not in compared_before]
             writes += compared
             written = sorted({*written, *(write.table for write in compared)})
@@ -1040,15 +1066,65 @@ class SqliteEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
-            broken = _broken_database(exc)
+            broken = _broken_database(exc, harness_locked=self._control.in_transaction)
             if broken is not None:
                 self._tainted = True
+                if self._at_the_cap(broken):
+                    raise ToolError(
+                        f"the call would grow the database past the {self._max_bytes / 2**20:g}"
+                        " MiB an attempt's database may hold: its writes were undone"
+                    ) from exc
                 raise EnvironmentFailure(
-                    f"sqlite environment: the database failed in a tool call: {broken}"
+                    "sqlite environment: the database failed in a tool call: "
+                    f"{broken} ({broken.sqlite_errorname})"
                 ) from exc
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
+
+    def _check_indexes(self) -> None:
+        """Refuse a call that left a virtual table's index out of step with its rows.
+
+        Writing a search or R-tree table's shadow tables is allowed with ``write`` (SQLite's
+        own statements for the table write them too, and the authorizer cannot tell the two
+        apart), so a row removed from an R-tree's ``branches_rowid``, an FTS5 ``docs_data``
+        emptied or an external-content index told to forget a row whose content stays hid
+        rows from every search, the graders' included, while the state hash (the rows) did
+        not move. SQLite's own checks of each table the call wrote (``integrity-check``,
+        ``rtreecheck``) now find that, and the call is the agent's error, undone."""
+        for table in sorted(self._indexes_written):
+            [(sql,)] = self._harness("SELECT sql FROM main.sqlite_master WHERE name = ?", (table,))
+            module = _VIRTUAL_MODULE.search(sql or "")
+            check = _INDEX_CHECKS.get(module.group(1).lower() if module else "")
+            if check is None:
+                continue
+            try:
+                params = (table,) if "?" in check else ()
+                found = self._harness(check.format(table=quote(table)), params)
+            except sqlite3.DatabaseError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_CORRUPT_VTAB:
+                    continue  # no verdict (a format version the agent set, say): the hash has it
+                found = [(str(exc),)]
+            if found and found[0][0] != "ok":
+                raise ToolError(
+                    f"the call left the index of {table} out of step with its rows (its shadow"
+                    f" tables written by hand?): it was undone ({found[0][0]})"
+                )
+
+    def _at_the_cap(self, broken: sqlite3.Error) -> bool:
+        """Whether *broken*, a call's "database or disk is full", was the agent's database
+        reaching its cap (the agent's doing) rather than the disk filling (the environment's):
+        the agent's connection holds this environment's cap, and the disks of the live file
+        and of SQLite's temporary files have room for the database grown to it."""
+        if broken.sqlite_errorcode & 0xFF != sqlite3.SQLITE_FULL:
+            return False
+        try:
+            if self._harness("PRAGMA max_page_count")[0][0] != self._max_pages:
+                return False  # a limit set by another hand than this environment's
+            room = self._max_bytes - self._live.stat().st_size
+            return all(free_bytes(path) >= room for path in _sqlite_disks(self._live))
+        except (OSError, sqlite3.Error):
+            return False
 
     def _compared_states(self) -> dict[str, TableState]:
         """The rows of the tables whose writes the triggers cannot log, read past the
@@ -1169,6 +1245,8 @@ class SqliteEnvironment(ClosesOnExit):
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
             self._searches_written = self._searches_written or table in self._baseline.settings
+            if table in self._virtual:
+                self._indexes_written.add(table)
             writable = fixture or self._permissions.get(table, "write") == "write"
             return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
         if action == sqlite3.SQLITE_PRAGMA:
@@ -1524,6 +1602,19 @@ def _virtual_tables(build: str, kinds: dict[str, str]) -> tuple[list[str], dict[
 
 _VIRTUAL: dict[str, tuple[list[str], dict[str, str]]] = {}
 
+_VIRTUAL_MODULE = re.compile(r"\bUSING\s+(\w{1,20})", re.IGNORECASE)
+"""A virtual table's module in its ``CREATE VIRTUAL TABLE`` statement."""
+_INDEX_CHECKS = {
+    "fts5": "INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)",
+    "fts4": "INSERT INTO {table}({table}) VALUES ('integrity-check')",
+    "fts3": "INSERT INTO {table}({table}) VALUES ('integrity-check')",
+    "rtree": "SELECT rtreecheck(?)",
+    "rtree_i32": "SELECT rtreecheck(?)",
+}
+"""SQLite's own check that a virtual table's index agrees with its rows, by module: an
+``INSERT`` that raises ``SQLITE_CORRUPT_VTAB`` if not (FTS5's rank 1 compares an external
+content table's rows too), or ``rtreecheck``'s report (``ok``)."""
+
 
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
     """Each shadow table's virtual table (``docs_data`` -> ``docs``: the longest match)."""
@@ -1796,19 +1887,26 @@ _BROKEN_DATABASE_CODES = frozenset(
         sqlite3.SQLITE_CANTOPEN,
         sqlite3.SQLITE_READONLY,
         sqlite3.SQLITE_PROTOCOL,
+        sqlite3.SQLITE_NOMEM,
     }
 )
-"""SQLite's primary result codes of a database (or its disk) that failed, not of a statement."""
+"""SQLite's primary result codes of a database (or its disk, or the machine's memory) that
+failed, not of a statement."""
 
 
-def _broken_database(exc: BaseException) -> str | None:
+def _broken_database(exc: BaseException, *, harness_locked: bool) -> sqlite3.Error | None:
     """The SQLite error in *exc* or in what it was raised from or while handling, when it
-    says the database or its disk failed (full, an I/O error, corrupt): what, or None.
+    says the database or its disk failed (full, an I/O error, corrupt) or the machine is out
+    of memory (the agent's values are bounded by ``AGENT_MAX_LENGTH``), or None.
 
     A tool that makes the database's errors its own (``except sqlite3.Error as e: raise
     ToolError(str(e))``) made a full disk the agent's ``tool_error``, and the attempt failed
-    on the environment's fault. Busy and locked are left out: a connection of the agent's own
-    can hold the lock (``locked_outside_calls`` names that); so is running out of memory."""
+    on the environment's fault. Busy counts only while the harness's own connection holds a
+    lock (*harness_locked*): otherwise the holder is the agent's (a connection a tool opened
+    and left in a transaction, which ``locked_outside_calls`` names after the call). Locked
+    (a table of the agent's own connection that a statement of its own is reading) is the
+    agent's doing (no shared cache: only its own statements could hold such a lock)."""
+    codes = _BROKEN_DATABASE_CODES | ({sqlite3.SQLITE_BUSY} if harness_locked else set())
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
@@ -1819,12 +1917,35 @@ def _broken_database(exc: BaseException) -> str | None:
         if (
             isinstance(cause, sqlite3.Error)
             and isinstance(code, int)
-            and code & 0xFF in _BROKEN_DATABASE_CODES
+            and code & 0xFF in codes
             and code != sqlite3.SQLITE_CORRUPT_VTAB
         ):
-            return f"{cause} ({getattr(cause, 'sqlite_errorname', code)})"
+            return cause
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def agent_database_cap(image: bytes) -> int:
+    """The bytes an attempt's database may grow to: :data:`AGENT_DATABASE_GROWTH` times its
+    fixture's build, and at least :data:`AGENT_DATABASE_MIN_BYTES`."""
+    return max(AGENT_DATABASE_GROWTH * len(image), AGENT_DATABASE_MIN_BYTES)
+
+
+def free_bytes(path: Path) -> int:
+    """The bytes free for this process on the disk holding *path*."""
+    return shutil.disk_usage(path).free
+
+
+def _sqlite_disks(live: Path) -> list[Path]:
+    """The folders SQLite writes an attempt's database to: the live file's (journal
+    included) and its temporary files' (statement journals, sorts), the first of SQLite's
+    choices that is a folder it may write."""
+    choices = [os.environ.get("SQLITE_TMPDIR"), os.environ.get("TMPDIR")]
+    choices += ["/var/tmp", "/usr/tmp", "/tmp"]
+    for choice in choices:
+        if choice and os.path.isdir(choice) and os.access(choice, os.W_OK | os.X_OK):
+            return [live.parent, Path(choice)]
+    return [live.parent]
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 109
+VALIDATOR_REVISION = 110
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -331,7 +331,9 @@ markdown marks alone ("**") is graded, not a crash; 108: a list of items priced 
 with pence or "in pounds" are money, pence are pounds', a floor in brackets is a floor; 109: store
 credit said held in the account with no "now" ("$10.00 of store credit is on your account") is a
 claim, a balance shown not; a change's label after a dash mid-line ("Order O-1001 — Refund: $22.00")
-is read."""
+is read; 110: an attempt's database is capped (past it, the agent's tool error), SQLite out of
+memory and a lock the harness holds the environment's; a call leaving a virtual table's index out of
+step with its rows is refused."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
