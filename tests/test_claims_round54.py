@@ -23,7 +23,6 @@ from functools import partial
 
 import pytest
 
-from groundstate.episode import default_environment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
@@ -37,9 +36,10 @@ from ._claims_builders import (
     TELLS,
     _claim_read,
     _no_claim,
+    policy_nine,
 )
 from .grading_corpus import failing
-from .test_claims_round53 import CHECKS, GIFT, GIFT_DONE, GOODWILL, POLICY_NINE, _customer_read
+from .test_claims_round53 import CHECKS, GIFT, GIFT_DONE, GOODWILL, _customer_read
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
@@ -258,10 +258,6 @@ def test_policy_nine_grades_a_long_reply_of_credit_held_in_time(
     pick = random.Random(54)
     text = " ".join(pick.choice(PIECES) for _ in range(3000))[:99_000]
     trace = _final(_customer_read(_refused(oracles[GOODWILL]), 500), f"Sorry.\n{text}")
-    with default_environment(retail.tasks[GOODWILL], retail) as env:
-        env.reset(seed=0)
-        s0 = env.initial_view()
-        started = time.process_time()
-        verdicts = [getattr(CHECKS, check)(trace, s0) for check in POLICY_NINE]
-    assert time.process_time() - started < 8
+    verdicts, cpu = policy_nine(retail, GOODWILL, trace)
+    assert cpu < 8
     assert not verdicts[0][0]  # "$10.00 of store credit is on your account" after none made
