@@ -118,6 +118,9 @@ def test_the_places_a_word_is_a_kind_or_a_verb() -> None:
     assert "shirt" in _dialogue._item_words("I want the shirt instead")
     assert "rose" in _dialogue._item_words("I bought a rose. Prices rose.")
     assert "shirt" in _dialogue._item_words("I bought a kids shirt.")
+    # a lower-case brand where an item's phrase stands stays the item's
+    assert "nike" in _dialogue._item_words("I see a shirt and a nike jacket")
+    assert "nike" in _dialogue._item_words("I bought a nike jacket")
 
 
 # --- 3. a thing opening a sentence before what a thing does ----------------------------------

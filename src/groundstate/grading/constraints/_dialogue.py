@@ -3296,6 +3296,8 @@ def _item_words(text: str) -> frozenset[str]:
         found.span("word")
         for found in _KIND_BEFORE_A_NOUN.finditer(text)
         if found["word"] not in _BEFORE_A_THING
+        and _ITEM_PHRASE_BEFORE.search(text, max(0, found.start("word") - 16), found.start("word"))
+        is None
         and _naming_an_item(text, found.end())
         and not _thing_follows(text, found.end())
     ]
@@ -3390,7 +3392,8 @@ _NO_ITEM_PLACE = tuple(
 
 # A word in lower case between an article and a noun names the noun's kind ("a grace period",
 # "the rose candle"), not an item of its own, but for a colour, a size or a stuff describing
-# an item ("an olive jacket": see _BEFORE_A_THING); a capitalised one is a brand (_brands_of).
+# an item ("an olive jacket": see _BEFORE_A_THING) or after a word naming an item's phrase; a
+# capitalised one is a brand (_brands_of).
 _KIND_BEFORE_A_NOUN = re.compile(r"(?<![\w'-])(?:[Aa]n?|[Tt]he) (?P<word>[a-z][a-z'-]*)(?= [a-z])")
 # A word after a plural noun, at no article, ending a clause or before a preposition, a time or
 # an adverb, is a verb ("prices rose last week", "costs rose by 5%"): "subject" ends in one "s".
@@ -3401,6 +3404,12 @@ _VERB_AFTER_A_PLURAL = re.compile(
 _AFTER_A_VERB = re.compile(
     r" ?(?:[.,;:!?)]|$|\$?\d|(?:by|to|from|in|on|at|over|after|since|for|with|again|last|this"
     r"|sharply|slightly|steadily|quickly|recently|overnight)(?![\w'-])|[a-z]+ly(?![\w'-]))"
+)
+# What an item's phrase follows ("I bought a nike jacket", "a shirt and a nike jacket"): there
+# the word before the noun is the item's (a brand in lower case), not a kind.
+_ITEM_PHRASE_BEFORE = re.compile(
+    r"(?:\b(?:bought|ordered|got|purchased|received|returned?|refund(?:ed)?|exchange[ds]?|see"
+    r"|sent|and|or|plus)|[,&]) ?(?:[Aa]n?|[Tt]he) $"
 )
 # Words after a noun that no noun's kind is followed by: "the shirt instead", "the shirt asap".
 _NO_KIND_BEFORE = _words("instead asap anyway though however rather either too as is")
