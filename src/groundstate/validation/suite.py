@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 110
+VALIDATOR_REVISION = 111
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -333,7 +333,9 @@ credit said held in the account with no "now" ("$10.00 of store credit is on you
 claim, a balance shown not; a change's label after a dash mid-line ("Order O-1001 — Refund: $22.00")
 is read; 110: an attempt's database is capped (past it, the agent's tool error), SQLite out of
 memory and a lock the harness holds the environment's; a call leaving a virtual table's index out of
-step with its rows is refused."""
+step with its rows is refused; 111: a noun's kind ("a grace period") or a verb after a plural
+("prices rose") is no item, a thing opening a sentence before what a thing does ("Shirt will ship")
+is, a brand opening a sentence names its noun's."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -1384,7 +1384,7 @@ _NARROWED_TO = re.compile(
 # ... and the clause before a closing "only" ("Yes, the refunds only", "refunds only please"),
 # of at most 100 characters: unbounded, each yes of "yes yes ... only" read the run to "only".
 _NARROWED_BEFORE = re.compile(
-    r"(?:^|[,.;:!?]|\b(?:yes|yeah|sure|ok|okay)\b)\W*(?P<rest>[^,.;:!?]{0,100}?) only\b"
+    r"(?:^|[,.;:!?]|\b(?:yes|yeah|sure|ok|okay)\b)\W{0,20}(?P<rest>[^,.;:!?]{0,100}?) only\b"
     r"(?=\W*($|[.,;!)]|(please|thanks|thank you)\b))"
 )
 _KEEPING = re.compile(r"(keep|keeping|hold|leave|leaving)\b")
@@ -3281,8 +3281,10 @@ def _of_another_record(
 def _item_words(text: str) -> frozenset[str]:
     """The words a message *text* says but where it writes a name: capitalised inside a
     sentence ("Shall I refund it, Sam?"), or given (see :func:`_names_given`: "Sam here.",
-    "this is sam", "— Sam from support"). Each place is read on its own: "Olive here. I see an
-    olive jacket" says "olive" as an item too."""
+    "this is sam", "— Sam from support"), a verb's (see :data:`_NO_ITEM_PLACE`), a noun's kind
+    between an article and the noun ("a grace period") or a verb after a plural noun ("prices
+    rose last week"). Each place is read on its own: "Olive here. I see an olive jacket" says
+    "olive" as an item too."""
     spans = [
         found.span()
         for found in _NAME_WRITTEN.finditer(text)
@@ -3290,6 +3292,22 @@ def _item_words(text: str) -> frozenset[str]:
     ]
     spans += [found.span("name") for found in _giving_names(text)]
     spans += [found.span("word") for place in _NO_ITEM_PLACE for found in place.finditer(text)]
+    spans += [
+        found.span("word")
+        for found in _KIND_BEFORE_A_NOUN.finditer(text)
+        if found["word"] not in _BEFORE_A_THING
+        and _ITEM_PHRASE_BEFORE.search(text, max(0, found.start("word") - 16), found.start("word"))
+        is None
+        and _naming_an_item(text, found.end())
+        and not _thing_follows(text, found.end())
+    ]
+    spans += [
+        found.span("word")
+        for found in _VERB_AFTER_A_PLURAL.finditer(text)
+        if found["subject"].lower() not in _NO_NOUN_AFTER_A_NAME
+        and found["subject"].lower() not in _CLAUSE_WORDS
+        and _ends_a_verb(text, found.end())
+    ]
     kept, at = [], 0
     for start, end in sorted(spans):
         kept.append(text[at:start] if start > at else "")
@@ -3315,13 +3333,14 @@ def _naming_an_item(text: str, end: int) -> bool:
 
 
 def _brands_of(text: str) -> frozenset[tuple[str, str]]:
-    """Each word a message *text* writes capitalised inside a sentence directly before a noun
-    (see :func:`_naming_an_item`), with that noun, normalised: ("nike", "shoes") of "I also
-    bought Nike shoes"."""
+    """Each word a message *text* writes capitalised (not all in capitals) directly before a
+    noun (see :func:`_naming_an_item`), with that noun, normalised: ("nike", "shoes") of "I
+    also bought Nike shoes" and of "Nike shoes arrived" (a brand opening a sentence names the
+    change's item as well: "Nike shirt arrived damaged" ... "Yes, Nike" to the shirt)."""
     return frozenset(
         (normalise(found.group()), normalise(noun[1]))
         for found in _NAME_WRITTEN.finditer(text)
-        if _written_as_name(text, found)
+        if not found.group().isupper()
         and _naming_an_item(text, found.end())
         and (noun := _NOUN_AFTER_A_NAME.match(text, found.end())) is not None
     )
@@ -3347,8 +3366,10 @@ _NO_NOUN_AFTER_A_NAME = _words(
 # Where a message says a word as a verb or a person's, not as an item: after a subject, a
 # modal, "to", "be" or "please" ("I'll mark it", "we can mark", "to mark", "to be frank"), before
 # "it" or "them" as its object ("mark it as urgent"; not "Hoodie it is"), or opening a
-# sentence before a modal or a verb of saying ("mark will process it", "Mark said so"). The
-# word after a subject is looked ahead at, so that it may be one in turn ("I can bill").
+# sentence before a modal, a verb of saying or a verb a person does ("mark will process it",
+# "Mark said so", "Sam handles refunds"), but a modal before what a thing does ("Shirt will
+# ship separately", "Shirt should arrive"). The word after a subject is looked ahead at, so
+# that it may be one in turn ("I can bill").
 _NO_ITEM_PLACE = tuple(
     [
         re.compile(pattern)
@@ -3358,11 +3379,54 @@ _NO_ITEM_PLACE = tuple(
             r"|be|let me|let's|don't|won't|can't|cannot|didn't|doesn't) (?=(?P<word>[a-z][a-z'-]*)"
             r"(?![\w'-]))",
             r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:it|them)(?! is\b|'s\b)(?![\w'-])",
-            r"(?i)(?:^|(?<=[.!?;\n])|(?<=[.!?;] ))(?P<word>[a-z][a-z'-]*) (?:will|would|can|could"
-            r"|should|shall|may|might|must|said|says|asked|told|mentioned)(?![\w'-])",
+            r"(?i)(?:^|(?<=[.!?;\n])|(?<=[.!?;] ))(?P<word>[a-z][a-z'-]*) (?:(?:will|would|can"
+            r"|could|should|shall|may|might|must)(?! (?:not )?(?:be )?(?:ship|shipped|arrive"
+            r"|arrived|deliver|delivered|cost|fit|dispatch|dispatched|refunded|returned|replaced"
+            r"|exchanged|restocked|sent|back in stock|go out|sell out|run out)(?![\w'-])"
+            r"(?! (?:it|them|you|your)\b))|said|says"
+            r"|asked|told|mentioned|handles|processes|approves|reviews|manages|deals|oversees"
+            r"|coordinates|supervises|specialises|specializes|leads|heads|runs)(?![\w'-])",
         )
     ]
 )
+
+# A word in lower case between an article and a noun names the noun's kind ("a grace period",
+# "the rose candle"), not an item of its own, but for a colour, a size or a stuff describing
+# an item ("an olive jacket": see _BEFORE_A_THING) or after a word naming an item's phrase; a
+# capitalised one is a brand (_brands_of).
+_KIND_BEFORE_A_NOUN = re.compile(r"(?<![\w'-])(?:[Aa]n?|[Tt]he) (?P<word>[a-z][a-z'-]*)(?= [a-z])")
+# A word after a plural noun, at no article, ending a clause or before a preposition, a time or
+# an adverb, is a verb ("prices rose last week", "costs rose by 5%"): "subject" ends in one "s".
+_VERB_AFTER_A_PLURAL = re.compile(
+    r"(?<![\w'-])(?<!\b[Aa] )(?<!\b[Aa]n )(?P<subject>[A-Za-z][a-z]+[^\Wsu]s)"
+    r" (?P<word>[a-z][a-z'-]*[a-rt-z])(?![\w'-])"
+)
+_AFTER_A_VERB = re.compile(
+    r" ?(?:[.,;:!?)]|$|\$?\d|(?:by|to|from|in|on|at|over|after|since|for|with|again|last|this"
+    r"|sharply|slightly|steadily|quickly|recently|overnight)(?![\w'-])|[a-z]+ly(?![\w'-]))"
+)
+# What an item's phrase follows ("I bought a nike jacket", "a shirt and a nike jacket"): there
+# the word before the noun is the item's (a brand in lower case), not a kind.
+_ITEM_PHRASE_BEFORE = re.compile(
+    r"(?:\b(?:bought|ordered|got|purchased|received|returned?|refund(?:ed)?|exchange[ds]?|see"
+    r"|sent|and|or|plus)|[,&]) ?(?:[Aa]n?|[Tt]he) $"
+)
+# Words after a noun that no noun's kind is followed by: "the shirt instead", "the shirt asap".
+_NO_KIND_BEFORE = _words("instead asap anyway though however rather either too as is")
+
+
+def _thing_follows(text: str, end: int) -> bool:
+    """Whether the word after *end* in *text* is one no noun's kind stands before."""
+    found = _NOUN_AFTER_A_NAME.match(text, end)
+    return found is not None and found.group(1) in _NO_KIND_BEFORE
+
+
+def _ends_a_verb(text: str, end: int) -> bool:
+    """Whether what follows *end* in *text* may follow a verb ending its clause: a mark, the
+    end, a figure, a preposition, a time or an adverb ("rose.", "rose by 5%", "rose sharply")."""
+    return (
+        _AFTER_A_VERB.match(text, end) is not None or _TIME_WORDS.match(text, end + 1) is not None
+    )
 
 
 def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], bool] | None:
