@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 107
+VALIDATOR_REVISION = 108
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -327,7 +327,8 @@ is no item ("I'll mark it" ... "Yes, Mark"), a capitalised word before a noun ("
 another record's detail is an item's name, an agent naming itself in lower case ("sam here") is
 a name; 107: a credit's label of a balance shown is no claim, nor a change's label of what
 it costs ("Exchange: free of charge"); money "now in your account" is a claim; a reply of
-markdown marks alone ("**") is graded, not a crash."""
+markdown marks alone ("**") is graded, not a crash; 108: an error's record after any number of
+openings that are no JSON (an echo holding '{"' many times) is read."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
