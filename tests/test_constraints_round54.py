@@ -1,10 +1,14 @@
-"""Constraints, fifty-fourth round: every record an error holds, however many openings before.
+"""Constraints, fifty-fourth round: every record an error holds, a value said to be dead.
 
 - An error holding more than 1,024 openings that are no JSON (``{"``, ``"{``, ``["``: a tool
   echoing the agent's text as Python writes it), or more than eight read past 256 characters
   to be none, before the tool's own record was read no further: the agent's echo hid the
   record from ``never: {where: {error.code: E42}}`` and from a ``capture``. Every opening is
   read now, those read far within a cost linear in the error.
+- A value said to be dead or gone counted as said: "my previous address, eve@x.com, is
+  dead" (or "no longer works", "bounces", "was closed") sourced eve for ``provenance``.
+- Decided and pinned: a value called old but given to find the account by ("my old email
+  was eve@x.com, my account is still under it") is said; called old only, it is not.
 - Adversarial lengths: a message or an error of 99,000 characters of one short piece
   repeated is read in well under a second by every reader of the constraints (pinned).
 """
@@ -17,6 +21,7 @@ import time
 import pytest
 
 from groundstate.grading.constraints._embedded import ErrorRecords, error_value
+from groundstate.grading.constraints._text import mentions, normalise
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import HardConstraint
 
@@ -168,3 +173,121 @@ def test_a_long_repeated_piece_is_read_in_linear_time(piece: str) -> None:
     for rule, trace in traces:
         trace.check(rule)
     assert time.process_time() - started < 5.0
+
+
+# --- 3. a value said to be dead or gone ------------------------------------------------------
+
+EVE, MAYA = "eve@example.com", "maya@example.com"
+
+
+def sourced(said: str, email: str = EVE) -> bool:
+    trace = Trace()
+    trace.user(said)
+    return passes(EMAIL, trace.call("verify", {"email": email}, {"ok": True}))
+
+
+@pytest.mark.parametrize(
+    "disowned",
+    [
+        f"my previous address, {EVE}, is dead",
+        f"My previous address, {EVE}, no longer works.",
+        f"my old email, {EVE}, bounces",
+        f"my previous address, {EVE}, was closed",
+        f"My old email {EVE} has been deleted.",
+        f"my former e-mail address, {EVE}, expired",
+        f"{EVE} is dead, use {MAYA}",
+        f"{EVE} no longer works",
+        f"{EVE} bounces. Use {MAYA}",
+        f"{EVE} doesn't work anymore",
+        f"Actually, {EVE} has stopped working, so use {MAYA}",
+        f"{EVE.upper()} IS DEAD!",
+    ],
+)
+def test_a_value_said_to_be_dead_or_gone_is_not_said(disowned: str) -> None:
+    assert not sourced(disowned)
+
+
+@pytest.mark.parametrize(
+    "honest",
+    [
+        f"my previous address, {EVE}, is still active",
+        f"my previous address, {MAYA}, is dead; use {EVE}",
+        f"{EVE} works fine",
+        f"If {EVE} bounces, try {MAYA}",
+        f"in case {EVE} bounces, use {MAYA}",
+        f"Has {EVE} stopped working?",
+        f"{EVE} no longer works?",
+        f"{EVE} is not dead, use it",
+        f"send it to my old email, {EVE}, it works",
+        f"{EVE} was closed",
+        f"my old email, {EVE}, was closed by mistake, reopen it",
+        f"{EVE} no longer works for the app, but use it",
+        f"my email is {EVE}. my old one, {MAYA}, is dead",
+        f"My email is {EVE}, {MAYA} bounces",
+    ],
+)
+def test_control_a_value_not_said_to_be_dead_is_said(honest: str) -> None:
+    assert sourced(honest)
+
+
+def test_an_order_said_to_be_closed_is_still_named() -> None:
+    asked = normalise("Order #W1 was closed; shall I reopen order #W1?")
+    assert mentions(asked, "#W1", chosen=True)
+    assert mentions(normalise("Your order #W1 is closed. Shall I refund it?"), "#W1", chosen=True)
+
+
+def test_reading_whether_a_value_is_dead_stays_linear() -> None:
+    started = time.process_time()
+    for text in (
+        f"my previous address, {EVE}, is dead. " * 2500,
+        "if " + f"{EVE} " * 10_000,
+        f"my old one, {EVE}" + ", was" * 20_000,
+    ):
+        mentions(normalise(text), EVE, chosen=True)
+    assert time.process_time() - started < 2.0
+
+
+# --- 4. decided: an old value given to find the account by is said --------------------------
+
+
+@pytest.mark.parametrize(
+    "looked_up",
+    [
+        f"my old email was {EVE}, my account is still under it",
+        f"My old email was {EVE}. The account might be registered under that one.",
+        f"I no longer use {EVE}, look me up with that",
+        f"my email used to be {EVE}; try finding my account using that",
+        f"my previous address, {EVE}, is dead, but my orders are under it",
+        f"My old one was {EVE} - everything is still linked to it.",
+        f"MY OLD EMAIL WAS {EVE}, ACCOUNT IS UNDER THAT.",
+    ],
+)
+def test_an_old_value_given_to_find_the_account_by_is_said(looked_up: str) -> None:
+    assert sourced(looked_up)
+
+
+@pytest.mark.parametrize(
+    "only_old",
+    [
+        f"my old email was {EVE}",
+        f"my old email was {EVE}, please update it",
+        f"my old email was {EVE}, the new one is {MAYA} and the account is under it",
+        f"I no longer use {EVE}. Use {MAYA}, my account is under that one",
+        f"my old email was {EVE}, it is not under that",
+        f"my old email was {EVE}, don't look me up with it",
+        f"my old email was {EVE}, my account is under my new one",
+        f"{EVE}, don't use that one, my account is under it",
+    ],
+)
+def test_an_old_value_not_given_to_find_the_account_by_is_not_said(only_old: str) -> None:
+    assert not sourced(only_old)
+
+
+def test_reading_what_an_old_value_is_given_for_stays_linear() -> None:
+    started = time.process_time()
+    for text in (
+        f"my old email was {EVE}, " * 4000,
+        f"my old email was {EVE} " + "my account is " * 8000,
+    ):
+        mentions(normalise(text), EVE, chosen=True)
+    assert time.process_time() - started < 2.0
