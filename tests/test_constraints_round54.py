@@ -4,7 +4,7 @@
   echoing the agent's text as Python writes it), or more than eight read past 256 characters
   to be none, before the tool's own record was read no further: the agent's echo hid the
   record from ``never: {where: {error.code: E42}}`` and from a ``capture``. Every opening is
-  read now, those read far within a cost linear in the error.
+  read now, those read far within a cost linear in the error; an opening is a first key.
 - A value said to be dead or gone counted as said: "my previous address, eve@x.com, is
   dead" (or "no longer works", "bounces", "was closed") sourced eve for ``provenance``.
 - Decided and pinned: a value called old but given to find the account by ("my old email
@@ -236,6 +236,16 @@ def test_an_order_said_to_be_closed_is_still_named() -> None:
     assert mentions(normalise("Your order #W1 is closed. Shall I refund it?"), "#W1", chosen=True)
 
 
+def test_a_phone_or_card_said_to_be_dead_is_not_chosen_an_item_said_broken_is() -> None:
+    assert not mentions(
+        normalise("My old number, 555-0100, was disconnected."), "555-0100", chosen=True
+    )
+    assert not mentions(normalise("The card 4242 no longer works."), "4242", chosen=True)
+    assert not mentions(normalise("eve@x.com bounces"), "eve@x.com", chosen=True)
+    for broken in ("The blender doesn't work anymore.", "my blender is dead", "Blender, bounces"):
+        assert mentions(normalise(broken), "blender", chosen=True)
+
+
 def test_reading_whether_a_value_is_dead_stays_linear() -> None:
     started = time.process_time()
     for text in (
@@ -290,4 +300,17 @@ def test_reading_what_an_old_value_is_given_for_stays_linear() -> None:
         f"my old email was {EVE} " + "my account is " * 8000,
     ):
         mentions(normalise(text), EVE, chosen=True)
+    assert time.process_time() - started < 2.0
+
+
+def test_an_opening_is_a_first_key_or_element_and_reads_fast() -> None:
+    key = "k" * 200
+    assert error_value(f'Refused {{"{key}": 1, "code": "E42"}}') == {key: 1, "code": "E42"}
+    assert error_value('Refused ["a", "b"] and {"code": "E42"}') == ErrorRecords(
+        [["a", "b"], {"code": "E42"}]
+    )
+    assert error_value('Refused "{\\"code\\": \\"E42\\"}"') == {"code": "E42"}
+    started = time.process_time()
+    for piece in ('{"', '"{', '["', '{"a": "'):
+        assert error_value(repeated(piece) + TOOL_RECORD) == {"code": "E42"}
     assert time.process_time() - started < 2.0

@@ -93,9 +93,13 @@ def error_value(error: Any) -> Any:
     return error if found is None else found
 
 
-_OPENING = re.compile(r'\{\s*["}]|\[\s*[-\[{"\d\]tfn]|"(?:\\{1,15}"){0,4}\s*[{\[]')
-"""Where JSON text of an object or a list may start: ``{"``, ``{}``, ``[1``, ``["``..., or
-that text encoded as a JSON string again, or more (``"{\\"code\\": ...}"``, as a tool
+_OPENING = re.compile(
+    r'\{\s*(?:}|"(?:[^"\\]|\\.){0,256}"\s*:)|\[\s*(?:[-\[{\d\]tfn]|"(?:[^"\\]|\\.){0,256}"\s*[,\]])'
+    r'|"(?:\\{1,15}"){0,4}\s*(?:\{\s*(?:\\+"|})|\[\s*(?:\\+"|[-\[{\d\]tfn]))'
+)
+"""Where JSON text of an object or a list may start: ``{"key":``, ``{}``, ``[1``, ``["a",``...
+(a first key or string of up to 256 characters, so that ``{"{"{"`` holds none), or that text
+encoded as a JSON string again, or more (``"{\\"code\\": ...}"``, as a tool
 quoting the record it refused writes it; up to five times, so that an opening is seen in
 bounded time); not ``{name}``, ``[E42]``, ``[ERROR]``, which are passed over unread."""
 _GLANCE = 256

@@ -392,17 +392,22 @@ def chosen_at(normalised_text: str, start: int, end: int | None = None) -> bool:
         return _DISOWNED_BEFORE.search(before) is None
     if _REFUSED_AFTER.match(normalised_text, end) is not None:
         return False
-    if _DISOWNED_BEFORE.search(before) is None and not _out_of_use(normalised_text, before, end):
+    named = normalised_text[start:end]
+    if _DISOWNED_BEFORE.search(before) is None and not _out_of_use(
+        normalised_text, before, named, end
+    ):
         return True
     return _FOUND_BY_IT.search(normalised_text[end : end + 120].split("@", 1)[0]) is not None
 
 
-def _out_of_use(normalised_text: str, before: str, end: int) -> bool:
+def _out_of_use(normalised_text: str, before: str, named: str, end: int) -> bool:
     """Whether the words right after a value say, as a fact and not a condition, that it no
     longer works ("eve@x.com is dead", "eve@x.com bounces"; see :data:`_NOT_WORKING`), or,
     after the speaker's old one it is put beside, that it is gone ("my previous address,
-    eve@x.com, was closed"; see :data:`_GONE`)."""
-    if _CONDITION_BEFORE.search(before) is not None:
+    eve@x.com, was closed"; see :data:`_GONE`). Only a value *named* with an ``@`` or a
+    digit (an email, a phone, a card): an item said to be broken ("The blender doesn't work
+    anymore") is what a customer returns, and stays said."""
+    if _CONDITION_BEFORE.search(before) is not None or _REACHED_BY.search(named) is None:
         return False
     if _NOT_WORKING.match(normalised_text, end) is not None:
         return True
@@ -487,6 +492,8 @@ another email, words giving it to find a record by: "my old email was eve@x.com,
 is still under it", "I no longer use eve@x.com, look me up with that", "... try finding my
 account using that one". The value is said then: the speaker gave it to identify the
 account, and a lookup by it is what they asked for (a value only called old is not)."""
+_REACHED_BY = re.compile(r"[@\d]")
+"""What a value that can stop working holds: an email's ``@``, a phone's or a card's digits."""
 _CONDITION_BEFORE = re.compile(r"\b(?:if|in case|when|whenever|unless|whether|until)\b[^.!?;]*$")
 """A condition the value is named in ("if eve@x.com bounces, try maya@x.com"): no fact about
 it. Read in the 40 characters before the value only."""
