@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 111
+VALIDATOR_REVISION = 112
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -335,7 +335,10 @@ is read; 110: an attempt's database is capped (past it, the agent's tool error),
 memory and a lock the harness holds the environment's; a call leaving a virtual table's index out of
 step with its rows is refused; 111: a noun's kind ("a grace period") or a verb after a plural
 ("prices rose") is no item, a thing opening a sentence before what a thing does ("Shirt will ship")
-is, a brand opening a sentence names its noun's."""
+is, a brand opening a sentence names its noun's; 112: an error's record after any number of openings
+that are no JSON (an echo holding '{"' many times) is read; a value said to be dead ("my previous
+address, eve@x.com, is dead", "... bounces") is not said; an old one given to find the account by
+("my old email was eve@x.com, my account is under it") is."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -93,17 +93,24 @@ def error_value(error: Any) -> Any:
     return error if found is None else found
 
 
-_OPENING = re.compile(r'\{\s*["}]|\[\s*[-\[{"\d\]tfn]|"(?:\\{1,15}"){0,4}\s*[{\[]')
-"""Where JSON text of an object or a list may start: ``{"``, ``{}``, ``[1``, ``["``..., or
-that text encoded as a JSON string again, or more (``"{\\"code\\": ...}"``, as a tool
+_OPENING = re.compile(
+    r'\{\s*(?:}|"(?:[^"\\]|\\.){0,256}"\s*:)|\[\s*(?:[-\[{\d\]tfn]|"(?:[^"\\]|\\.){0,256}"\s*[,\]])'
+    r'|"(?:\\{1,15}"){0,4}\s*(?:\{\s*(?:\\+"|})|\[\s*(?:\\+"|[-\[{\d\]tfn]))'
+)
+"""Where JSON text of an object or a list may start: ``{"key":``, ``{}``, ``[1``, ``["a",``...
+(a first key or string of up to 256 characters, so that ``{"{"{"`` holds none), or that text
+encoded as a JSON string again, or more (``"{\\"code\\": ...}"``, as a tool
 quoting the record it refused writes it; up to five times, so that an opening is seen in
 bounded time); not ``{name}``, ``[E42]``, ``[ERROR]``, which are passed over unread."""
-_TRIED = 8
-"""Openings an error is read at past :data:`_GLANCE` characters to be no JSON, at most, and
-:data:`_GLANCED` seen sooner to be none (``[404 and``): an error of any length is read in
-time linear in it (a JSON text read is passed, and costs its length)."""
 _GLANCE = 256
-_GLANCED = 1024
+"""Characters JSON text is first read from at an opening: most openings that are no JSON are
+seen so within them, and there is no bound on how many are (each costs at most this)."""
+_LONG_READS = 64
+"""Times the error's length that the openings read past :data:`_GLANCE` to be no JSON may
+cost in all (each its windows): past it, an opening is read within the glance only. A count
+of such openings (eight) let an echo of the agent's holding more hide the tool's record
+after them; a cost in the error's length reads every record an error holds in time linear
+in it, but for a record longer than the glance after openings that used the whole cost."""
 
 
 def _written_in(text: str) -> dict[str, Any] | list[Any] | ErrorRecords | str | None:
@@ -112,10 +119,10 @@ def _written_in(text: str) -> dict[str, Any] | list[Any] | ErrorRecords | str | 
     it: "[404]" before a record is a list, but not the record): the one, or several as
     :class:`ErrorRecords`; why it cannot be read (a string); or None."""
     found: list[Any] = []
-    at, tried, glanced = 0, 0, 0
-    while tried < _TRIED and glanced < _GLANCED and (opening := _OPENING.search(text, at)):
+    at, spent, affordable = 0, 0, _LONG_READS * len(text)
+    while opening := _OPENING.search(text, at):
         at = opening.start()
-        read = _read_at(text, at)
+        read = _read_at(text, at, spent < affordable)
         if isinstance(read, str):  # a record already read is not hidden by text after it
             return _records(found) if found else read
         value, end = read
@@ -123,10 +130,8 @@ def _written_in(text: str) -> dict[str, Any] | list[Any] | ErrorRecords | str | 
             value = _parsed(value) if _OPENS.match(value) is not None else None
             if isinstance(value, str):
                 return _records(found) if found else value
-            end = end if value is not None else 0 if end - at <= _GLANCE else -1
-        tried += end < 0
-        glanced += end == 0
         if value is None:
+            spent += end - at if end - at > _GLANCE else 0
             at += 1
             continue
         found.append(value)
@@ -144,24 +149,28 @@ _WINDOWS = (_GLANCE, 16 * _GLANCE, 256 * _GLANCE, MAX_ARGUMENT_CHARS + 1)
 record read costs some 16 times its length at most, however many an error holds."""
 
 
-def _read_at(text: str, at: int) -> tuple[Any, int] | str:
+def _read_at(text: str, at: int, far: bool) -> tuple[Any, int] | str:
     """The object or list JSON text starting at *at* of *text* holds and where it ends; or
-    None and -1 where it is no such text read past :data:`_GLANCE` characters (0: seen
-    sooner); or why it cannot be read (a string). Read from a window of the text: the
-    parser's error names its line, which costs as much as the text before it."""
-    for size in _WINDOWS:
+    None and how far it was read where it is no such text (or, not *far*, none within
+    :data:`_GLANCE` characters); or why it cannot be read (a string). Read from a window of
+    the text: the parser's error names its line, which costs as much as the text before it."""
+    read = at
+    for size in _WINDOWS if far else _WINDOWS[:1]:
         window = text[at : at + size]
+        read += len(window)
         try:
             value, end = _DECODER.raw_decode(window)
         except RecursionError:
             return _TOO_DEEP
         except json.JSONDecodeError as exc:
             if len(window) < size or not _ran_out(exc, window):
-                return None, 0 if size == _GLANCE else -1
+                return None, read
             continue
-        if _depth(value) > MAX_ARGUMENT_DEPTH:
+        if type(value) is not str and _depth(value) > MAX_ARGUMENT_DEPTH:
             return _TOO_DEEP
         return value, at + end
+    if not far:
+        return None, read
     return f"{len(text) - at:,} characters from a {text[at]!r}, over {MAX_ARGUMENT_CHARS:,}"
 
 

@@ -382,11 +382,38 @@ def chosen_at(normalised_text: str, start: int, end: int | None = None) -> bool:
     """Whether the thing named at *start* of normalised text is not turned down there ("to
     your Visa, not your gift card": the gift card is; see :data:`_TURNED_DOWN`); given its
     *end*, nor by the words right after it ("PayPal? No thanks", "PayPal, I'd rather not":
-    see :data:`_REFUSED_AFTER`), whichever order the sentence puts the refusal in."""
+    see :data:`_REFUSED_AFTER`), whichever order the sentence puts the refusal in. A value
+    the speaker calls old or dead ("my old email was eve@x.com") is turned down too, unless
+    the words after it give it to find a record by (:data:`_FOUND_BY_IT`)."""
     before = normalised_text[max(0, start - 40) : start]
-    if _TURNED_DOWN.search(before) is not None or _DISOWNED_BEFORE.search(before) is not None:
+    if _TURNED_DOWN.search(before) is not None:
         return False
-    return end is None or _REFUSED_AFTER.match(normalised_text, end) is None
+    if end is None:
+        return _DISOWNED_BEFORE.search(before) is None
+    if _REFUSED_AFTER.match(normalised_text, end) is not None:
+        return False
+    named = normalised_text[start:end]
+    if _DISOWNED_BEFORE.search(before) is None and not _out_of_use(
+        normalised_text, before, named, end
+    ):
+        return True
+    return _FOUND_BY_IT.search(normalised_text[end : end + 120].split("@", 1)[0]) is not None
+
+
+def _out_of_use(normalised_text: str, before: str, named: str, end: int) -> bool:
+    """Whether the words right after a value say, as a fact and not a condition, that it no
+    longer works ("eve@x.com is dead", "eve@x.com bounces"; see :data:`_NOT_WORKING`), or,
+    after the speaker's old one it is put beside, that it is gone ("my previous address,
+    eve@x.com, was closed"; see :data:`_GONE`). Only a value *named* with an ``@`` or a
+    digit (an email, a phone, a card): an item said to be broken ("The blender doesn't work
+    anymore") is what a customer returns, and stays said."""
+    if _CONDITION_BEFORE.search(before) is not None or _REACHED_BY.search(named) is None:
+        return False
+    if _NOT_WORKING.match(normalised_text, end) is not None:
+        return True
+    return (
+        _OLD_ONE_BESIDE.search(before) is not None and _GONE.match(normalised_text, end) is not None
+    )
 
 
 _TURNED_DOWN = re.compile(
@@ -424,6 +451,52 @@ old one was eve@x.com", "my previous email is eve@x.com", "my email used to be e
 the first person only: a question telling a customer "your old email was eve@x.com" still
 names it. Not "send it to my old email, eve@x.com" (a use of it, no "was"), "my old one is
 still eve@x.com" nor "I used to use eve@x.com", which may go on "and still do"."""
+
+_ENDS_A_STATEMENT = r"(?: (?:anymore|any more|any longer|now|either))?(?=[,.;:!\u2013\u2014)-]| ?$)"
+"""The end of a statement about a value: its clause ends, and not in a question mark."""
+_NOT_WORKING = re.compile(
+    r",? (?:(?:is|'s|was|seems|seemed|has been)(?: now| just)? (?:dead|defunct|bouncing"
+    r"|not working|no longer working)|(?:no longer works|doesn't work|does not work|dont work"
+    r"|(?:has )?stopped working|bounces|bounced|keeps bouncing|isn't working|won't work"
+    r"|will not work))" + _ENDS_A_STATEMENT
+)
+"""Just after a value, that it no longer works: "eve@x.com is dead", "eve@x.com, no longer
+works", "eve@x.com bounces", "eve@x.com doesn't work anymore" (not "eve@x.com is not dead",
+"... doesn't work for the app", "Has eve@x.com stopped working?"): a contact or a card the
+speaker cannot be reached or pay by, whoever says it."""
+_GONE = re.compile(
+    r"(?:,? (?:is|was|has been|had been|got|'s been) (?:closed|deleted|shut down|cancell?ed"
+    r"|deactivated|disconnected|expired|gone|removed)|,? expired)" + _ENDS_A_STATEMENT
+)
+"""Just after a value, that it is gone: "... was closed", "... has been deleted", "...
+expired"; a state a record may be in too ("order #W1 is closed", as an agent's question says):
+read only beside the speaker's old one (:data:`_OLD_ONE_BESIDE`)."""
+_OLD_ONE_BESIDE = re.compile(
+    r"\b(?:my|our) (?:old|former|previous|outdated) " + _KIND_OF_VALUE + r",? ?$"
+)
+"""Just before a value, the speaker's old one it is put beside: "my previous address,
+eve@x.com, was closed"."""
+_FOUND_BY_IT = re.compile(
+    r"\b(?<!n't )(?<!not )(?<!never )(?:(?:account|profile|login|it|everything|orders?)"
+    r"(?:'s| is| was| are| were"
+    r"| might be| may be| should be| must be)?(?: still| probably| all)? (?:under|registered"
+    r" (?:under|with|to)|linked (?:to|with)|tied to|set up (?:under|with)|created (?:under"
+    r"|with)|made (?:under|with)|on file (?:under|with))|(?:look|looking) (?:me|it|my account"
+    r"|the account|my orders?) up (?:with|by|using|under)|(?:find|finding|search|searching"
+    r"|locate|locating|pull up|pulling up|identify|verify) (?:me|my account|the account|my"
+    r" orders?|it) (?:with|by|using|under)) (?:it|that|this|that one|this one|that address"
+    r"|that email|the old one|my old one)\b"
+)
+"""After a value the speaker calls old or dead, within its next 120 characters and before
+another email, words giving it to find a record by: "my old email was eve@x.com, my account
+is still under it", "I no longer use eve@x.com, look me up with that", "... try finding my
+account using that one". The value is said then: the speaker gave it to identify the
+account, and a lookup by it is what they asked for (a value only called old is not)."""
+_REACHED_BY = re.compile(r"[@\d]")
+"""What a value that can stop working holds: an email's ``@``, a phone's or a card's digits."""
+_CONDITION_BEFORE = re.compile(r"\b(?:if|in case|when|whenever|unless|whether|until)\b[^.!?;]*$")
+"""A condition the value is named in ("if eve@x.com bounces, try maya@x.com"): no fact about
+it. Read in the 40 characters before the value only."""
 
 _BACK = (
     r"(?:that|this|it)(?: (?:one|address|email|e-mail|card|account|number|option|method))?"
