@@ -1926,6 +1926,23 @@ class RunStore:
         except sqlite3.Error as exc:
             raise self._cannot_read(exc) from exc
 
+    def models_served(self, batch_id: str) -> Iterator[list[Any]]:
+        """Each try's ``infrastructure_status.models_served`` (:mod:`groundstate.served`),
+        of the tries that have one. A record whose text does not name it (most: a scripted
+        agent, a model that names none) is not parsed for it."""
+        served = "'$.infrastructure_status.models_served'"
+        try:
+            cursor = self._db.execute(
+                f"SELECT json_extract(record, {served}) FROM runs WHERE batch_id = ? AND record "
+                "LIKE '%\"models_served\"%' AND CASE WHEN json_valid(record) THEN "
+                f"json_type(record, {served}) END = 'array'",
+                (batch_id,),
+            )
+            while rows := cursor.fetchmany(10_000):
+                yield from (json.loads(r[0]) for r in rows)
+        except sqlite3.Error as exc:
+            raise self._cannot_read(exc) from exc
+
     def mistyped_outcome(self, batch_id: str) -> str | None:
         """The first run of the batch whose record's outcome fields (:meth:`outcome_rows`) are
         not of their JSON types (a hand edit), or None."""
