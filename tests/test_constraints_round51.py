@@ -181,12 +181,13 @@ def test_nested_json_and_lists_among_words_are_read() -> None:
     assert passes(not_found("error.code"), failed_with(nested))
 
 
-def test_the_longest_json_in_an_error_is_the_record() -> None:
-    assert error_value('[1] {"code": "x", "n": 2}') == {"code": "x", "n": 2}
-    assert error_value('Errors: [{"code": "E1"}, {"code": "E2"}] {"a": 1}') == [
-        {"code": "E1"},
-        {"code": "E2"},
-    ]
+def test_every_json_in_an_error_is_a_record() -> None:
+    # Round 53: every record is read, not the longest (an echo must not hide the tool's).
+    assert error_value('[1] {"code": "x", "n": 2}') == ([1], {"code": "x", "n": 2})
+    assert error_value('Errors: [{"code": "E1"}, {"code": "E2"}] {"a": 1}') == (
+        [{"code": "E1"}, {"code": "E2"}],
+        {"a": 1},
+    )
 
 
 def test_a_capture_reads_json_with_words_after_it() -> None:

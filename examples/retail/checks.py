@@ -12,7 +12,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
@@ -107,11 +107,14 @@ SPELLED_ORDINALS = (
     " thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
 )
 _FLOOR_SPELLED = SPELLED_ORDINALS.replace(" ", "|").upper()
+_NO_DESIGNATOR_BEFORE = "".join(rf"(?<!\b{word} )" for word in _DESIGNATOR_WORDS.split("|"))
 _ORDINAL_FLOOR = re.compile(
     rf"\b(?:(?P<number>\d+)(?:ST|ND|RD|TH)|(?P<spelled>{_FLOOR_SPELLED}))"
     r" (?:FLOOR|FLR|FL|LEVEL|LVL)\b"
+    rf"|{_NO_DESIGNATOR_BEFORE}\b(?P<plain>\d{{1,3}}) (?:FLOOR|FLR|FL)\b(?! ?\d)"
 )
-"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor"."""
+"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", or by its
+number before the word ("14 Floor"; not a unit's number before a floor's: "Ste 140 Fl 14")."""
 _DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
 
 
@@ -129,12 +132,12 @@ def _floor_of(found: re.Match[str]) -> str:
     spelled = found.group("spelled")
     if spelled:
         return f"FL {SPELLED_ORDINALS.split().index(spelled.lower()) + 1}"
-    return f"FL {int(found.group('number'))}"
+    return f"FL {int(found.group('number') or found.group('plain'))}"
 
 
 _UNIT_FIRST = re.compile(
     rf"^\W*(?P<unit>(?:(?:{_DESIGNATOR_WORDS})\b\.? ?#?|#) ?[A-Z]?\d+[A-Z]?"
-    rf"|{_ORDINAL_FLOOR.pattern}\.?)(?:\s*[,;/\u2013\u2014-]\s*|\s+)(?=\d)"
+    rf"|(?:{_ORDINAL_FLOOR.pattern})\.?)(?:\s*[,;/\u2013\u2014-]\s*|\s+)(?=\d)"
 )
 """A unit written before the street it is in, a house number after it: "Apt 4, 200 W Adams
 St", "#4 - 200 W Adams", "Unit 4 200 W Adams Street", "Suite 1400 / 200 W Adams", "14th
@@ -216,8 +219,35 @@ _DESIGNATOR = re.compile(r"\b(?:APT|STE|UNIT|FL|RM|BLDG|DEPT)(?= [A-Z]?\d)")
 def _same_address(found: str, expected: str) -> bool:
     """Whether canonical *found* is *expected*, a unit of the Canadian form (ANY_UNIT) being
     the unit of that number whatever its designator ("1400-200 W Adams St" is "200 W Adams
-    St, Suite 1400"; "200 W Adams St #1400" is not: see :func:`_norm`)."""
+    St, Suite 1400"; "200 W Adams St #1400" is not: see :func:`_norm`), a floor named beside
+    the same unit on one side only or in another place (see :func:`_floor_apart`)."""
+    return _same_unit(found, expected) or _same_unit(*_floor_apart(found, expected))
+
+
+def _same_unit(found: str, expected: str) -> bool:
     return found == expected or found == _DESIGNATOR.sub(ANY_UNIT, expected)
+
+
+_FLOOR_NAMED = re.compile(r" FL \d{1,3}\b")
+"""A floor in a canonical address ("... STE 1400 FL 14 CHICAGO"; not the state Florida
+before its ZIP code, "MIAMI FL 33101")."""
+_ON_ONE_FLOOR = re.compile(rf"(?:\b(?:APT|STE|UNIT|RM)|{ANY_UNIT}) [A-Z]?\d")
+"""A unit that is on one floor: an apartment, suite, unit or room (not a building)."""
+
+
+def _floor_apart(found: str, expected: str) -> tuple[str, str]:
+    """*found* and *expected* without their floors when those do not tell them apart: the
+    same floor on both sides (in any place: "Suite 1400, 14th Floor" is "14th Floor, Suite
+    1400"), or one side's floor beside a unit on one floor both name ("Suite 1400, 14th Floor"
+    is "Suite 1400"); else both unchanged ("Suite 1400, 15th Floor" is not "Suite 1400, 14th
+    Floor", nor "14th Floor" the street alone)."""
+    floors = _FLOOR_NAMED.findall(found), _FLOOR_NAMED.findall(expected)
+    apart = _FLOOR_NAMED.sub("", found), _FLOOR_NAMED.sub("", expected)
+    if sorted(floors[0]) == sorted(floors[1]):
+        return apart
+    if (floors[0] and floors[1]) or not _ON_ONE_FLOOR.search(apart[1]):
+        return found, expected
+    return apart
 
 
 # --- change-order-address -------------------------------------------------------------------
@@ -1340,13 +1370,16 @@ _MONEY = re.compile(
     rf"(?<!thousand )(?P<marked_part>{_TWO_DIGITS})|(?P<marked_words>{_WORDS})\b(?! ?{_CENT}))"
     rf"{_SPOKEN_END}"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
-    rf"(?: ?|-(?=[^\W\d_]))(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
+    rf"(?: ?|-(?=[^\W\d_])| in (?=[^\W\d_]))"
+    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
     rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
     rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS}))"
-    rf"[- ](?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b))"
+    rf"(?:[- ]| in (?=[^\W\d_]))(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b))"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
+    rf"|(?<![\d.,'$])(?<!\bbetween )\b(?:(?P<and_figures>\d+)|(?P<and_whole>{_WHOLE}))"
+    rf"(?<!hundred)(?<!thousand) and (?P<and_cents>\d\d?(?!\d)|{_BELOW_100}) ?(?:cents?\b|¢)"
     rf"|(?<![\d.,'$])(?<!\bmy )(?<!\byour )\b(?!one ?{_CENT})"
     rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?{_CENT}"
     rf"|{_SPOKEN}"
@@ -1423,9 +1456,9 @@ def _said_cents(said: dict[str, str | None]) -> int:
     """The cents of an amount :data:`_MONEY` read, from its groups: its whole part in figures
     or words, and its cents said after it (or in its spoken part, "twenty-two fifty"), or
     cents alone."""
-    figures = said["before"] or said["after"] or said["bare"]
+    figures = said["before"] or said["after"] or said["bare"] or said["and_figures"]
     words = said["words"] or said["spoken"] or said["spoken_whole"] or said["marked_whole"]
-    words = words or said["marked_words"]
+    words = words or said["marked_words"] or said["and_whole"]
     if figures:
         cents = _figures_cents(figures)
     elif words:
@@ -1437,6 +1470,7 @@ def _said_cents(said: dict[str, str | None]) -> int:
         + _counted_cents(
             said["cents"] or said["mark_cents"] or said["said_cents"] or said["spoken_cents"]
         )
+        + _counted_cents(said["and_cents"])
         + _counted_cents(said["spoken_part"] or said["marked_part"])
     )
 
@@ -1475,7 +1509,7 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
     thing = _thing_qualified(folded[start:end], before, after)
     if thing:
         return not _of_money(thing)
-    if _OF_MATTER.match(after) or _item_bracketed(before, after):
+    if _OF_MATTER.match(after) or _item_bracketed(before, after) or _item_aside(before, after):
         return True
     near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
@@ -1484,10 +1518,11 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
 _LABEL_OR_CLAUSE_END = re.compile(r"[.!?;](?: |$)|: (?=.)")
 """Where the clause before an amount starts: after a sentence's or a clause's end, or a
 colon not just before it ("Refund: 22 pounds" is the label's value, read with it)."""
-_DETERMINED = re.compile(
-    r"\b(?:a|an|the|your|my|our|his|her|their|its|this|that|these|those|each|every|two|three"
-    r"|four|five|six|seven|eight|nine|ten) $"
+_DETERMINERS = (
+    r"a|an|the|your|my|our|his|her|their|its|this|that|these|those|each|every|two|three"
+    r"|four|five|six|seven|eight|nine|ten"
 )
+_DETERMINED = re.compile(rf"\b(?:{_DETERMINERS}) $")
 """A word before an amount that makes "pound" after it a quality of a thing ("the 22 pound
 set", "two 22 pound dumbbells"), not the colloquial plural ("I've refunded you 22 pound")."""
 _NEXT_WORD = re.compile(
@@ -1511,9 +1546,10 @@ _BRACKETED = re.compile(r"\b([^\W\d_]+)[^\w()\[\]]*[(\[]([^()\[\]]*)$")
 _BRACKET_END = re.compile(r"[^()\[\]]*[)\]]")
 _NOT_AN_ITEM = re.compile(
     r"of|to|for|you|is|was|are|were|be|been|and|or|at|by|from|with|in|on|it|me|us|them"
+    r"|orders?|purchases?|transactions?|returns?"
 )
-"""Words before a bracket that are no item the amount in it may qualify ("sent to you (22
-pounds)")."""
+"""Words before a bracket or an aside that are no item the amount in it may qualify ("sent to
+you (22 pounds)"; "your order, 22 pounds, was refunded" is what was paid as often)."""
 
 
 def _thing_qualified(amount: str, before: str, after: str) -> str:
@@ -1534,6 +1570,30 @@ def _item_bracketed(before: str, after: str) -> bool:
     if not opened or not closed or _NOT_AN_ITEM.fullmatch(opened.group(1)):
         return False
     words = [opened.group(1), *_WORD_RE.findall(f"{opened.group(2)} {closed.group()}")]
+    return not any(map(_of_money, words))
+
+
+_WEIGHT_ASIDE_OPENED = re.compile(
+    rf"\b(?:{_DETERMINERS}) (?:[^\W\d_]+ ){{0,3}}?([^\W\d_]+)"
+    r"(?P<mark>, ?| - | ?(?:--|\u2013|\u2014) ?)((?:[^\W\d_]+ ){0,3})$"
+)
+"""An amount set off by commas or dashes after an item's word, with a determiner before it:
+"the set, about 22", "the dumbbells - 22"; not "Done, 22" (no item named)."""
+_WEIGHT_ASIDE_CLOSED = re.compile(r"((?: [^\W\d_]+){0,3})(?P<mark>,| - | ?(?:--|\u2013|\u2014))")
+
+
+def _item_aside(before: str, after: str) -> bool:
+    """Whether the amount between *before* and *after* is an aside after an item's word, set
+    off by commas or dashes, with no word of money there: "the set, 22 pounds, was refunded",
+    "the dumbbells - 22 pounds each - were refunded"; not "the refund, 22 pounds, is on its
+    way", "the set, 22 pounds back to your card, is done" nor "the set, 22 pounds." (no end to
+    the aside: the set's price as often)."""
+    opened, closed = _WEIGHT_ASIDE_OPENED.search(before), _WEIGHT_ASIDE_CLOSED.match(after)
+    if not opened or not closed or _NOT_AN_ITEM.fullmatch(opened.group(1)):
+        return False
+    if (opened["mark"].strip() == ",") != (closed["mark"].strip() == ","):
+        return False  # "the set, 22 pounds - refunded": no one aside
+    words = [opened.group(1), *_WORD_RE.findall(f"{opened.group(3)} {closed.group(1)}")]
     return not any(map(_of_money, words))
 
 
@@ -1808,6 +1868,11 @@ list under it."""
 _SUM = r"(?:(?:\$ ?|(?<=\$)|(?<=\$ ))\d[\d.,]*|\d[\d.,]* ?(?:usd|dollars)\b)"
 """An amount of money: "$22.00" (from its "$" or, after the word boundary _MONEY_BACK starts
 at, from its first digit), "22 dollars"."""
+_IN_ACCOUNT = (
+    r"(?: [\w-]+)? (?:account|balance|wallet)"
+    r"(?! (?:page|settings|history|tab|portal|dashboard|section|profile|details)\b)"
+)
+"""The account money is said to be in now, not a page of it ("on your account page")."""
 _MONEY_BACK = re.compile(
     r"\b(?:back (?:on|to|onto|in|into) your|back (?:on|onto|in|into) the (?:card|visa|mastercard"
     r"|amex|paypal|account)|on (?:its|their) way back|(?:heading|coming|going)"
@@ -1831,14 +1896,24 @@ _MONEY_BACK = re.compile(
     rf"|(?:money|funds|cash|refund|reimbursement|{_SUM})(?:'s|'re| is| are| has been| have been)"
     r" (?:(?:now|all|safely|fully) )*back\b(?! (?:order|ordered)\b)"
     rf"|\byou(?:'ve| have)?(?: now| just)? (?:got|gotten|have) (?:your|the)"
-    rf" (?:money|refund|{_SUM}) back)"
+    rf" (?:money|refund|{_SUM}) back"
+    rf"|\bnow (?:(?:available|sitting|waiting|showing) )?(?:in|on) your{_IN_ACCOUNT}"
+    r"|\byour(?: [\w-]+){0,2} (?:account|balance|wallet) (?:now (?:has|holds|shows|contains"
+    r"|includes|carries|reflects)|(?:has|shows) now)"
+    r"|\b(?:you(?:'ve| have)? now (?:have|got)|there(?:'s| is) now) (?:(?:a|an) )?"
+    rf"(?:{_SUM}|(?:(?:store|account|goodwill) )?credit(?! card))"
+    rf"[^,;]{{0,60}}? (?:in|on) your{_IN_ACCOUNT}"
+    r"|\byou(?:'ll| will| should)? (?:now )?find (?:(?:a|an|the|your|that|this) )?"
+    rf"(?:{_SUM}|(?:(?:store|account|goodwill) )?credit(?! card)|refund(?!s? polic)|money)"
+    rf"[^,;]{{0,60}}? (?:in|on) your{_IN_ACCOUNT})"
     r"\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund ("The
 refunds are on their way to your Mastercard", "The money is back in your account", "I've
 returned $22.00 to your Visa", "Your refund should now show on your Visa", "You've received
 a full refund", "The $22.00 is back with you", "Your money's back", "You have your $22.00
-back")."""
+back"), or now in the account ("$10.00 of store credit is now in your account", "Your account
+now has $10.00", "You'll find $10.00 of credit on your account")."""
 _REFUNDED_THING = re.compile(r"\$ ?\d|\d ?(usd|dollars?)\b|\busd ?\d|\b(refund|money)")
 _NOT_A_STATEMENT = re.compile(
     r"\b(can|could|would|shall|should(?! (?:now |already )?(?:see|show|appear)\b)|may|might|if"
@@ -1974,7 +2049,7 @@ _CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=\band )|(?<=\bso )|(?<=\bthen )|(?<=\bnow
 """Where a clause's subject starts ("Good news, Maria will receive it"; not "team" of "Our
 warehouse team will get it out")."""
 _ADDRESS_LAID = re.compile(
-    r"(?:^|(?<=[|,;\u2192] )|(?<= - ))[^\w\"'\u201c\u2018\u00ab]*(?:o-\d+ )?"
+    r"(?:^|(?<=[|,;\u2192] )|(?<= - ))[^\w\"'\u201c\u2018\u00ab]{0,20}(?:o-\d+ )?"
     r"(?:(?:new|updated|current|shipping|delivery|mailing|order|order's|your|the) )*"
     r"(?:address|ship(?:ping)?[- ]?to|deliver(?:y|ing)?[- ]to|destination|ships to)"
     r"(?: ?(?:[:=|\u2192\u27a1\u2014\u2013]|-+>|=>)|(?= \d))"
@@ -2447,7 +2522,7 @@ def _goods_claims(text: str, places: _Places | None = None) -> list[tuple[str, s
     tells the exchange), nor a plan a message
     asking consent lays out ("Your new pair will ship tomorrow. Shall I go ahead?"). With the
     attempt's *places*, goods sent to another place are sent to a new address."""
-    if _ASKS_TO_CONFIRM.search(normalise(text)):
+    if _ASKS_TO_CONFIRM.search(_message_normalised(text)):
         return []
     text = _table_read(text)
     if places is not None:
@@ -2822,6 +2897,12 @@ def _per_text(read: Callable[[str], T]) -> Callable[[str], T]:
     return kept
 
 
+_message_normalised = _per_text(normalise)
+"""A whole message normalised (:func:`normalise`), kept per text: policy 9's readers each ask
+whether it asks consent, and normalising 100,000 characters again for each took a tenth of a
+second."""
+
+
 _BLOCKQUOTE = re.compile(r"[ \t]*>[ \t]?")
 _QUOTING = re.compile(
     r"(?i)\b(?:you|your (?:[\w-]+ )?(?:note|message|e-?mail|request|words|text|chat))(?: had"
@@ -2932,6 +3013,13 @@ def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
 
 
 _sentences_read = _per_text(_read_sentences)
+
+
+def _each_and_next(sentences: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """Each of *sentences* and the one after it ("" after the last); none for none (a message
+    of markdown marks alone, "**", has no sentence)."""
+    for at, sentence in enumerate(sentences):
+        yield sentence, sentences[at + 1] if at + 1 < len(sentences) else ""
 
 
 _GOODS_PLACE = re.compile(
@@ -3561,7 +3649,7 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     which records it changed (the verb's object, the clause of a statement); with *items*,
     a plan's records told apart from others' (:func:`_planned`)."""
     claims: list[tuple[str, str]] = []
-    asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
+    asking = _ASKS_TO_CONFIRM.search(_message_normalised(text)) is not None
     planned = _planned(text, items or {})
     for whole, said in _sentences_read(text):
         if not _conditioned(said):  # "Si quieres, cancelamos tu pedido"
@@ -3601,7 +3689,12 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
     return list(dict.fromkeys(claims))
 
 
-_STORE_CREDIT_SAID = re.compile(r"\b(?:store|account|goodwill|courtesy|shop) credit\b")
+_STORE_CREDIT_SAID = re.compile(
+    r"\b(?:(?:store|account|goodwill|courtesy|shop) credit\b|(?:of|in|as) credit\b(?! cards?\b)"
+    r"|credit (?:of|worth) (?=\$|\d))"
+)
+"""Store credit named: "store credit", or money "of credit", "in credit", "credit of $10.00"
+(not a credit card)."""
 _REFUND_SAID = re.compile(r"\brefund")
 
 
@@ -3639,6 +3732,15 @@ _LABEL_OFFERED = re.compile(
 """What says a change's label lays out no change made, but one that may be, was asked, or what
 the customer holds: "Exchange: eligible until July 1", "Cancellation: requested", "Store
 credit: $5.00 available"."""
+_LABEL_COST = re.compile(
+    rf" ?{_LABEL_MARK} ?[\W_]*(?:(?:completely |totally |entirely |always )?free(?: of charge)?"
+    r"|(?:at |with )?no (?:extra |additional |added |further )?(?:cost|charge|fee)s?"
+    r"|(?:no |nothing )(?:more |extra )?to pay|no price difference|(?:the )?same price"
+    r"|(?:costs?|charges?|fees?|price difference)(?: of)? (?:nothing|none|waived|\$ ?0(?:\.00)?)"
+    rf"|\$ ?0(?:\.00)?)(?: (?:to|for) you)?[^\w{_TICKS}]*"
+)
+"""A label's value that is only a remark on what the change costs, no record it is of:
+"Exchange: free of charge", "Exchange \u2014 no extra cost", "Cancellation: no fee"."""
 
 
 def _change_labelled(sentence: str) -> list[tuple[str, str]]:
@@ -3646,7 +3748,8 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     said refunded or credited, as "Refunded: $22.00" is, an exchange or a cancellation said
     made; not a value of none ("Refund: $0.00", "Cancellation: none"), nor one said undone,
     offered, under a condition or negated after it ("Refund: $22.00 \u2014 not issued",
-    "(pending)", "Credit amount: $10.00 if approved", "Exchange: available")."""
+    "(pending)", "Credit amount: $10.00 if approved", "Exchange: available"), nor one only
+    saying what the change costs ("Exchange: free of charge", :data:`_LABEL_COST`)."""
     label = _CHANGE_LABEL.match(sentence)
     if label is None or _LABEL_NONE.match(sentence, label.end()):
         return []
@@ -3655,6 +3758,8 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     value = (_LABEL_VALUE if money else _LABEL_THING).match(sentence, label.end())
     if value is None or (money and not any(amounts_in(value.group()))):
         return []
+    if not money and _LABEL_COST.fullmatch(value.group()):
+        return []  # "Exchange: free of charge" says what an exchange costs
     rest = sentence[label.end() :]
     if any(words.search(rest) for words in (_LAID_UNDONE, _UNSTATED, _FUTURE, _LABEL_OFFERED)):
         return []
@@ -3681,7 +3786,7 @@ def _confirmed(text: str) -> list[tuple[str, str]]:
     """Each change an agent message says is confirmed (:data:`_CONFIRMED`): its kind and
     clause; none in a message about to make a change (:data:`_ABOUT_TO_ACT`), nor a question,
     a condition or a negation ("Refund not confirmed", "once the refund is confirmed")."""
-    if _ABOUT_TO_ACT.search(normalise(text)):
+    if _ABOUT_TO_ACT.search(_message_normalised(text)):
         return []
     claims: list[tuple[str, str]] = []
     for _, said in _sentences_read(text):
@@ -3950,7 +4055,57 @@ def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
             said[-1] = event.model_copy(update={"text": f"{opening} {event.text}"})
         else:
             said.append(event)
-    return _customer_blocks(said)
+    return _balances_labelled(_customer_blocks(said))
+
+
+_CREDIT_BALANCE_LABEL = re.compile(
+    r"(?im)(?:^|(?<=\|))(?P<label>[^\w\n|]{0,12}(?:(?:your|current) )?(?:(?:store|account|shop) )?"
+    r"credit|[^\w\n|]{0,12}(?:your )?gift card)"
+    rf"(?P<value>[*_]*[ \t]*{_LABEL_MARK}[ \t]*[*_]*[ \t]*"
+    r"(?:\$ ?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)? ?(?:usd|dollars?)\b)[*_ \t.]*)(?=$|\|)"
+)
+"""A line (or a cell) that is only a credit's label and an amount: "Store credit: $5.00",
+"**Gift card:** $40.00", "| Credit \u2014 $5.00 |"; no word after the amount."""
+_CREDIT_BALANCE_KEYS = ("store_credit_cents", "balance_cents")
+"""The fields of a tool's output that show a balance the customer holds."""
+
+
+def _balances_labelled(trace: list[AgentEvent]) -> list[AgentEvent]:
+    """*trace* with each agent message's bare credit label (:data:`_CREDIT_BALANCE_LABEL`)
+    whose amount is a balance a successful call showed before it, and no amount a refund or a
+    credit made came to, read as the balance's label: after ``get_customer`` showed Grace
+    Liu's 500 cents, "Store credit: $5.00" is "Store credit balance: $5.00", what she holds,
+    not a credit said made. A label with more words ("Store credit: $5.00 added") is left."""
+    balances: set[int] = set()
+    made: set[int] = set()
+    read: list[AgentEvent] = []
+    for event in trace:
+        if isinstance(event, ToolCallEvent) and event.ok:
+            balances.update(_balances_shown(event.output))
+            made.update(m.cents for m in _attempted([event], {}, ok=True) if m.cents is not None)
+        elif isinstance(event, MessageEvent) and event.role == "agent" and event.text and balances:
+            shown = frozenset(balances) - _totals(frozenset(made))
+
+            def relabel(found: re.Match[str], shown: frozenset[int] = shown) -> str:
+                held = set(amounts_in(found["value"])) <= shown
+                return f"{found['label']} balance{found['value']}" if held else found.group()
+
+            text = _CREDIT_BALANCE_LABEL.sub(relabel, event.text)
+            event = event.model_copy(update={"text": text}) if text != event.text else event
+        read.append(event)
+    return read
+
+
+def _balances_shown(value: Any, key: str = "") -> Iterator[int]:
+    """The balances in a tool's output (:data:`_CREDIT_BALANCE_KEYS`), in cents."""
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            yield from _balances_shown(inner, str(name))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _balances_shown(inner, key)
+    elif isinstance(value, int) and not isinstance(value, bool) and key in _CREDIT_BALANCE_KEYS:
+        yield value
 
 
 def _customer_blocks(trace: list[AgentEvent]) -> list[AgentEvent]:
@@ -4294,8 +4449,7 @@ def _tells_of_failure(text: str) -> bool:
     headlamp's refund was refused", "I couldn't refund the headlamp", "except the
     headlamp"); not a failure of an earlier try the message says was made good ("I couldn't
     refund it at first, but it's refunded now")."""
-    sentences = list(_sentences(text))
-    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+    for sentence, following in _each_and_next(_sentences(text)):
         failed = _SOME_FAILED.search(sentence)
         if failed is not None and not _made_after_all(sentence, failed.end(), following):
             return True
@@ -4331,13 +4485,13 @@ headlamp", "..., but the headlamp's refund failed")."""
 def _all_went_through(text: str) -> str | None:
     """The sentence of an agent message claiming every change was made (see
     :data:`_ALL_WENT_THROUGH`), when the message says nothing was left undone or failed."""
-    if _SOME_FAILED.search(_in_english(normalise(text))):
-        return None
     for sentence in _sentences(text):
         if sentence.endswith("?") or _FUTURE.search(sentence):
             continue
         if _ALL_WENT_THROUGH.search(sentence):
-            return sentence
+            # the whole message read in English only then (on 100,000 characters it took
+            # most of policy 9's time)
+            return None if _SOME_FAILED.search(_in_english(_message_normalised(text))) else sentence
     return None
 
 
@@ -4656,8 +4810,7 @@ def _denials(text: str) -> Iterator[tuple[str, set[str]]]:
     """Each sentence of an agent message that says a change was not made, failed or cannot be
     made, with the kinds of change it denies: a statement ("The refund failed"), or a
     question whether a change was made that the next sentence answers no ("Refunded? No.")."""
-    sentences = list(_sentences(text))
-    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+    for sentence, following in _each_and_next(_sentences(text)):
         if sentence.endswith("?"):
             if _ASKS_IF_DONE.search(sentence) and _ANSWERED_NO.search(following):
                 yield sentence, _kinds_named(sentence) or set(CLAIMED_KINDS)
@@ -5176,8 +5329,7 @@ def no_credit_instead(trace: list[AgentEvent], s0: StateView) -> Evidence:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         complained = _complained_of_delay(trace, event)
-        sentences = list(_sentences(event.text))
-        for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+        for sentence, following in _each_and_next(_sentences(event.text)):
             if _offers_credit(sentence, complained, following):
                 problem = f"step {event.step} (agent message) offers store credit: {sentence!r}"
                 return False, {"problems": [problem], "offending_step": event.step}

@@ -407,6 +407,12 @@ class SqliteEnvironment(ClosesOnExit):
             return False
         if self._file.replaced():
             return False
+        # An FTS5 table keeps its settings in each connection's memory too, and reading the
+        # file again does not put back a setting the file no longer holds (the agent's rank
+        # ordered the next attempt's searches, and graders' on a pooled connection): such an
+        # attempt's connections are not kept. A write of the table may have been a command.
+        if self._searches_written:
+            return False
         if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
             return False
         for name in os.listdir(self._live.parent):  # a stale journal would be replayed
@@ -590,7 +596,11 @@ class SqliteEnvironment(ClosesOnExit):
         virtual, self._shadow_of = _virtual_tables(
             self._baseline.image_digest, self._baseline.kinds
         )
-        self._compared = [*virtual, *sorted(self._baseline.compared)]
+        # An FTS5 table's settings are state (see ``fts5_settings``): a call's writes show them.
+        settings = list(self._baseline.settings.values())
+        self._compared = [*virtual, *settings, *sorted(self._baseline.compared)]
+        self._searches_written = False
+        """Whether the agent wrote an FTS5 table (see :meth:`_rewrite`)."""
         # The environment's own, not kept for the process by policy: such a table, reachable
         # by its module's name, took an in-process agent's "allowed" answers for every later
         # environment (a read its task forbids passed unseen).
@@ -1158,6 +1168,7 @@ class SqliteEnvironment(ClosesOnExit):
                 self._tracker.sequence_moved = True  # even an insert of no rows may move it
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
+            self._searches_written = self._searches_written or table in self._baseline.settings
             writable = fixture or self._permissions.get(table, "write") == "write"
             return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
         if action == sqlite3.SQLITE_PRAGMA:

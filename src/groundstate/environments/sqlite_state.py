@@ -156,12 +156,14 @@ def table_hash(schema_sql: str, rows: Iterable[Sequence[Any]]) -> str:
 def read_table_hashes(connection: sqlite3.Connection) -> dict[str, str]:
     """One hash per table of the main database, every table read whole.
 
-    A virtual table is hashed by its rows (an FTS5 table's documents, an R-tree's boxes); its
-    shadow tables are left out: they hold the same content again, in an index whose layout
-    depends on the order of writes and merges, not on the state.
+    A virtual table is hashed by its rows (an FTS5 table's documents, an R-tree's boxes) and
+    its settings (see :func:`fts5_settings`); its shadow tables are left out: they hold the
+    same content again, in an index whose layout depends on the order of writes and merges,
+    not on the state.
     """
+    settings = fts5_settings(table_kinds(connection))
     return {
-        name: _read_table_hash(connection, name, sql)
+        name: _read_table_hash(connection, name, sql, settings.get(name))
         for name, sql in hashed_tables(connection).items()
     }
 
@@ -178,8 +180,37 @@ def hashed_tables(connection: sqlite3.Connection) -> dict[str, str]:
     }
 
 
-def _read_table_hash(connection: sqlite3.Connection, name: str, sql: str) -> str:
+def _read_table_hash(
+    connection: sqlite3.Connection, name: str, sql: str, settings: str | None = None
+) -> str:
+    """The hash of one table read whole; *settings* names an FTS5 table's configuration
+    table, whose settings count with its definition."""
+    if settings is not None:
+        sql += _fts5_configured(connection, settings)
     return table_hash(sql, connection.execute(f"SELECT * FROM main.{quote(name)}"))
+
+
+def fts5_settings(kinds: dict[str, str]) -> dict[str, str]:
+    """Each FTS5 table's configuration table (``docs`` -> ``docs_config``), by *kinds* (see
+    :func:`table_kinds`): the only shadow table that holds settings rather than the content
+    again. What it says changes what reads of the table give (``INSERT INTO docs(docs, rank)
+    VALUES ('rank', 'bm25(10.0, 1.0)')`` orders every later ``ORDER BY rank``, the graders'
+    too), so it is part of the state."""
+    return {
+        name: f"{name}_config"
+        for name, kind in kinds.items()
+        if kind == "virtual" and kinds.get(f"{name}_config") == "shadow"
+    }
+
+
+def _fts5_configured(connection: sqlite3.Connection, settings: str) -> str:
+    """What an FTS5 table's configuration table sets, as text to add to its definition:
+    nothing when it holds only the index format's ``version``, which FTS5 writes itself (a
+    'rebuild' rewrites it), so that a table never configured hashes as it always has."""
+    rows = connection.execute(
+        f"SELECT k, v FROM main.{quote(settings)} WHERE k IS NOT 'version' ORDER BY k"
+    ).fetchall()
+    return f"\0settings {_encoded([cell for row in rows for cell in row])}" if rows else ""
 
 
 # --- snapshots -------------------------------------------------------------------------------
@@ -448,10 +479,11 @@ class Baseline:
                 n for n, kind in kinds.items() if kind == "table" and _followed(connection, n)
             ]
             tracked = {name: _table_baseline(connection, name, sql[name]) for name in followed}
+            settings = fts5_settings(kinds)
             hashes = {
                 name: tracked[name].digests.table_hash(text)
                 if name in tracked
-                else _read_table_hash(connection, name, text)
+                else _read_table_hash(connection, name, text, settings.get(name))
                 for name, text in sql.items()
             }
             autoincrement = frozenset(
@@ -499,6 +531,11 @@ class Baseline:
             return "; ".join(str(check[0]) for check in checks)
         finally:
             connection.close()
+
+    @cached_property
+    def settings(self) -> dict[str, str]:
+        """Each FTS5 table's configuration table (see :func:`fts5_settings`)."""
+        return fts5_settings(self.kinds)
 
     @cached_property
     def user_tables(self) -> list[str]:
@@ -607,7 +644,8 @@ class ChangeTracker:
             return read_table_hashes(connection)
         hashes = dict(self._baseline.hashes)
         for name in self._whole():
-            hashes[name] = _read_table_hash(connection, name, self._baseline.sql[name])
+            sql, settings = self._baseline.sql[name], self._baseline.settings.get(name)
+            hashes[name] = _read_table_hash(connection, name, sql, settings)
         for name, touched in self._touched(connection, version).items():
             hashes[name] = touched.hash
         return hashes

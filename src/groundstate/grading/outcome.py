@@ -329,10 +329,12 @@ def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
             f"{counted(len(expected[0]), 'value')} a row: no final state can match"
         )
     passed = (same_rows if assertion.ordered else same_row_multisets)(found, expected)
-    rows = json_cells(found)  # the evidence is JSON: a BLOB the agent wrote must not break it
+    # The evidence is JSON: a BLOB the agent wrote must not break it, and an infinite REAL,
+    # found or expected (``.inf`` in YAML), is not written null (as pydantic writes it).
+    rows, wanted = json_cells(found), json_cells(expected)
     if not assertion.ordered:
-        rows, expected = sorted(rows, key=canonical_json), sorted(expected, key=canonical_json)
-    return passed, {"rows": rows, "expected": expected}
+        rows, wanted = sorted(rows, key=canonical_json), sorted(wanted, key=canonical_json)
+    return passed, {"rows": rows, "expected": wanted}
 
 
 def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:

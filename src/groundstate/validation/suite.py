@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 102
+VALIDATOR_REVISION = 107
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -317,7 +317,17 @@ the conversation names it as an item, one thing a yes names that is an item of t
 is a correction ("Yes, the shirt"), an agent's own name is no item; 102: a value disowned further
 from it ("eve@x.com is one I'd rather not use") is not said, an "I mean" affirming it keeps it,
 JSON encoded twice among an error's words is read, a key repeated or written with dots is read
-every way."""
+every way; 103: pounds set off by commas or dashes after an item are a weight, "twenty-two
+and fifty cents" is $22.50, a currency after "in" is read, a floor beside the same unit or
+said "14 Floor" is the same address; 104: every record an error holds among its words is read
+by path, not the longest, a value disowned before it ("my old one was eve@x.com") is not
+said; 105: an FTS5 table's settings (its rank) are in the state hash and a call's writes, an
+attempt that wrote an FTS5 table is restored on new connections; 106: a word said only as a verb
+is no item ("I'll mark it" ... "Yes, Mark"), a capitalised word before a noun ("Nike shoes") or
+another record's detail is an item's name, an agent naming itself in lower case ("sam here") is
+a name; 107: a credit's label of a balance shown is no claim, nor a change's label of what
+it costs ("Exchange: free of charge"); money "now in your account" is a claim; a reply of
+markdown marks alone ("**") is graded, not a crash."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -3138,7 +3138,10 @@ def _names_another_thing(
         # eligible. Shall I refund the hoodie?" "Yes, the shirt")
         beside = addressing or (found is not None and found["thanked"] is not None)
         beside = beside or (found is not None and _listed_beside(thing, known, question, earlier))
-        if beside and _another_item(thing, known, earlier, written):
+        if beside and (
+            _another_item(thing, known, earlier, written)
+            or (addressing and _of_another_record(thing, known, question, earlier, introduced))
+        ):
             found_one = "thing"
             continue
         if bare and _addressed(words, written, introduced):
@@ -3221,17 +3224,58 @@ def _another_item(
     naming it names as a correction ("Shirt, yes", "Yes, the shirt" to the hoodie). A word
     nothing there says is a person addressed ("Sam, yes"), and so is one a message says only
     as a name (see :func:`_item_words`: "Shall I refund it, Sam?", "Sam here."); one only the
-    tools' outputs say is left to the reading of records shown."""
+    tools' outputs say is left to the reading of records shown. A word a message writes
+    capitalised before a noun is an item's name (see :func:`_brands_of`: "I also bought Nike
+    shoes"), the change's when that noun is one of its values ("the Nike shoes" refunded)."""
     values = {word for value in known for word in _tokens_of(value)}
+    texts = [
+        event.text
+        for event in earlier
+        if isinstance(event, MessageEvent) and event.text and event.text is not written
+    ]
+    values |= {
+        brand
+        for text in texts
+        for brand, noun in _read_once(_brands_of, text)
+        if _said(noun, values)
+    }
     if all(_said(word, values) for word in thing):
         return False
-    said: set[str] = set()
+    said = {word for text in texts for word in _read_once(_item_words, text)}
     for event in earlier:
-        if isinstance(event, MessageEvent) and event.text and event.text is not written:
-            said |= _read_once(_item_words, event.text)
-        elif isinstance(event, ToolCallEvent):
+        if isinstance(event, ToolCallEvent):
             said.update(w for _, v in _leaves(event.args, ()) for w in _tokens_of(normalise(v)))
     return all(_said(word, said) for word in thing)
+
+
+def _of_another_record(
+    thing: list[str],
+    known: set[str],
+    question: str,
+    earlier: Sequence[AgentEvent],
+    introduced: Container[str],
+) -> bool:
+    """Whether the tools' outputs show each word of *thing* as a detail (at no key naming
+    the record) of a named record that says no thing of the change's *known* values, and in
+    no record that says one: another record's attribute ({"brand": "Nike", "name": "shoes"}
+    beside the shirt asked: "Yes, Nike." names the shoes). A word the *question* says, a name
+    the conversation *introduced* ("Sam here"), one a record of the change shows too ("Nike"
+    of the shirt as well), or a record's name ({"customer_name": "Sam Lee"}) is not."""
+    if all(word in introduced for word in thing) or any(mentions(question, w) for w in thing):
+        return False
+    values = {w for value in known if _thing(value) for w in _tokens_of(value)}
+    memo = earlier.worked_out if isinstance(earlier, Before) else None
+    other = False
+    for at, event in enumerate(earlier):
+        for names, shown in _output_records(at, event, memo):
+            words = {w for value in shown for w in _tokens_of(normalise(value))}
+            if not all(_said(word, words) for word in thing):
+                continue
+            if any(_said(word, words) for word in values):
+                return False  # a record of the change shows it too
+            named = {w for name in names for w in _tokens_of(normalise(name))}
+            other = other or (bool(names) and not any(_said(word, named) for word in thing))
+    return other
 
 
 def _item_words(text: str) -> frozenset[str]:
@@ -3240,15 +3284,85 @@ def _item_words(text: str) -> frozenset[str]:
     "this is sam", "— Sam from support"). Each place is read on its own: "Olive here. I see an
     olive jacket" says "olive" as an item too."""
     spans = [
-        found.span() for found in _NAME_WRITTEN.finditer(text) if _written_as_name(text, found)
+        found.span()
+        for found in _NAME_WRITTEN.finditer(text)
+        if _written_as_name(text, found) and not _naming_an_item(text, found.end())
     ]
     spans += [found.span("name") for found in _giving_names(text)]
+    spans += [found.span("word") for place in _NO_ITEM_PLACE for found in place.finditer(text)]
     kept, at = [], 0
     for start, end in sorted(spans):
         kept.append(text[at:start] if start > at else "")
         at = max(at, end)
     kept.append(text[at:])
     return frozenset(_tokens_of(normalise(" ".join(kept))))
+
+
+def _naming_an_item(text: str, end: int) -> bool:
+    """Whether the word *text* writes capitalised up to *end* stands directly before a noun,
+    naming an item ("I also bought Nike shoes": a brand), not a person ("Thanks Sam for
+    waiting", "Ask Sam tomorrow", "Sam will process it")."""
+    found = _NOUN_AFTER_A_NAME.match(text, end)
+    if found is None:
+        return False
+    noun = found.group(1)
+    return not (
+        noun in _NO_NOUN_AFTER_A_NAME
+        or noun in _CLAUSE_WORDS
+        or noun.endswith(("ly", "ed", "ing"))
+        or _TIME_WORDS.match(noun) is not None
+    )
+
+
+def _brands_of(text: str) -> frozenset[tuple[str, str]]:
+    """Each word a message *text* writes capitalised inside a sentence directly before a noun
+    (see :func:`_naming_an_item`), with that noun, normalised: ("nike", "shoes") of "I also
+    bought Nike shoes"."""
+    return frozenset(
+        (normalise(found.group()), normalise(noun[1]))
+        for found in _NAME_WRITTEN.finditer(text)
+        if _written_as_name(text, found)
+        and _naming_an_item(text, found.end())
+        and (noun := _NOUN_AFTER_A_NAME.match(text, found.end())) is not None
+    )
+
+
+_NOUN_AFTER_A_NAME = re.compile(r" ([a-z][a-z'-]{2,})(?![\w'-])")
+# Words after a name that are no item's noun: prepositions, conjunctions, pronouns, adverbs
+# and verbs a person's name stands before ("Sam from support", "Sam said", "Sam handles it").
+_NO_NOUN_AFTER_A_NAME = _words(
+    "here there from with at on in for to of and or but nor so yet about by via as if when"
+    " while who whom whose which that this these those it its him her his hers them they"
+    " their you your yours our ours we me my mine she he everything anything something all"
+    " too also just only still already again please thanks thank sent got made took gave went"
+    " came knew saw found left put set kept told wrote called asked handles processes"
+    " approves reviews checks takes gives sends writes calls asks knows helps replies answers"
+    " confirms handle process approve review check take give send write call ask know help"
+    " reply answer confirm mentioned suggested noted explained manages deals covers runs leads"
+    " owns oversees heads sorts arranges coordinates supervises specialises specializes"
+    " yesterday earlier last next whether how what why where because since until than not"
+    " never always once soon both either each every any some look reach follow contact get"
+    " personally directly first again myself yourself over back out up down off right"
+)
+# Where a message says a word as a verb or a person's, not as an item: after a subject, a
+# modal, "to", "be" or "please" ("I'll mark it", "we can mark", "to mark", "to be frank"), before
+# "it" or "them" as its object ("mark it as urgent"; not "Hoodie it is"), or opening a
+# sentence before a modal or a verb of saying ("mark will process it", "Mark said so"). The
+# word after a subject is looked ahead at, so that it may be one in turn ("I can bill").
+_NO_ITEM_PLACE = tuple(
+    [
+        re.compile(pattern)
+        for pattern in (
+            r"(?i)(?<![\w'-])(?:i|we|you|they|he|she|i'll|we'll|you'll|they'll|he'll|she'll|i'd"
+            r"|we'd|you'd|i've|we've|will|would|can|could|shall|should|may|might|must|to|please"
+            r"|be|let me|let's|don't|won't|can't|cannot|didn't|doesn't) (?=(?P<word>[a-z][a-z'-]*)"
+            r"(?![\w'-]))",
+            r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:it|them)(?! is\b|'s\b)(?![\w'-])",
+            r"(?i)(?:^|(?<=[.!?;\n])|(?<=[.!?;] ))(?P<word>[a-z][a-z'-]*) (?:will|would|can|could"
+            r"|should|shall|may|might|must|said|says|asked|told|mentioned)(?![\w'-])",
+        )
+    ]
+)
 
 
 def _thing_of(words: list[str], bare: bool, answer: str) -> tuple[list[str], bool] | None:
@@ -3449,13 +3563,15 @@ def _names_given(written: str) -> frozenset[str]:
 
 def _giving_names(written: str) -> Iterator[re.Match[str]]:
     """Where *written* gives a name (its group "name"): after "I'm", a greeting or thanks (see
-    :data:`_INTRODUCING`), in lower case ending its clause ("this is tariq", not "i'm sorry"),
-    or an agent naming itself (see :data:`_SELF_NAMING`)."""
+    :data:`_INTRODUCING`), in lower case ending its clause or before "here", "from" or "with"
+    ("this is tariq", "this is sam from support", not "i'm sorry"), or an agent naming itself
+    (see :data:`_SELF_NAMING`; in lower case, "sam here")."""
     for pattern in (_INTRODUCING, *_SELF_NAMING):
         yield from pattern.finditer(written)
-    for found in _INTRODUCING_LOWER.finditer(written):
-        if not _saying_how(found.group("name")):
-            yield found
+    for lower in (_INTRODUCING_LOWER, _SELF_NAMING_LOWER):
+        for found in lower.finditer(written):
+            if not _saying_how(found.group("name")) and found["name"] not in _HERE_NO_NAME:
+                yield found
 
 
 def _saying_how(word: str) -> bool:
@@ -3475,7 +3591,14 @@ _INTRODUCING = re.compile(
 # the message is ("i'm sorry.", "this is urgent", "i'm back").
 _INTRODUCING_LOWER = re.compile(
     r"(?<![\w'-])(?:[Ii]'m|[Ii] am|[Mm]y name is|[Mm]y name's|[Tt]his is|[Cc]all me),? "
-    r"(?P<name>[a-z][^\W\d_]+)(?=[ \t]*(?:[.,!?;\n]|$))"
+    r"(?P<name>[a-z][^\W\d_]+)(?=[ \t]*(?:[.,!?;\n]|$)| (?:here|from|with)\b)"
+)
+# ... and an agent naming itself in lower case, opening a message, a line or a sentence:
+# "sam here.", "hi, sam here!", "sam here 👋", "sam here from support" (not "everything
+# here", "click here").
+_SELF_NAMING_LOWER = re.compile(
+    r"(?:^|(?<=\n)|(?<=[.!?,;:] ))(?P<name>[a-z][^\W\d_]+) here"
+    r"(?=[ \t]*(?:[^\w \t]|$)| (?:from|with|at|on)\b)"
 )
 # An agent naming itself without "I'm" or "this is", opening a message, a line or a sentence,
 # or after a dash: "Sam here.", "Hi, Sam here", "Sam from support", "— Sam from the returns
@@ -3499,7 +3622,7 @@ _SELF_NAMING = tuple(
     [
         re.compile(pattern)
         for pattern in (
-            rf"{_SELF_OPENING} here(?=[ \t]*(?:[.!,;:)\n-]|{_SELF_DASH}|$)| (?:from|with|at|on)\b)",
+            rf"{_SELF_OPENING} here(?=[ \t]*(?:[^\w \t]|$)| (?:from|with|at|on)\b)",
             rf"{_SELF_OPENING},? from (?:the |our |your )?{_SELF_ROLE_AFTER}",
             rf"{_SELF_OPENING} ?\([^()\n]{{0,40}}?\b{_SELF_ROLE}[^()\n]{{0,40}}\)",
             rf"{_SELF_OPENING}, (?:your |our |the |a |an )?{_SELF_ROLE_AFTER}",
@@ -3513,6 +3636,12 @@ _NOT_A_NAME = _words(
     "sorry fine okay good great back here there happy sure glad confused tired upset annoyed"
     " frustrated done ready new late busy home away urgent angry lost stuck serious it that"
     " this ridiculous annoying important wrong right correct",
+)
+# Words before "here" that are no name ("everything here", "click here", "more info here").
+_HERE_NO_NAME = _words(
+    "everything nothing something anything all more info information details detail link"
+    " click tap sign log we you they i someone anyone everyone nobody noone one ones"
+    " none some many few much items item order orders stop start see look go come"
 )
 _NAME_WRITTEN = re.compile(r"(?<![\w'-])[A-Z][^\W\d_]*(?![\w'-])")
 _NON_WORD = re.compile(r"[\W_]")
@@ -4367,7 +4496,7 @@ def _read_long(reading: Callable[[str], _Reading], text: str) -> _Reading:
 READ_ONCE_CHARS = 4096
 """Texts up to this long have their readings remembered (4,096 entries at most); the
 readings of longer ones, 16 at most."""
-_Reading = TypeVar("_Reading", bool, frozenset[str])
+_Reading = TypeVar("_Reading", bool, frozenset[str], frozenset[tuple[str, str]])
 
 
 # A change called off by its kind ("Cancel the refund.", "Withdraw my return request", "Skip

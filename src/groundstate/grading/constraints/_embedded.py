@@ -52,6 +52,12 @@ class Repeated(list[Any]):
     """The values of a key that JSON text repeats, in the order written."""
 
 
+class ErrorRecords(tuple[Any, ...]):
+    """The objects and lists an error holds among its words, two or more, in the order
+    written: a path below the error reads each (``_paths``), as it reads each value of a key
+    JSON text repeats. No list, so that ``*`` and an index do not take it for one."""
+
+
 class TooLarge(Exception):
     """JSON text over the bounds a check reads: :class:`UnreadableArgument` once the call is
     known."""
@@ -70,10 +76,13 @@ def embedded(value: Any) -> Any:
 
 def error_value(error: Any) -> Any:
     """A tool's error as paths below it read it: the object or list its text holds as JSON
-    text (:func:`embedded`), or the longest one written in it among words (``Refused:
+    text (:func:`embedded`), or the one written in it among words (``Refused:
     {"order_id": "#W1"}``, ``{"code": "E42"} while updating``, ``[404] {"code":
-    "not_found"}``: see :func:`_written_in`); else the error itself. A tool that puts the
-    record it refused in its message shows it as surely as one answering with it. Raises
+    "not_found"}``: see :func:`_written_in`), or the several written in it
+    (:class:`ErrorRecords`); else the error itself. A tool that puts the record it refused in
+    its message shows it as surely as one answering with it; and one echoing the agent's
+    arguments beside its own record (``Refused {"order_id": "..."}: {"code": "E42"}``) shows
+    both: the agent's echo, however long, does not hide the tool's record. Raises
     :class:`TooLarge`."""
     read = embedded(error)
     if read is not error or type(error) is not str or _OPENING.search(error) is None:
@@ -90,40 +99,49 @@ that text encoded as a JSON string again, or more (``"{\\"code\\": ...}"``, as a
 quoting the record it refused writes it; up to five times, so that an opening is seen in
 bounded time); not ``{name}``, ``[E42]``, ``[ERROR]``, which are passed over unread."""
 _TRIED = 8
-"""Openings an error is read at past :data:`_GLANCE` characters, at most, and
-:data:`_GLANCED` seen sooner to be no JSON (``[404 and``): an error of any length is read in
-time linear in it (a JSON text read within the glance is passed, and costs its length)."""
+"""Openings an error is read at past :data:`_GLANCE` characters to be no JSON, at most, and
+:data:`_GLANCED` seen sooner to be none (``[404 and``): an error of any length is read in
+time linear in it (a JSON text read is passed, and costs its length)."""
 _GLANCE = 256
 _GLANCED = 1024
 
 
-def _written_in(text: str) -> dict[str, Any] | list[Any] | str | None:
-    """The longest object or list written in *text* among other words (read from each ``{``
-    or ``[`` outside one read, or each JSON string holding one; words after it are no part of
-    it: "[404]" before a record is a list, but not the record), why it cannot be read (a
-    string), or None."""
-    best: dict[str, Any] | list[Any] | None = None
-    size, at, tried, glanced = 0, 0, 0, 0
+def _written_in(text: str) -> dict[str, Any] | list[Any] | ErrorRecords | str | None:
+    """Every object or list written in *text* among other words (read from each ``{`` or
+    ``[`` outside one read, or each JSON string holding one; words after it are no part of
+    it: "[404]" before a record is a list, but not the record): the one, or several as
+    :class:`ErrorRecords`; why it cannot be read (a string); or None."""
+    found: list[Any] = []
+    at, tried, glanced = 0, 0, 0
     while tried < _TRIED and glanced < _GLANCED and (opening := _OPENING.search(text, at)):
         at = opening.start()
         read = _read_at(text, at)
         if isinstance(read, str):  # a record already read is not hidden by text after it
-            return read if best is None else best
+            return _records(found) if found else read
         value, end = read
         if type(value) is str:  # JSON text encoded again: the object or list it holds
             value = _parsed(value) if _OPENS.match(value) is not None else None
             if isinstance(value, str):
-                return value if best is None else best
+                return _records(found) if found else value
             end = end if value is not None else 0 if end - at <= _GLANCE else -1
-        tried += end < 0 or end - at > _GLANCE
+        tried += end < 0
         glanced += end == 0
         if value is None:
             at += 1
             continue
-        if end - at > size:
-            best, size = value, end - at
+        found.append(value)
         at = end
-    return best
+    return _records(found) if found else None
+
+
+def _records(found: list[Any]) -> Any:
+    """The record *found*, or its several as :class:`ErrorRecords`."""
+    return found[0] if len(found) == 1 else ErrorRecords(found)
+
+
+_WINDOWS = (_GLANCE, 16 * _GLANCE, 256 * _GLANCE, MAX_ARGUMENT_CHARS + 1)
+"""The windows JSON text is read from, each while the text runs past the one before: a
+record read costs some 16 times its length at most, however many an error holds."""
 
 
 def _read_at(text: str, at: int) -> tuple[Any, int] | str:
@@ -131,7 +149,7 @@ def _read_at(text: str, at: int) -> tuple[Any, int] | str:
     None and -1 where it is no such text read past :data:`_GLANCE` characters (0: seen
     sooner); or why it cannot be read (a string). Read from a window of the text: the
     parser's error names its line, which costs as much as the text before it."""
-    for size in (_GLANCE, MAX_ARGUMENT_CHARS + 1):
+    for size in _WINDOWS:
         window = text[at : at + size]
         try:
             value, end = _DECODER.raw_decode(window)

@@ -15,6 +15,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from groundstate.grading.constraints._embedded import (
+    ErrorRecords,
     Repeated,
     TooLarge,
     UnreadableArgument,
@@ -115,9 +116,13 @@ def _reader(root: str) -> Reader | None:
 
 def _step(value: Any, segment: str, read: Reader | None = None) -> list[Any] | None:
     """The values *segment* reaches below *value*; *read*: how a string is read first (see
-    :func:`_reader`). Raises ``TooLarge``."""
+    :func:`_reader`). Below the records an error holds (:class:`ErrorRecords`), those it
+    reaches in any of them. Raises ``TooLarge``."""
     if read is not None:
         value = read(value)
+    if type(value) is ErrorRecords:
+        reached = [v for record in value for v in _step(record, segment) or ()]
+        return reached or None
     if segment == "*":
         return list(value) if isinstance(value, list) else None
     if isinstance(value, dict):
@@ -206,10 +211,10 @@ def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | 
             after: list[tuple[tuple[int, ...], Any]] = []
             for at, value in reached:
                 if segment == "*":
-                    value = read(value) if read is not None else value
-                    if not isinstance(value, list):
+                    items = _items(read(value) if read is not None else value)
+                    if items is None:
                         return None
-                    after.extend(((*at, i), item) for i, item in enumerate(value))
+                    after.extend(((*at, len(after)), item) for item in items)
                     continue
                 found = _step(value, segment, read)
                 if found is None:
@@ -219,6 +224,15 @@ def _reach(event: AgentEvent, path: str) -> list[tuple[tuple[int, ...], Any]] | 
     except TooLarge as exc:
         raise UnreadableArgument(event, str(exc), root) from None
     return reached
+
+
+def _items(value: Any) -> list[Any] | None:
+    """The elements ``*`` reaches below *value*: a list's, or those of each list among the
+    records an error holds; None where there is no list."""
+    if type(value) is not ErrorRecords:
+        return value if isinstance(value, list) else None
+    lists = [record for record in value if isinstance(record, list)]
+    return [item for found in lists for item in found] if lists else None
 
 
 def _shared(a: tuple[str, ...], b: tuple[str, ...]) -> int:
@@ -404,6 +418,12 @@ class Conditions:
             return False
         if read is not None and (self.keys or self.each is not None):
             value = read(value)
+        if type(value) is ErrorRecords:  # one record meets them together, as one element
+            return any(self._below(record, compare, read) for record in value)
+        return self._below(value, compare, read)
+
+    def _below(self, value: Any, compare: Compare, read: Reader | None) -> bool:
+        """Whether the conditions below *value* (read) hold."""
         for segment, inner in self.keys:
             found = _step(value, segment)
             if found is None or not any(inner.hold(v, compare, read) for v in found):

@@ -383,7 +383,8 @@ def chosen_at(normalised_text: str, start: int, end: int | None = None) -> bool:
     your Visa, not your gift card": the gift card is; see :data:`_TURNED_DOWN`); given its
     *end*, nor by the words right after it ("PayPal? No thanks", "PayPal, I'd rather not":
     see :data:`_REFUSED_AFTER`), whichever order the sentence puts the refusal in."""
-    if _TURNED_DOWN.search(normalised_text[max(0, start - 40) : start]) is not None:
+    before = normalised_text[max(0, start - 40) : start]
+    if _TURNED_DOWN.search(before) is not None or _DISOWNED_BEFORE.search(before) is not None:
         return False
     return end is None or _REFUSED_AFTER.match(normalised_text, end) is None
 
@@ -405,6 +406,24 @@ verbs of a choice refused ("I don't want to pay with", "I'd rather not go with")
 right before it, starting its clause ("No PayPal, please"; not "No, PayPal is fine" nor
 "order no 1002"). "You don't need the bottle" does not turn the bottle down, nor does "not
 only the socks" (but also ...), "I don't mind" or "I don't want anything but"."""
+
+_KIND_OF_VALUE = (
+    r"(?:one|(?:email|e-mail) address|email|e-mail|address|card|account|number|phone number)"
+)
+_DISOWNED_BEFORE = re.compile(
+    r"\b(?:(?:my|our) (?:old|former|previous|outdated|wrong) "
+    + _KIND_OF_VALUE
+    + r"(?:'s| is| was| used to be)|(?:my|our) "
+    + _KIND_OF_VALUE
+    + r" used to be"
+    r"|(?:i|we) (?:no longer (?:use|have)|(?:have )?stopped using|quit using)):? ?$"
+)
+"""Just before a value, in the speaker's own words, that it is no longer theirs to use: "my
+old one was eve@x.com", "my previous email is eve@x.com", "my email used to be eve@x.com",
+"I no longer use eve@x.com" (as "eve@x.com is my old one" after it, :data:`_DISOWNED`). In
+the first person only: a question telling a customer "your old email was eve@x.com" still
+names it. Not "send it to my old email, eve@x.com" (a use of it, no "was"), "my old one is
+still eve@x.com" nor "I used to use eve@x.com", which may go on "and still do"."""
 
 _BACK = (
     r"(?:that|this|it)(?: (?:one|address|email|e-mail|card|account|number|option|method))?"
