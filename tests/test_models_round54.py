@@ -19,8 +19,11 @@ Classes of defect fixed:
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
+import re
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,9 +33,11 @@ import pytest
 from click.testing import CliRunner
 
 import groundstate.store as store_module
+from groundstate.agents.python import load_agent
 from groundstate.cli import main
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, plan_batch
+from groundstate.served import deployment, same_model, served_in_batch
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
 from groundstate.store import RunStore
@@ -45,7 +50,7 @@ from groundstate.testing import (
 from groundstate.testing_models import by_turn
 from groundstate.trace import ModelCallEvent
 
-from .model_harness import KEYS, PROVIDERS, RETAIL, TASK
+from .model_harness import KEYS, PROVIDERS, RETAIL, TASK, _harness
 from .test_models_round17 import _oracle
 
 OPENAI = PROVIDERS[0]
@@ -244,3 +249,176 @@ def test_a_hand_edit_naming_a_model_is_read_and_the_batch_altered(
     data = _cli("report", batch_id, "--json", "--store", str(path), code=1)  # altered
     assert [e["served"] for e in data["models_served"]] == ["gpt-4o-nano"]
     assert data["integrity"]["verified"] is False
+
+
+# --- Bedrock's Llama spelling ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("asked", "named", "spelling"),
+    [
+        (
+            "llama-3.1-70b-instruct",
+            "meta.llama3-1-70b-instruct-v1:0",
+            {"prefix": "meta.", "version": "v1:0"},
+        ),
+        (
+            "llama-3.3-70b-instruct",
+            "us.meta.llama3-3-70b-instruct-v1:0",
+            {"prefix": "us.meta.", "version": "v1:0"},
+        ),
+        (
+            "Llama-3.1-70B-Instruct",
+            "META.LLAMA3-1-70B-INSTRUCT-V1:0",
+            {"prefix": "META.", "version": "V1:0"},
+        ),
+        (
+            "llama-3-70b-instruct",
+            "meta.llama3-70b-instruct-v1:0",
+            {"prefix": "meta.", "version": "v1:0"},
+        ),
+        (
+            "meta-llama/llama-3.1-8b-instruct",
+            "bedrock/meta.llama3-1-8b-instruct-v1:0",
+            {"prefix": "meta-llama/", "host": "bedrock/", "version": "v1:0"},
+        ),
+        ("qwen-2.5-72b-instruct", "Qwen/Qwen2.5-72B-Instruct", {"prefix": "Qwen/"}),
+        ("phi-3-mini", "phi3-mini", {}),
+    ],
+)
+def test_a_version_joined_to_the_family_word_is_the_model_requested(
+    asked: str, named: str, spelling: dict[str, str]
+) -> None:
+    """Bedrock writes ``llama3-1`` for Llama 3.1 (and Hugging Face ``Qwen2.5``): the same
+    model, not a fallback."""
+    assert same_model(asked, named) == spelling
+
+
+@pytest.mark.parametrize(
+    ("asked", "named"),
+    [
+        ("llama-3.1-70b-instruct", "meta.llama3-1-8b-instruct-v1:0"),  # another size
+        ("llama-3.1-70b-instruct", "meta.llama3-70b-instruct-v1:0"),  # Llama 3, not 3.1
+        ("llama-3.1-70b-instruct", "meta.llama3-2-70b-instruct-v1:0"),
+        ("llama-3.1-70b-instruct", "llama31-70b-instruct"),  # 31 is no 3.1
+        ("llama-3.1-70b", "meta.llama3-1-70b-instruct-v1:0"),  # the instruct model
+        ("llama-3.1-70b-instruct", "mistral.llama3-1-70b-instruct-v1:0"),  # not Mistral's
+        ("gpt-4o", "gpt4o-mini"),
+    ],
+)
+def test_another_llama_on_bedrock_still_differs(asked: str, named: str) -> None:
+    assert same_model(asked, named) is None
+
+
+def test_a_long_name_with_a_joined_version_is_read_in_linear_time() -> None:
+    start = time.process_time()
+    same_model("a" * 100_000 + "1", "a" * 99_999 + "-1")
+    same_model("llama" + "1-" * 50_000, "meta.llama" + "1-" * 50_000 + "v1:0")
+    assert time.process_time() - start < 2
+
+
+# --- Azure deployments ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("asked", "named"),
+    [
+        ("azure/prod-chat", "prod-chat"),
+        ("AZURE/Prod-Chat", "Prod-Chat"),
+        ("azure_ai/team-a", "team-a"),
+        ("azure/gpt-4o", None),  # names a model: compared as any other
+        ("azure/openai/gpt-4o", None),
+        ("prod-chat", None),  # no Azure route named: nothing says it is a deployment
+        ("bedrock/prod-chat", None),
+    ],
+)
+def test_what_is_an_azure_deployment(asked: str, named: str | None) -> None:
+    assert deployment(asked) == named
+
+
+def test_an_azure_deployment_is_the_model_its_provider_says_it_served(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> None:
+    """Through the real SDK: a request for the deployment ``azure/prod-chat`` answered by
+    ``gpt-4o-2024-08-06`` is no other model (the deployment names none to compare)."""
+    harness = _harness(OPENAI, monkeypatch, retail)
+    script = [dataclasses.replace(r, model="gpt-4o-2024-08-06") for r in _oracle(retail)]
+    run = harness.run(script, revision="azure/prod-chat")
+    assert run.terminal_reason == "success", run.infrastructure_status
+    (served,) = run.infrastructure_status["models_served"]
+    assert served == {
+        "requested": "azure/prod-chat",
+        "served": "gpt-4o-2024-08-06",
+        "answers": sum(isinstance(e, ModelCallEvent) for e in run.observation_action_log),
+        "differs": False,
+        "deployment": "prod-chat",
+    }
+
+
+def test_a_deployment_answered_by_two_models_differs(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> None:
+    """Answers of one deployment naming ``gpt-4o-2024-08-06`` and ``gpt-4o-mini``: one of them
+    is not the deployment's model, and nothing says which: both are flagged."""
+    harness = _harness(OPENAI, monkeypatch, retail)
+    with OpenAICompatibleServer(_alternating(retail, "gpt-4o-2024-08-06", "gpt-4o-mini")) as s:
+        system = harness.system(s, revision="azure/prod-chat")
+        run = attempt(retail, TASK, load_agent(system), system=system).run
+    entries = run.infrastructure_status["models_served"]
+    assert sorted(e["served"] for e in entries) == ["gpt-4o-2024-08-06", "gpt-4o-mini"]
+    assert all(e["differs"] is True and e["deployment"] == "prod-chat" for e in entries)
+
+
+def test_a_deployment_answered_by_one_model_in_two_spellings_does_not_differ() -> None:
+    asked = "azure/prod-chat"
+    tries = [
+        [{"requested": asked, "served": "gpt-4o-2024-08-06", "answers": 3}],
+        [{"requested": asked, "served": "gpt-4o", "answers": 1}],
+        [{"requested": "gpt-4o", "served": "gpt-4o-mini", "answers": 2}],
+    ]
+    served = served_in_batch(tries)
+    assert [(e["served"], e["differs"]) for e in served] == [
+        ("gpt-4o-mini", True),
+        ("gpt-4o", False),
+        ("gpt-4o-2024-08-06", False),
+    ]
+    assert [e.get("deployment") for e in served] == [None, "prod-chat", "prod-chat"]
+    across = served_in_batch(
+        [*tries, [{"requested": asked, "served": "gpt-4o-mini", "answers": 1}]]
+    )
+    assert all(e["differs"] for e in across if e["requested"] == asked)
+
+
+# --- the HTML report ------------------------------------------------------------------------
+
+
+def _page_text(page: Path) -> str:
+    """The page's text, without its tags, spaces run together."""
+    return " ".join(html.unescape(re.sub(r"<[^>]*>", "", page.read_text())).split())
+
+
+def test_the_html_report_names_the_models_served(tmp_path: Path, retail: Suite) -> None:
+    path = tmp_path / "runs.db"
+    plain = attempt(retail, TASK, FunctionAgent(_nothing), system=scripted_system()).run
+    batch_id = _store(path, retail, [_served_run(retail, "gpt-4o-mini"), plain])
+    page = tmp_path / "report.html"
+    args = ["report", batch_id, "--html", str(page), "--store", str(path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    text = _page_text(page)
+    assert "Another model served: 'gpt-4o-mini' for 'gpt-4o' (2 answers in 1 try)" in text
+    assert "spelled otherwise" not in text
+
+
+def test_the_html_report_of_a_model_spelled_otherwise(tmp_path: Path, retail: Suite) -> None:
+    path = tmp_path / "runs.db"
+    batch_id = _store(path, retail, [_served_run(retail, "openai/gpt-4o-2024-08-06")])
+    page = tmp_path / "report.html"
+    args = ["report", batch_id, "--html", str(page), "--store", str(path)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    text = _page_text(page)
+    assert "Another model served" not in text
+    assert (
+        "Models served as requested, spelled otherwise: 'openai/gpt-4o-2024-08-06' for 'gpt-4o' "
+        "(snapshot 2024-08-06; prefix openai/; 2 answers in 1 try)" in text
+    )

@@ -18,9 +18,10 @@ one that differs, and the record says which spelling it was:
 
 Names are compared without case, a dot between digits read as a dash (``3.5``, ``3-5``). A
 prefix of another maker (``anthropic/gpt-4o``), two hosts (``azure/`` for ``bedrock/``) or two
-Bedrock versions, and another model behind a host (``azure/gpt-4o-mini``) still differ; so does
-an Azure deployment's own name (``azure/prod-chat``), which names no model to compare. The
-name is the provider's word, not verified.
+Bedrock versions, and another model behind a host (``azure/gpt-4o-mini``) still differ. An
+Azure deployment's own name (``azure/prod-chat``) names no model to compare: the model the
+provider says served it is the one requested (``deployment``), unless it names two. The name
+is the provider's word, not verified.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def models_served(events: Iterable[TraceEvent]) -> dict[str, Any]:
     if not answers:
         return {}
     served = [_served(asked, named, count) for (asked, named), count in answers.items()]
-    return {"models_served": served}
+    return {"models_served": _one_model_a_deployment(served)}
 
 
 def served_in_batch(records: Iterable[Any]) -> list[dict[str, Any]]:
@@ -67,6 +68,7 @@ def served_in_batch(records: Iterable[Any]) -> list[dict[str, Any]]:
         _served(asked, named, count) | {"tries": tries}
         for (asked, named), (count, tries) in answers.items()
     ]
+    served = _one_model_a_deployment(served)
     return sorted(served, key=lambda e: (not e["differs"], e["requested"], e["served"]))
 
 
@@ -81,10 +83,50 @@ def _pair(entry: Any) -> tuple[str, str, int] | None:
 
 
 def _served(asked: str, named: str, count: int) -> dict[str, Any]:
-    """One entry of ``models_served``."""
+    """One entry of ``models_served``. An Azure deployment's name (:func:`deployment`) names
+    no model to compare: whatever model the provider says served it is the one requested
+    (``"deployment": "prod-chat"``), unless it names two (:func:`_one_model_a_deployment`)."""
     entry: dict[str, Any] = {"requested": asked, "served": named, "answers": count}
     spelling = same_model(asked, named)
+    if spelling is None and (deployed := deployment(asked)) is not None:
+        spelling = {"deployment": deployed}
     return entry | {"differs": spelling is None} | (spelling or {})
+
+
+def _one_model_a_deployment(served: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """*served* with every answer of a deployment that the provider says two models served
+    (``gpt-4o-2024-08-06`` and ``gpt-4o-mini`` for ``azure/prod-chat``) flagged ``differs``:
+    which one the deployment is, nothing says, but not both."""
+    models: dict[str, list[str]] = {}
+    for entry in served:
+        if "deployment" in entry:
+            models.setdefault(entry["requested"], []).append(entry["served"])
+    mixed = {
+        asked
+        for asked, named in models.items()
+        if any(not _one_model(named[0], other) for other in named[1:])
+    }
+    return [entry | {"differs": True} if entry["requested"] in mixed else entry for entry in served]
+
+
+def _one_model(one: str, other: str) -> bool:
+    """Whether two served names are one model (either may be the alias of the other)."""
+    return same_model(one, other) is not None or same_model(other, one) is not None
+
+
+DEPLOYMENT_HOSTS = frozenset({"azure", "azure_ai"})
+"""The hosts (:data:`HOSTS`) whose requests name a deployment, named by its owner."""
+
+
+def deployment(asked: str) -> str | None:
+    """The deployment *asked* names (``prod-chat`` of ``azure/prod-chat``), or None: a name on
+    an Azure route (:data:`DEPLOYMENT_HOSTS`) that names no maker's model (:data:`MAKERS`).
+    ``azure/gpt-4o`` names a model, compared as any other."""
+    host, prefix, bare, _ = _parts(asked)
+    if host[:-1].casefold() not in DEPLOYMENT_HOSTS or prefix:
+        return None
+    named = any(made.match(bare) is not None for made in _MADE_BY.values())
+    return None if named else bare
 
 
 def same_model(asked: str, named: str) -> dict[str, str] | None:
@@ -255,8 +297,11 @@ def in_order(name: str) -> str:
 
 def _key(name: str) -> str:
     """*name* as it is compared: without case, a dot between digits read as a dash (OpenRouter
-    writes ``claude-3.5-sonnet`` for Anthropic's ``claude-3-5-sonnet``)."""
-    return re.sub(r"(?<=\d)\.(?=\d)", "-", name.casefold())
+    writes ``claude-3.5-sonnet`` for Anthropic's ``claude-3-5-sonnet``), and a dash between
+    the family's word and a version joined to it (Bedrock's ``llama3-1-70b-instruct`` is
+    ``llama-3.1-70b-instruct``; Hugging Face's ``Qwen2.5`` is ``qwen-2.5``)."""
+    dashed = re.sub(r"(?<=\d)\.(?=\d)", "-", name.casefold())
+    return re.sub(r"^([a-z]+)(?=\d)", r"\1-", dashed, count=1)
 
 
 SNAPSHOT = re.compile(r"[-@](\d{4})(-?)(\d{2})\2(\d{2})|-(\d{2})(\d{2})")

@@ -319,7 +319,7 @@ def served_texts(served: list[dict[str, Any]]) -> tuple[str, str]:
     return texts[0], texts[1]
 
 
-SPELLINGS = ("snapshot", "revision", "prefix", "host", "version", "reordered")
+SPELLINGS = ("snapshot", "revision", "prefix", "host", "version", "reordered", "deployment")
 """How a served name spells the model requested (:func:`groundstate.served.same_model`)."""
 
 
