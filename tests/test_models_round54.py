@@ -33,11 +33,11 @@ import pytest
 from click.testing import CliRunner
 
 import groundstate.store as store_module
+from groundstate import served as served_module
 from groundstate.agents.python import load_agent
 from groundstate.cli import main
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, plan_batch
-from groundstate.served import deployment, same_model, served_in_batch
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
 from groundstate.store import RunStore
@@ -291,7 +291,7 @@ def test_a_version_joined_to_the_family_word_is_the_model_requested(
 ) -> None:
     """Bedrock writes ``llama3-1`` for Llama 3.1 (and Hugging Face ``Qwen2.5``): the same
     model, not a fallback."""
-    assert same_model(asked, named) == spelling
+    assert served_module.same_model(asked, named) == spelling
 
 
 @pytest.mark.parametrize(
@@ -307,13 +307,13 @@ def test_a_version_joined_to_the_family_word_is_the_model_requested(
     ],
 )
 def test_another_llama_on_bedrock_still_differs(asked: str, named: str) -> None:
-    assert same_model(asked, named) is None
+    assert served_module.same_model(asked, named) is None
 
 
 def test_a_long_name_with_a_joined_version_is_read_in_linear_time() -> None:
     start = time.process_time()
-    same_model("a" * 100_000 + "1", "a" * 99_999 + "-1")
-    same_model("llama" + "1-" * 50_000, "meta.llama" + "1-" * 50_000 + "v1:0")
+    served_module.same_model("a" * 100_000 + "1", "a" * 99_999 + "-1")
+    served_module.same_model("llama" + "1-" * 50_000, "meta.llama" + "1-" * 50_000 + "v1:0")
     assert time.process_time() - start < 2
 
 
@@ -333,7 +333,7 @@ def test_a_long_name_with_a_joined_version_is_read_in_linear_time() -> None:
     ],
 )
 def test_what_is_an_azure_deployment(asked: str, named: str | None) -> None:
-    assert deployment(asked) == named
+    assert served_module.deployment(asked) == named
 
 
 def test_an_azure_deployment_is_the_model_its_provider_says_it_served(
@@ -376,14 +376,14 @@ def test_a_deployment_answered_by_one_model_in_two_spellings_does_not_differ() -
         [{"requested": asked, "served": "gpt-4o", "answers": 1}],
         [{"requested": "gpt-4o", "served": "gpt-4o-mini", "answers": 2}],
     ]
-    served = served_in_batch(tries)
+    served = served_module.served_in_batch(tries)
     assert [(e["served"], e["differs"]) for e in served] == [
         ("gpt-4o-mini", True),
         ("gpt-4o", False),
         ("gpt-4o-2024-08-06", False),
     ]
     assert [e.get("deployment") for e in served] == [None, "prod-chat", "prod-chat"]
-    across = served_in_batch(
+    across = served_module.served_in_batch(
         [*tries, [{"requested": asked, "served": "gpt-4o-mini", "answers": 1}]]
     )
     assert all(e["differs"] for e in across if e["requested"] == asked)
