@@ -52,6 +52,7 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "invalid_attempts",
         "k_limits",
         "missing_attempts",
+        "models_served",
         "no_estimate",
         "invalid_tasks_run",
         "invalid_tasks_results",

@@ -144,7 +144,8 @@ def test_the_model_requested_under_another_spelling_does_not_differ(
     "named",
     [
         "anthropic/gpt-4o",  # another maker's prefix
-        "azure/gpt-4o",  # a host's: another route than the one asked for
+        "azure/gpt-4o-mini",  # another model behind a host's prefix (round 53: a host's
+        # prefix over the model asked for is the route, not another model)
         "openai/gpt-4o-mini",  # another family under the right maker
         "openai/gpt-4o-mini-2024-07-18",
         "gpt-4o-405",  # a number that is no revision
@@ -191,8 +192,8 @@ def test_another_model_under_a_prefix_or_a_number_still_differs(
         ("meta/llama-3-70b", "meta-llama/llama-3-70b", {"prefix": "meta/"}),
         # another model
         ("gpt-4o", "anthropic/gpt-4o", None),
-        ("gpt-4o", "azure/gpt-4o", None),
-        ("gpt-4o", "openrouter/gpt-4o", None),
+        ("gpt-4o", "azure/gpt-4o-mini", None),  # round 53: azure/gpt-4o is gpt-4o on Azure
+        ("gpt-4o", "openrouter/anthropic/gpt-4o", None),
         ("claude-sonnet-4", "anthropic/claude-sonnet-4-5", None),
         ("claude-3-5-sonnet", "anthropic/claude-3-5-haiku", None),
         ("openai/gpt-4o", "anthropic/gpt-4o", None),

@@ -254,10 +254,18 @@ _ONE_ROW_PER_TRY = (
     "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_batch ON runs(batch_id, task_id, attempt, retry)"
 )
 
+_NAMES_MODELS = "instr(record, '\"models_served\"') > 0"
+"""The condition of the ``runs_naming_models`` partial index: a record whose text names the
+models served (:meth:`RunStore.models_served` reads only these, through the index, so a
+report does not scan every record of a batch when few or none name a model). A query uses
+the index only when its WHERE holds this same expression."""
+
 # Run after the migrations: they index or read columns an old store gains only then.
-_SCHEMA_AFTER_MIGRATION = """
+_SCHEMA_AFTER_MIGRATION = f"""
 -- verify walks each batch's chain in order
 CREATE INDEX IF NOT EXISTS runs_by_seq ON runs(batch_id, seq);
+-- report reads the models served (RunStore.models_served) only from the tries that name one
+CREATE INDEX IF NOT EXISTS runs_naming_models ON runs(batch_id) WHERE {_NAMES_MODELS};
 """
 
 # Format 2 columns, added to stores made before it (old rows keep NULL: unverifiable).
@@ -1923,6 +1931,23 @@ class RunStore:
             )
             while rows := cursor.fetchmany(size):
                 yield json.loads("[" + ",".join(r[0] for r in rows) + "]")
+        except sqlite3.Error as exc:
+            raise self._cannot_read(exc) from exc
+
+    def models_served(self, batch_id: str) -> Iterator[list[Any]]:
+        """Each try's ``infrastructure_status.models_served`` (:mod:`groundstate.served`),
+        of the tries that have one. A record whose text does not name it (most: a scripted
+        agent, a model that names none) is not parsed for it."""
+        served = "'$.infrastructure_status.models_served'"
+        try:
+            cursor = self._db.execute(
+                f"SELECT json_extract(record, {served}) FROM runs WHERE batch_id = ? AND "
+                f"{_NAMES_MODELS} AND CASE WHEN json_valid(record) THEN "
+                f"json_type(record, {served}) END = 'array'",
+                (batch_id,),
+            )
+            while rows := cursor.fetchmany(10_000):
+                yield from (json.loads(r[0]) for r in rows)
         except sqlite3.Error as exc:
             raise self._cannot_read(exc) from exc
 

@@ -194,6 +194,7 @@ def run(
             from groundstate.report.terminal import batch_table
             from groundstate.runner import BatchConfig, BatchRunner, check_resumable
             from groundstate.selection import select_tasks
+            from groundstate.served import served_in_batch
             from groundstate.spec.system import load_system
             from groundstate.store import BatchLeased, RunStore
             from groundstate.validation import require_lock, require_valid
@@ -277,6 +278,9 @@ def run(
     if html is not None:
         _write_batch_html(html, result.batch, result.runs, check)
     data = batch_report(result.batch, result.runs)
+    data["models_served"] = served_in_batch(
+        r.infrastructure_status.get("models_served") for r in result.runs
+    )
     verdicts = gate_results(gates, data)
     if as_json:
         click.echo(json.dumps(_batch_json(result, data, verdicts), indent=2), file=aside)
@@ -378,6 +382,7 @@ def report(
     from groundstate.analysis import batch_report
     from groundstate.gates import gate_results, parse_gate
     from groundstate.seal import verified_outcomes
+    from groundstate.served import served_in_batch
     from groundstate.store import RunStore
 
     _refuse_output(html, store)
@@ -391,9 +396,11 @@ def report(
         check, outcomes = verified_outcomes(run_store, batch.batch_id)
         altered = warn(check)
         table = _nonempty(batch, outcomes, store)
+        served = served_in_batch(run_store.models_served(batch.batch_id))
         runs = run_store.runs(batch.batch_id) if html is not None or not as_json else []
     data = batch_report(batch, table, seed=seed, k_over_supporting=k_over_supporting)
     data["integrity"] = integrity_json(check)
+    data["models_served"] = served
     verdicts = gate_results(gates, data)
     if gates:
         data["fail_under"] = verdicts
@@ -696,6 +703,7 @@ def _batch_json(
         "invalid_attempts": data["invalid_attempts"],
         "k_limits": data["k_limits"],
         "missing_attempts": data["missing_attempts"],
+        "models_served": data["models_served"],
         "no_estimate": data["no_estimate"],
         "invalid_tasks_run": data["invalid_tasks_run"],
         "invalid_tasks_results": data["invalid_tasks_results"],

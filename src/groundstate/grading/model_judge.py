@@ -322,7 +322,7 @@ async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, di
                 )
             except Exhausted as exc:
                 raise JudgeFailure(
-                    _failed(adapter, exc),
+                    _failed(adapter, exc, request),
                     exc.error.evidence().model_dump()
                     | {"tries": exc.tries, **({"usage": spent} if spent else {})},
                 ) from None
@@ -347,17 +347,23 @@ async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, di
             return passed, evidence | {"reason": reasons, "verdict": "pass" if passed else "fail"}
 
 
-def _failed(adapter: ModelAgent, exc: Exhausted) -> str:
+def _failed(adapter: ModelAgent, exc: Exhausted, request: dict[str, Any]) -> str:
     """What a judge's failed request says. Refused for its length, the prompt outgrew the
     judge model's window: the instrument's failure (a grader failure, invalid), not the
     agent's, as what the attempt wrote is shown within :data:`MAX_SHOWN_CHARS` a part, so a
-    judge that cannot read that much is misconfigured for every attempt that writes it."""
+    judge that cannot read that much is misconfigured for every attempt that writes it. A 413
+    refused the request's bytes, not the model's window: it names their number, what the
+    route must take (a larger window would not help)."""
     message = describe_failure(adapter.api, exc.error)
-    if exc.error.kind == "context_window":
-        # a 413: the request's bytes over what the judge's route takes
-        what = "its API's request size" if exc.error.status_code == 413 else "its model's window"
+    if exc.error.kind == "context_window" and exc.error.status_code == 413:
+        size = len(json.dumps(request, default=str).encode())
         return (
-            f"the judge's prompt outgrew {what} (the instrument's: a judge model"
+            f"the judge's prompt outgrew its API's request size (the instrument's: a request"
+            f" of about {size:,} bytes; a route that takes more, or a shorter template): {message}"
+        )
+    if exc.error.kind == "context_window":
+        return (
+            f"the judge's prompt outgrew its model's window (the instrument's: a judge model"
             f" with a larger window, or a shorter template): {message}"
         )
     return f"the judge's model failed after {exc.tries} tries: {message}"

@@ -45,6 +45,7 @@ from groundstate.report.numbers import (
     judge_error_text,
     outside_plan_text,
     p_value,
+    served_texts,
     session_text,
     share,
     share_apart,
@@ -53,6 +54,7 @@ from groundstate.report.numbers import (
     weight,
 )
 from groundstate.rounding import counted
+from groundstate.served import served_in_batch
 from groundstate.stats import (
     EXACT_BOUND,
     VIEWS,
@@ -113,7 +115,8 @@ def render_batch(
     tries: Mapping[str, Any],
     integrity: Verification | None = None,
 ) -> str:
-    """The report of one batch: header, curves, suite numbers, slices, reasons, tasks, runs.
+    """The report of one batch: header, curves, suite numbers, slices, reasons, tasks, runs;
+    the models served, as ``report`` names them (:func:`groundstate.served.served_in_batch`).
 
     ``runs`` is every stored try (reruns of invalid tries included), ``summary`` the
     statistics over the final tries (:func:`groundstate.analysis.summarize_batch`) and
@@ -127,7 +130,12 @@ def render_batch(
     table = planned(batch, runs)[0]  # a try outside the plan is listed, marked, never counted
     missing = missing_attempts(batch, table.final())
     counted, apart = headline_tries(batch, table)
+    another, spelled = served_texts(
+        served_in_batch(run.infrastructure_status.get("models_served") for run in runs)
+    )
     return _template("report.html.j2").render(
+        another_model=another,
+        spelled_model=spelled,
         invalid_tasks=invalid_task_text(invalid_task_results(batch, apart)),
         judged=judge_error_text(judge_errors(counted.final())),
         resumed=session_text(made := provenance(batch)),

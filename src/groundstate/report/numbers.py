@@ -305,6 +305,31 @@ def judge_error_text(block: dict[str, Any], *, tasks: tuple[int, int] | None = N
     )
 
 
+def served_texts(served: list[dict[str, Any]]) -> tuple[str, str]:
+    """What :func:`groundstate.served.served_in_batch` found, as two phrases ("" when none):
+    the models that answered for another (``'gpt-4o-mini' for 'gpt-4o'``), and the model
+    requested under another spelling (``'gpt-4o-2024-08-06' for 'gpt-4o' (snapshot
+    2024-08-06)``), each with its answers and tries, the first :data:`NAMED` of each."""
+    texts = []
+    for differs in (True, False):
+        entries = [e for e in served if e["differs"] is differs and e["served"] != e["requested"]]
+        shown = ", ".join(_served_entry(e) for e in entries[:NAMED])
+        more = f" and {len(entries) - NAMED} more" if len(entries) > NAMED else ""
+        texts.append(shown + more)
+    return texts[0], texts[1]
+
+
+SPELLINGS = ("snapshot", "revision", "prefix", "host", "version", "reordered", "deployment")
+"""How a served name spells the model requested (:func:`groundstate.served.same_model`)."""
+
+
+def _served_entry(entry: dict[str, Any]) -> str:
+    """``'gpt-4o-mini' for 'gpt-4o' (12 answers in 3 tries)``, with how it was spelled."""
+    spelled = [f"{kind} {entry[kind]}" for kind in SPELLINGS if kind in entry]
+    counts = f"{counted(entry['answers'], 'answer')} in {counted(entry['tries'], 'try', 'tries')}"
+    return f"{entry['served']!r} for {entry['requested']!r} ({'; '.join([*spelled, counts])})"
+
+
 def session_text(block: dict[str, Any]) -> str:
     """How the batch ran, from :func:`groundstate.analysis.provenance` ("" for a batch run in
     one session, or whose sessions were not recorded): where it started and each resume, with

@@ -31,6 +31,7 @@ from groundstate.report.numbers import (
     judge_error_text,
     outside_plan_text,
     p_value,
+    served_texts,
     session_text,
     share,
     signed,
@@ -482,6 +483,14 @@ def report_footer(report: dict[str, Any]) -> str:
         line += f"\n[bold red]OUTSIDE THE PLAN: {quoted(outside)}[/]"
     if judged := judge_error_text(report["judge_errors"]):
         line += f"\n[bold yellow]JUDGE ERRORS: {quoted(judged)}[/]"
+    another, spelled = served_texts(report.get("models_served", []))
+    if another:
+        line += (
+            f"\n[bold yellow]ANOTHER MODEL SERVED: {quoted(another)}: as the answers name their"
+            " model (their word, not verified)[/]"
+        )
+    if spelled:
+        line += f"\nmodels served as requested, spelled otherwise: {quoted(spelled)}"
     if ran := session_text(report["provenance"]):
         line += f"\nRESUMED: {quoted(ran)}"
     if unproven := validation_text(report["provenance"]):
