@@ -12,7 +12,8 @@ task (every constraint together) too, whichever message or argument holds it.
   several in one message all named).
 - A whole task graded through the runner's grading entry (``constraint_results``) on the worst
   pieces as the final reply, as a user's message and as a tool's free-text argument (the
-  store credit's reason) stays under a generous CPU bound: the figure is pinned here.
+  store credit's reason) stays under a generous CPU bound: the figure is pinned here, and for
+  a task whose cancellations a user's yes confirms (a long user message searched for a "no").
 
 Each case replays a suite oracle with one message or argument changed."""
 
@@ -119,6 +120,16 @@ def _as_reason(events: list[AgentEvent], text: str) -> list[AgentEvent]:
     ]
 
 
+def _task_graded_in_time(retail: Suite, task: str, events: list[AgentEvent]) -> None:
+    """Every constraint of *task* graded on *events* within WHOLE_TASK_BOUND, none an error."""
+    try:
+        with _cpu_bound(WHOLE_TASK_BOUND):
+            [results] = constraint_results(retail, [Case(task, "probe", events, [])])
+    except _OverBound:
+        pytest.fail(f"grading {task} took over {WHOLE_TASK_BOUND} s of CPU")
+    assert [r.id for r in results if r.error is not None] == []
+
+
 @pytest.mark.parametrize("piece", WORST)
 @pytest.mark.parametrize("place", ["final", "user", "reason"])
 def test_a_whole_task_grades_a_long_text_anywhere_in_time(
@@ -130,12 +141,19 @@ def test_a_whole_task_grades_a_long_text_anywhere_in_time(
         "user": lambda: _as_user(events, text),
         "reason": lambda: _as_reason(events, text),
     }[place]()
-    try:
-        with _cpu_bound(WHOLE_TASK_BOUND):
-            [results] = constraint_results(retail, [Case(GOODWILL, "probe", changed, [])])
-    except _OverBound:
-        pytest.fail(f"grading the task took over {WHOLE_TASK_BOUND} s of CPU")
-    assert [r.id for r in results if r.error is not None] == []
+    _task_graded_in_time(retail, GOODWILL, changed)
+
+
+@pytest.mark.parametrize("piece", ["1.", ", "])
+@pytest.mark.parametrize("place", ["final", "user"])
+def test_a_task_with_cancellations_confirmed_grades_a_long_text_in_time(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], piece: str, place: str
+) -> None:
+    # several-changes reads a user's yes to each cancellation's question: a long user message
+    # is searched for each alternative of the default "no" (1 to 2 s of CPU in all here)
+    text, events = _repeated(piece), oracles["several-changes"]
+    changed = _as_user(events, text) if place == "user" else _final(events, f"Sorry.\n{text}")
+    _task_graded_in_time(retail, "several-changes", changed)
 
 
 def test_an_honest_long_reason_and_user_message_still_pass(
