@@ -1331,14 +1331,17 @@ _FIGURES = (
 """Figures of an amount: grouped by spaces ("1 234,50", a no-break or thin space folded to
 one), or by dots, commas or apostrophes ("1,234.50", "1.234,50", "1'234.50"), or not at all;
 whole ones may end in ",-" or ".-" ("22,-")."""
-_CENT = r"(?:cents?\b|¢|pence\b|centimes?\b)"
+_PENCE_BY_LETTER = r"(?<=\d)(?<!\d\d\d)(?<!,\d\d)p\b(?![.'-]?\w)"
+"""Pence written by their letter after one or two figures: "22p", "50p." (not "1080p", "3p.m.",
+"22p-ish"); read as pence only with a word of money near (see :func:`_pence_said`)."""
+_CENT = rf"(?:cents?\b|¢|pence\b|centimes?\b|{_PENCE_BY_LETTER})"
 DOLLARS = "usd"
 _POUNDS = r"(?:(?:british|uk|u\.k\.) )?pounds?(?: sterling)?"
 """The shop's currency: an amount said in no currency ("21.99", "2200 cents") is in it."""
 _CURRENCIES = {
     DOLLARS: r"\$|(?:us|u\.s\.) ?\$|usd|(?:(?:us|u\.s\.|american) )?(?:dollars?|bucks)",
     "eur": r"€|eur|euros?",
-    "gbp": rf"£|gbp|{_POUNDS}|quid|pence",
+    "gbp": rf"£|gbp|{_POUNDS}|quid|pence|p|sterling",
     "cad": r"ca?n?\$|cad|canadian dollars?",
     "aud": r"au?\$|aud|australian dollars?",
     "nzd": r"nz\$|nzd|new zealand dollars?",
@@ -1386,10 +1389,11 @@ _MONEY = re.compile(
     rf"{_SPOKEN_END}"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
     rf"(?: ?|-(?=[^\W\d_])| in (?=[^\W\d_]))"
-    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
+    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b)"
     rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
     rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS}))"
-    rf"(?:[- ]| in (?=[^\W\d_]))(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b))"
+    rf"(?:[- ]| in (?=[^\W\d_]))"
+    rf"(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b))"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
@@ -1397,7 +1401,9 @@ _MONEY = re.compile(
     rf"(?<!hundred)(?<!thousand) and (?P<and_cents>\d\d?(?!\d)|{_BELOW_100})"
     r" ?(?:cents?\b|¢|(?P<and_pence>pence\b))"
     rf"|(?<![\d.,'$])(?<!\bmy )(?<!\byour )\b(?!one ?{_CENT})"
-    rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?(?:(?P<pence>pence\b)|{_CENT})"
+    rf"(?P<only_cents>\d[\d,]*|{_WORDS})"
+    rf"(?:(?P<pence>{_PENCE_BY_LETTER})| ?(?:(?P<pence_word>pence\b)|(?P<centimes>centimes?\b)"
+    rf"|{_CENT}))"
     rf"|{_SPOKEN}"
     r"|(?<![\w.,'/:-])(?P<bare>\d{1,3}(?:,\d{3})+\.\d\d|\d+\.\d\d)(?![\w/:%-]|[.,]\d| ?%)"
 )
@@ -1463,10 +1469,34 @@ def money_in(text: str) -> list[tuple[str, int]]:
         said = match.groupdict()
         if _a_weight(said, folded, match.start(), match.end()):
             continue
+        if said["pence"] and not _pence_said(folded, match.start(), match.end()):
+            continue
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
-        mark = mark or said["words_mark"] or said["pence"] or said["and_pence"]
+        mark = mark or said["words_mark"] or said["pence"] or said["pence_word"]
+        mark = mark or said["and_pence"] or (said["centimes"] and "eur")
         found.append((_currency(mark), _said_cents(said)))
     return found
+
+
+_PENCE_SIZED = re.compile(r"\b(?:size|sz|sizes|petite)\W{0,3}$")
+"""Before "2P": a size ("size 2P" is a petite two), not pence."""
+_PENCE_POUNDS_NEAR = re.compile(r"£|\b(?:pounds?|quid|pence|sterling|gbp)\b")
+"""A word or mark of pounds in the clause of "22p", which makes its letter pence."""
+
+
+def _pence_said(folded: str, start: int, end: int) -> bool:
+    """Whether "22p" (read at *start*..*end*) is pence: with a word of money among the
+    WORDS_NEAR words either side ("a refund of 22p", "22p is back on your card") or pounds in
+    its clause ("£22 and 22p"), not a size ("size 2P") nor a bare letter ("3p" may be a time,
+    "row 22p" a seat)."""
+    before = _LABEL_OR_CLAUSE_END.split(folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
+    after = re.split(r"[.!?;](?: |$)", folded[end : end + _CLAUSE_AROUND])[0]
+    if _PENCE_SIZED.search(before):
+        return False
+    if _PENCE_POUNDS_NEAR.search(before) or _PENCE_POUNDS_NEAR.search(after):
+        return True
+    near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+    return _nearest(_MONEY_WORD, *near) <= WORDS_NEAR
 
 
 def _said_cents(said: dict[str, str | None]) -> int:

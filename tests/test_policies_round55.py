@@ -1,0 +1,121 @@
+"""A policy reviewer's near misses, fifty-fifth round: the retail suite's own checks
+(``examples/retail/checks.py``) replayed on a suite oracle with one thing varied, and the
+honest variants that must keep passing. Classes found open and fixed:
+
+- **Pence by their letter, centimes and sterling were dollars or nothing**
+  (``p2-amounts-as-shown``): "a refund of 22p" read no amount, "£22 and 50p" read £22.00,
+  "22 centimes" read 22 US cents, "22.50 in sterling" read $22.50. "22p" with a word of money
+  or of pounds near is pence now, centimes are euro cents, "in sterling" is pounds; a size
+  ("size 2P"), a resolution ("1080p"), a time ("3p.m.") and "925 sterling silver", "22
+  Sterling Ave" stay no money."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from groundstate.spec.suite import Suite
+from groundstate.trace import AgentEvent
+
+from ._policies_builders import AMOUNTS, SHOWN
+from .grading_corpus import failing
+from .test_constraints_round12 import _final, oracles, retail
+from .test_policies_round19 import CHECKS
+
+__all__ = ["oracles", "retail"]  # fixtures of the twelfth round's tests
+
+
+# --- pence by their letter, centimes, sterling ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "money"),
+    [
+        ("a refund of 22p", [("gbp", 22)]),
+        ("Your refund of 22p is done.", [("gbp", 22)]),
+        ("22p is on its way back to your card", [("gbp", 22)]),
+        ("a 22p refund", [("gbp", 22)]),
+        ("We refunded 99p.", [("gbp", 99)]),
+        ("\u00a322 and 50p was refunded", [("gbp", 2250)]),
+        ("a refund of \u00a322 and 22p", [("gbp", 2222)]),
+        ("22 pounds and 50p", [("gbp", 2250)]),
+        ("22 centimes", [("eur", 22)]),
+        ("fifty centimes", [("eur", 50)]),
+        ("22 euros and 50 centimes", [("eur", 2250)]),
+        ("22.50 in sterling", [("gbp", 2250)]),
+        ("twenty-two fifty in sterling", [("gbp", 2250)]),
+        ("22.50 in pounds sterling", [("gbp", 2250)]),
+        # honest neighbours: no pence, no money, or the mark before rules
+        ("the dress in size 2P was refunded", []),
+        ("Size 4p petite, refunded", []),
+        ("I'll call you at 3p", []),
+        ("the refund posts by 3p.m.", []),
+        ("we refunded the 1080p TV", []),
+        ("a refund for the 720p webcam", []),
+        ("row 22p", []),
+        ("925 sterling silver", []),
+        ("the 925 sterling silver ring was refunded", []),
+        ("22 Sterling Ave", []),
+        ("22 sterling", []),
+        ("22 pence", [("gbp", 22)]),
+        ("22 cents", [("usd", 22)]),
+        ("$22 and 50p", [("usd", 2250)]),
+        ("22 dollars and 50 centimes", [("usd", 2250)]),
+        ("The sleeve is 100 centimetres.", []),
+    ],
+)
+def test_pence_centimes_and_sterling(text: str, money: list[tuple[str, int]]) -> None:
+    assert CHECKS.money_in(text) == money
+
+
+@pytest.mark.parametrize(
+    "amount", ["22.00 in sterling", "a refund of 22p", "2200 centimes", "\u00a322 and 00p"]
+)
+def test_an_amount_in_pence_centimes_or_sterling_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str
+) -> None:
+    reply = SHOWN.format(f"The other one I found was {amount}.")
+    assert AMOUNTS in failing(retail, "refund-socks", _final(oracles["refund-socks"], reply))
+
+
+@pytest.mark.parametrize(
+    "aside",
+    [
+        "The size 2P pair is back in stock.",
+        "Our desk closes at 3p today.",
+        "Your 925 sterling silver ring ships separately.",
+    ],
+)
+def test_the_dollars_shown_beside_no_money_pass(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], aside: str
+) -> None:
+    trace = _final(oracles["refund-socks"], SHOWN.format(aside))
+    assert AMOUNTS not in failing(retail, "refund-socks", trace)
+
+
+# --- long replies ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "22p ",
+        "refund 22p, ",
+        "size 2p ",
+        "\u00a322 and 50p ",
+        "22 centimes ",
+        "22.50 in sterling ",
+        "in in in 22 ",
+        ", ",
+        "| ",
+        "(",
+        "$1, ",
+        "**",
+    ],
+)
+def test_a_long_reply_is_read_in_time(unit: str) -> None:
+    text = unit * (100_000 // len(unit))
+    started = time.process_time()
+    CHECKS.money_in(text)
+    assert time.process_time() - started < 5
