@@ -7,7 +7,11 @@ honest variants that must keep passing. Classes found open and fixed:
   "22 centimes" read 22 US cents, "22.50 in sterling" read $22.50. "22p" with a word of money
   or of pounds near is pence now, centimes are euro cents, "in sterling" is pounds; a size
   ("size 2P"), a resolution ("1080p"), a time ("3p.m.") and "925 sterling silver", "22
-  Sterling Ave" stay no money."""
+  Sterling Ave" stay no money.
+- **A floor said on which the suite is, by a slash, or in words was another address**
+  (``_same_address``): "Suite 1400 on the 14th floor", "Suite 1400, 14/F", "Suite 1400, Floor
+  Fourteen" were not the stored "Suite 1400, Floor 14"; they are now, and another floor or
+  suite said so stays another address."""
 
 from __future__ import annotations
 
@@ -15,15 +19,18 @@ import time
 
 import pytest
 
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
-from ._policies_builders import AMOUNTS, SHOWN
+from ._policies_builders import AMOUNTS, SHOWN, STREET, address
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS
+from .test_policies_round54 import OFFICE
+from .test_retail_suite import call, env
 
-__all__ = ["oracles", "retail"]  # fixtures of the twelfth round's tests
+__all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
 
 
 # --- pence by their letter, centimes, sterling ----------------------------------------------
@@ -119,3 +126,68 @@ def test_a_long_reply_is_read_in_time(unit: str) -> None:
     started = time.process_time()
     CHECKS.money_in(text)
     assert time.process_time() - started < 5
+
+
+# --- a floor on which a suite is, by a slash, or in words -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("found", "same"),
+    [
+        ("Suite 1400 on the 14th floor", True),
+        ("Suite 1400 on the fourteenth floor", True),
+        ("Suite 1400, on floor 14", True),
+        ("Suite 1400 at the 14th floor", True),
+        ("Suite 1400, 14/F", True),
+        ("Suite 1400 14 / F", True),
+        ("14/F, Suite 1400", True),
+        ("Suite 1400, Floor Fourteen", True),
+        ("Suite 1400, Fl Fourteen", True),
+        ("Suite 1400 on Floor Fourteen", True),
+        ("Suite 1400, fourteenth floor", True),
+        ("Suite 1400", True),
+        # another floor, another suite: another address
+        ("Suite 1400 on the 15th floor", False),
+        ("Suite 1400 on the fifteenth floor", False),
+        ("Suite 1400, 15/F", False),
+        ("Suite 1400, Floor Fifteen", False),
+        ("Suite 1400, Floor One", False),
+        ("Suite 1401 on the 14th floor", False),
+        ("Suite 1401, 14/F", False),
+    ],
+)
+def test_a_floor_said_otherwise_beside_the_same_suite(found: str, same: bool) -> None:
+    stored = address(STREET, "Suite 1400, Floor 14")
+    assert CHECKS._same_address(address(STREET, found), stored) is same
+
+
+@pytest.mark.parametrize(
+    ("line1", "canonical"),
+    [
+        ("14 On The Green", "14 ON THE GREEN CHICAGO IL 60606"),
+        ("1/2 F St", "1/2 F ST CHICAGO IL 60606"),
+        ("5 On St", "5 ON ST CHICAGO IL 60606"),
+    ],
+)
+def test_a_street_with_the_words_of_a_floor_is_kept(line1: str, canonical: str) -> None:
+    assert address(line1) == canonical
+
+
+@pytest.mark.parametrize(
+    ("line2", "passes"),
+    [
+        ("Suite 1400 on the 14th floor", True),
+        ("Suite 1400, 14/F", True),
+        ("Suite 1400, Floor Fourteen", True),
+        ("Suite 1400 on the 15th floor", False),
+        ("Suite 1400, 15/F", False),
+    ],
+)
+def test_an_office_stored_with_its_floor(
+    env: SqliteEnvironment, monkeypatch: pytest.MonkeyPatch, line2: str, passes: bool
+) -> None:
+    """The change-order-address check with the office stored as a suite on a floor."""
+    monkeypatch.setattr(CHECKS, "OFFICE", address(STREET, "Suite 1400, Floor 14"))
+    call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
+    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    assert passed is passes, evidence

@@ -123,16 +123,37 @@ _ORDINAL_FLOOR = re.compile(
 )
 """A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", or by its
 number before the word ("14 Floor"; not a unit's number before a floor's: "Ste 140 Fl 14")."""
+_FLOOR_CARDINALS = (
+    "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE THIRTEEN FOURTEEN FIFTEEN"
+    " SIXTEEN SEVENTEEN EIGHTEEN NINETEEN TWENTY"
+)
+_FLOOR_BY_CARDINAL = re.compile(
+    rf"\b(?:FLOOR|FLR|FL|LEVEL|LVL) (?P<cardinal>{_FLOOR_CARDINALS.replace(' ', '|')})\b"
+)
+"""A floor by its number in words after the word: "Floor Fourteen", "Level Two"."""
+_FLOOR_BY_SLASH = re.compile(r"\b(?P<number>\d{1,3}) ?/ ?F\b")
+"""A floor written as Hong Kong and much of Asia write it: "14/F" is the 14th floor."""
+_FLOOR_SAID_ON = re.compile(r"\b(?:ON|AT) (?:THE )?(?=FL \d)")
+"""Words saying a unit is on a floor: "Suite 1400 on the 14th floor" is "Suite 1400, Floor 14"."""
 _DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
 
 
 def _units_named(address: str) -> str:
     """Canonical *address* with each unit in one spelling: its designator abbreviated as
     Publication 28 does ("Floor 14", "Flr 14", "Level 14": "FL 14") and a floor's ordinal
-    after it ("14th Floor", "Fourteenth Floor": "FL 14"); not a street's ordinal ("610 W
-    112th Street")."""
+    after it ("14th Floor", "Fourteenth Floor": "FL 14"), or its number in words or before
+    "/F" ("Floor Fourteen", "14/F": "FL 14"), with no words saying the unit is on it ("on the
+    14th floor"); not a street's ordinal ("610 W 112th Street")."""
     address = _ORDINAL_FLOOR.sub(_floor_of, address)
-    return _DESIGNATED.sub(lambda found: _UNIT_DESIGNATORS[found.group()], address)
+    address = _FLOOR_BY_SLASH.sub(r"FL \g<number>", address)
+    address = _FLOOR_BY_CARDINAL.sub(_floor_by_cardinal, address)
+    address = _DESIGNATED.sub(lambda found: _UNIT_DESIGNATORS[found.group()], address)
+    return _FLOOR_SAID_ON.sub("", address)
+
+
+def _floor_by_cardinal(found: re.Match[str]) -> str:
+    """The unit a floor in words :data:`_FLOOR_BY_CARDINAL` found is: "FL 14"."""
+    return f"FL {_FLOOR_CARDINALS.split().index(found.group('cardinal')) + 1}"
 
 
 def _floor_of(found: re.Match[str]) -> str:

@@ -339,7 +339,8 @@ is, a brand opening a sentence names its noun's; 112: an error's record after an
 that are no JSON (an echo holding '{"' many times) is read; a value said to be dead ("my previous
 address, eve@x.com, is dead", "... bounces") is not said; an old one given to find the account by
 ("my old email was eve@x.com, my account is under it") is; 113: "22p" with money near is pence,
-centimes are euro cents, "22.50 in sterling" is pounds."""
+centimes are euro cents, "22.50 in sterling" is pounds; "Suite 1400 on the 14th floor", "14/F",
+"Floor Fourteen" are "Suite 1400, Floor 14"."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
