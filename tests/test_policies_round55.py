@@ -11,7 +11,14 @@ honest variants that must keep passing. Classes found open and fixed:
 - **A floor said on which the suite is, by a slash, or in words was another address**
   (``_same_address``): "Suite 1400 on the 14th floor", "Suite 1400, 14/F", "Suite 1400, Floor
   Fourteen" were not the stored "Suite 1400, Floor 14"; they are now, and another floor or
-  suite said so stays another address."""
+  suite said so stays another address.
+- **A price list with an item named bare was weights** (``p2-amounts-as-shown``): "the
+  socks, 22 pounds, and hat, 10 pounds, were refunded" read only the hat's; an item after
+  "and", "or", "plus" with no determiner is an item of the list now (not "and then", "and
+  it is").
+
+Decided, pinned: "heavy" said of an item in a price list ("the heavy hat, 10 pounds") is
+what the item is; the list stays money. "Weigh", "lighter", "heavier" keep it weights."""
 
 from __future__ import annotations
 
@@ -191,3 +198,74 @@ def test_an_office_stored_with_its_floor(
     call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
     passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
     assert passed is passes, evidence
+
+
+# --- a price list with an item named bare, or called heavy ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "money"),
+    [
+        (
+            "the socks, 22 pounds, and hat, 10 pounds, were refunded",
+            [("gbp", 2200), ("gbp", 1000)],
+        ),
+        ("the socks (22 pounds) and hat (10 pounds)", [("gbp", 2200), ("gbp", 1000)]),
+        ("the socks, 22 pounds, plus hat, 10 pounds", [("gbp", 2200), ("gbp", 1000)]),
+        ("the socks - 22 pounds - and hat - 10 pounds", [("gbp", 2200), ("gbp", 1000)]),
+        ("the socks, 22 pounds, and wool hat, 10 pounds", [("gbp", 2200), ("gbp", 1000)]),
+        ("the bag, 22 pounds, and hat (10 pounds)", [("gbp", 2200), ("gbp", 1000)]),
+        # decided: "heavy" said of an item in a price list is what the item is
+        (
+            "the socks, 22 pounds, and the heavy hat, 10 pounds, were refunded",
+            [("gbp", 2200), ("gbp", 1000)],
+        ),
+        (
+            "the heavy hat, 10 pounds, and the socks, 22 pounds, were refunded",
+            [("gbp", 1000), ("gbp", 2200)],
+        ),
+        # honest neighbours: no second item, or weights said so, stay weights
+        ("the set, 22 pounds, was refunded, 10 pounds lighter", []),
+        ("the set, 22 pounds, and hat were refunded", []),
+        ("the set, 22 pounds, and then, 10 pounds", []),
+        ("the set, 22 pounds, and it is, 10 pounds", []),
+        ("the dumbbells, 22 pounds, and kettlebell, 10 pounds, weigh a lot", []),
+        ("the heavy dumbbells, 22 pounds, and the heavy bar, 10 pounds, weigh a lot", []),
+        ("the lighter set, 22 pounds, and the heavier bar, 10 pounds", []),
+        ("the heavy set, 22 pounds, was refunded", []),
+        ("the set weighs 22 pounds, and the bar, 10 pounds, is lighter", []),
+    ],
+)
+def test_a_price_list_with_an_item_bare_or_heavy(text: str, money: list[tuple[str, int]]) -> None:
+    assert CHECKS.money_in(text) == money
+
+
+@pytest.mark.parametrize(
+    "prices",
+    [
+        "The socks, 22 pounds, and hat, 10 pounds, were refunded.",
+        "The socks, 22 pounds, and the heavy hat, 10 pounds, were refunded.",
+    ],
+)
+def test_a_price_list_in_pounds_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], prices: str
+) -> None:
+    trace = _final(oracles["refund-socks"], SHOWN.format(prices))
+    assert AMOUNTS in failing(retail, "refund-socks", trace)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "the socks, 22 pounds, and hat, ",
+        "22 pounds, plus hat (",
+        "and and and hat, 22 pounds, ",
+        "the heavy heavy hat, 10 pounds, ",
+        "heavy ",
+    ],
+)
+def test_a_long_price_list_is_read_in_time(unit: str) -> None:
+    text = unit * (100_000 // len(unit))
+    started = time.process_time()
+    CHECKS.money_in(text)
+    assert time.process_time() - started < 5

@@ -1516,8 +1516,7 @@ def _pence_said(folded: str, start: int, end: int) -> bool:
         return False
     if _PENCE_POUNDS_NEAR.search(before) or _PENCE_POUNDS_NEAR.search(after):
         return True
-    near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
-    return _nearest(_MONEY_WORD, *near) <= WORDS_NEAR
+    return _nearest(_MONEY_WORD, *_words_near(before, after)) <= WORDS_NEAR
 
 
 def _said_cents(said: dict[str, str | None]) -> int:
@@ -1581,14 +1580,24 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
         return False  # "22 pounds and 50 pence": no weight has pence
     if _OF_MATTER.match(after):
         return True
-    near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+    near = _words_near(before, after)
     if _pounds_priced(said, folded[start:end], before, after):
+        near = _words_near(_ITEM_HEFT.sub("", before), _ITEM_HEFT.sub("", after))
         return _nearest(_WEIGHT_WORD, *near) <= WORDS_NEAR
     if _item_bracketed(before, after) or _item_aside(before, after):
         return True
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
 
 
+def _words_near(before: str, after: str) -> tuple[list[str], list[str]]:
+    """The WORDS_NEAR words of *before* (nearest first) and of *after* an amount."""
+    return _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+
+
+_ITEM_HEFT = re.compile(r"\bheavy(?= (?!(?:and|or|to|for|so|but|enough|too|as|than|of)\b)[^\W\d_])")
+""""Heavy" said of an item in a price list ("the heavy hat, 10 pounds"): what the item is,
+not what its amount is a weight of ("... and the bar, 10 pounds, is heavy", "... weigh a lot",
+"the lighter set, 22 pounds, and the heavier bar, 10 pounds" stay weights)."""
 _LABEL_OR_CLAUSE_END = re.compile(r"[.!?;](?: |$)|: (?=.)")
 """Where the clause before an amount starts: after a sentence's or a clause's end, or a
 colon not just before it ("Refund: 22 pounds" is the label's value, read with it)."""
@@ -1681,6 +1690,7 @@ def _pounds_priced(said: dict[str, str | None], amount: str, before: str, after:
     if said["said_cents"] or " in " in amount:
         return True
     opened = _WEIGHT_ASIDE_OPENED.search(before) or _BRACKETED.search(before)
+    opened = opened or _POUNDS_ITEM_BARE_OPENED.search(before)
     if not opened or _NOT_AN_ITEM.fullmatch(opened.group(1)):
         return False
     return bool(
@@ -1694,16 +1704,30 @@ _POUNDS_PAIR_AMOUNT = (
 """An amount in pounds in a list of items' prices: "22 pounds", "£22", "ten quid"."""
 _POUNDS_PAIR_JOIN = r"(?: each)?[)\]]?(?:,| -| ?--| ?\u2013| ?\u2014)? ?(?:and |or |plus )?"
 """Between an item's amount and the next item: ", and ", ") and ", " - "."""
+_POUNDS_ITEM_BARE = (
+    r"(?:(?<= and )|(?<= or )|(?<= plus ))"
+    rf"(?!(?:{_NOT_AN_ITEM.pattern}|then|also|so|now|more|another|just)\b)"
+)
+"""Where an item of a list named with no determiner starts: after "and", "or", "plus", at a
+word that may be an item ("and hat"; not "and then", "and it")."""
+_POUNDS_ITEM_BARE_OPENED = re.compile(
+    rf"{_POUNDS_ITEM_BARE}(?:[^\W\d_]+ ){{0,3}}?([^\W\d_]+)"
+    r"(?:, ?| - | ?(?:--|\u2013|\u2014) ?| ?[(\[])((?:[^\W\d_]+ ){0,3})$"
+)
+"""An item of a list named with no determiner, its amount just after it set off: "and hat, ",
+"plus hat (", "and hat - "."""
 _POUNDS_PAIR_BEFORE = re.compile(
     rf"{_POUNDS_PAIR_AMOUNT}{_POUNDS_PAIR_JOIN}(?:(?:{_DETERMINERS}) )?$"
 )
 """The amount of the item before in a list, just before this item ("22 pounds, and ")."""
 _POUNDS_PAIR_AFTER = re.compile(
-    rf"{_POUNDS_PAIR_JOIN}(?:{_DETERMINERS}) (?:[^\W\d_]+ ){{0,3}}?[^\W\d_]+"
+    rf"{_POUNDS_PAIR_JOIN}(?:(?:{_DETERMINERS}) |{_POUNDS_ITEM_BARE})"
+    r"(?:[^\W\d_]+ ){0,3}?[^\W\d_]+"
     rf"(?:, ?| - | ?(?:--|\u2013|\u2014) ?| ?[(\[])(?:[^\W\d_]+ ){{0,3}}?{_POUNDS_PAIR_AMOUNT}"
 )
 """The next item of a list and its amount, just after this amount (", and the hat, 10 pounds",
-") and the hat (10 pounds")."""
+") and the hat (10 pounds"), the item's determiner left out after "and" (", and hat, 10
+pounds"; not ", was refunded, 10 pounds": no item)."""
 
 
 def _of_money(word: str) -> bool:

@@ -340,7 +340,8 @@ that are no JSON (an echo holding '{"' many times) is read; a value said to be d
 address, eve@x.com, is dead", "... bounces") is not said; an old one given to find the account by
 ("my old email was eve@x.com, my account is under it") is; 113: "22p" with money near is pence,
 centimes are euro cents, "22.50 in sterling" is pounds; "Suite 1400 on the 14th floor", "14/F",
-"Floor Fourteen" are "Suite 1400, Floor 14"."""
+"Floor Fourteen" are "Suite 1400, Floor 14"; a list's item with no determiner ("and hat, 10
+pounds") or called heavy is priced."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
