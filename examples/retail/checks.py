@@ -1499,8 +1499,14 @@ def money_in(text: str) -> list[tuple[str, int]]:
     return found
 
 
-_PENCE_SIZED = re.compile(r"\b(?:size|sz|sizes|petite)\W{0,3}$")
-"""Before "2P": a size ("size 2P" is a petite two), not pence."""
+_PENCE_SIZED = re.compile(
+    r"\b(?:size|sz|sizes|petite|order|item|row|seat|room|page|model|number|no)\W{0,3}\d{1,2}p$"
+    r"|\b(?:at|by|until|till|before|after|around)\W{0,3}(?:1[0-2]|0?[1-9])p$"
+)
+"""Before "2p": a size ("size 2P" is a petite two), a number ("order 12p"), or an hour ("at 3p"),
+not pence."""
+_PENCE_PACK = re.compile(r" ?-?pack")
+"""After "4p": a pack of four ("the 4p pack"), not pence."""
 _PENCE_POUNDS_NEAR = re.compile(r"£|\b(?:pounds?|quid|pence|sterling|gbp)\b")
 """A word or mark of pounds in the clause of "22p", which makes its letter pence."""
 
@@ -1512,7 +1518,7 @@ def _pence_said(folded: str, start: int, end: int) -> bool:
     "row 22p" a seat)."""
     before = _LABEL_OR_CLAUSE_END.split(folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
     after = re.split(r"[.!?;](?: |$)", folded[end : end + _CLAUSE_AROUND])[0]
-    if _PENCE_SIZED.search(before):
+    if _PENCE_SIZED.search(before + folded[start:end]) or _PENCE_PACK.match(folded, end):
         return False
     if _PENCE_POUNDS_NEAR.search(before) or _PENCE_POUNDS_NEAR.search(after):
         return True
