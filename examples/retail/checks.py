@@ -123,16 +123,37 @@ _ORDINAL_FLOOR = re.compile(
 )
 """A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", or by its
 number before the word ("14 Floor"; not a unit's number before a floor's: "Ste 140 Fl 14")."""
+_FLOOR_CARDINALS = (
+    "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE THIRTEEN FOURTEEN FIFTEEN"
+    " SIXTEEN SEVENTEEN EIGHTEEN NINETEEN TWENTY"
+)
+_FLOOR_BY_CARDINAL = re.compile(
+    rf"\b(?:FLOOR|FLR|FL|LEVEL|LVL) (?P<cardinal>{_FLOOR_CARDINALS.replace(' ', '|')})\b"
+)
+"""A floor by its number in words after the word: "Floor Fourteen", "Level Two"."""
+_FLOOR_BY_SLASH = re.compile(r"\b(?P<number>\d{1,3}) ?/ ?F\b")
+"""A floor written as Hong Kong and much of Asia write it: "14/F" is the 14th floor."""
+_FLOOR_SAID_ON = re.compile(r"\b(?:ON|AT) (?:THE )?(?=FL \d)")
+"""Words saying a unit is on a floor: "Suite 1400 on the 14th floor" is "Suite 1400, Floor 14"."""
 _DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
 
 
 def _units_named(address: str) -> str:
     """Canonical *address* with each unit in one spelling: its designator abbreviated as
     Publication 28 does ("Floor 14", "Flr 14", "Level 14": "FL 14") and a floor's ordinal
-    after it ("14th Floor", "Fourteenth Floor": "FL 14"); not a street's ordinal ("610 W
-    112th Street")."""
+    after it ("14th Floor", "Fourteenth Floor": "FL 14"), or its number in words or before
+    "/F" ("Floor Fourteen", "14/F": "FL 14"), with no words saying the unit is on it ("on the
+    14th floor"); not a street's ordinal ("610 W 112th Street")."""
     address = _ORDINAL_FLOOR.sub(_floor_of, address)
-    return _DESIGNATED.sub(lambda found: _UNIT_DESIGNATORS[found.group()], address)
+    address = _FLOOR_BY_SLASH.sub(r"FL \g<number>", address)
+    address = _FLOOR_BY_CARDINAL.sub(_floor_by_cardinal, address)
+    address = _DESIGNATED.sub(lambda found: _UNIT_DESIGNATORS[found.group()], address)
+    return _FLOOR_SAID_ON.sub("", address)
+
+
+def _floor_by_cardinal(found: re.Match[str]) -> str:
+    """The unit a floor in words :data:`_FLOOR_BY_CARDINAL` found is: "FL 14"."""
+    return f"FL {_FLOOR_CARDINALS.split().index(found.group('cardinal')) + 1}"
 
 
 def _floor_of(found: re.Match[str]) -> str:
@@ -1380,14 +1401,17 @@ _FIGURES = (
 """Figures of an amount: grouped by spaces ("1 234,50", a no-break or thin space folded to
 one), or by dots, commas or apostrophes ("1,234.50", "1.234,50", "1'234.50"), or not at all;
 whole ones may end in ",-" or ".-" ("22,-")."""
-_CENT = r"(?:cents?\b|¢|pence\b|centimes?\b)"
+_PENCE_BY_LETTER = r"(?<=\d)(?<!\d\d\d)(?<!,\d\d)p\b(?![.'-]?\w)"
+"""Pence written by their letter after one or two figures: "22p", "50p." (not "1080p", "3p.m.",
+"22p-ish"); read as pence only with a word of money near (see :func:`_pence_said`)."""
+_CENT = rf"(?:cents?\b|¢|pence\b|centimes?\b|{_PENCE_BY_LETTER})"
 DOLLARS = "usd"
 _POUNDS = r"(?:(?:british|uk|u\.k\.) )?pounds?(?: sterling)?"
 """The shop's currency: an amount said in no currency ("21.99", "2200 cents") is in it."""
 _CURRENCIES = {
     DOLLARS: r"\$|(?:us|u\.s\.) ?\$|usd|(?:(?:us|u\.s\.|american) )?(?:dollars?|bucks)",
     "eur": r"€|eur|euros?",
-    "gbp": rf"£|gbp|{_POUNDS}|quid|pence",
+    "gbp": rf"£|gbp|{_POUNDS}|quid|pence|p|sterling",
     "cad": r"ca?n?\$|cad|canadian dollars?",
     "aud": r"au?\$|aud|australian dollars?",
     "nzd": r"nz\$|nzd|new zealand dollars?",
@@ -1435,10 +1459,11 @@ _MONEY = re.compile(
     rf"{_SPOKEN_END}"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
     rf"(?: ?|-(?=[^\W\d_])| in (?=[^\W\d_]))"
-    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b)"
+    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b)"
     rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
     rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS}))"
-    rf"(?:[- ]| in (?=[^\W\d_]))(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b))"
+    rf"(?:[- ]| in (?=[^\W\d_]))"
+    rf"(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b))"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
@@ -1446,7 +1471,9 @@ _MONEY = re.compile(
     rf"(?<!hundred)(?<!thousand) and (?P<and_cents>\d\d?(?!\d)|{_BELOW_100})"
     r" ?(?:cents?\b|¢|(?P<and_pence>pence\b))"
     rf"|(?<![\d.,'$])(?<!\bmy )(?<!\byour )\b(?!one ?{_CENT})"
-    rf"(?P<only_cents>\d[\d,]*|{_WORDS}) ?(?:(?P<pence>pence\b)|{_CENT})"
+    rf"(?P<only_cents>\d[\d,]*|{_WORDS})"
+    rf"(?:(?P<pence>{_PENCE_BY_LETTER})| ?(?:(?P<pence_word>pence\b)|(?P<centimes>centimes?\b)"
+    rf"|{_CENT}))"
     rf"|{_SPOKEN}"
     r"|(?<![\w.,'/:-])(?P<bare>\d{1,3}(?:,\d{3})+\.\d\d|\d+\.\d\d)(?![\w/:%-]|[.,]\d| ?%)"
 )
@@ -1512,10 +1539,39 @@ def money_in(text: str) -> list[tuple[str, int]]:
         said = match.groupdict()
         if _a_weight(said, folded, match.start(), match.end()):
             continue
+        if said["pence"] and not _pence_said(folded, match.start(), match.end()):
+            continue
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
-        mark = mark or said["words_mark"] or said["pence"] or said["and_pence"]
+        mark = mark or said["words_mark"] or said["pence"] or said["pence_word"]
+        mark = mark or said["and_pence"] or (said["centimes"] and "eur")
         found.append((_currency(mark), _said_cents(said)))
     return found
+
+
+_PENCE_SIZED = re.compile(
+    r"\b(?:size|sz|sizes|petite|order|item|row|seat|room|page|model|number|no)\W{0,3}\d{1,2}p$"
+    r"|\b(?:at|by|until|till|before|after|around)\W{0,3}(?:1[0-2]|0?[1-9])p$"
+)
+"""Before "2p": a size ("size 2P" is a petite two), a number ("order 12p"), or an hour ("at 3p"),
+not pence."""
+_PENCE_PACK = re.compile(r" ?-?pack")
+"""After "4p": a pack of four ("the 4p pack"), not pence."""
+_PENCE_POUNDS_NEAR = re.compile(r"£|\b(?:pounds?|quid|pence|sterling|gbp)\b")
+"""A word or mark of pounds in the clause of "22p", which makes its letter pence."""
+
+
+def _pence_said(folded: str, start: int, end: int) -> bool:
+    """Whether "22p" (read at *start*..*end*) is pence: with a word of money among the
+    WORDS_NEAR words either side ("a refund of 22p", "22p is back on your card") or pounds in
+    its clause ("£22 and 22p"), not a size ("size 2P") nor a bare letter ("3p" may be a time,
+    "row 22p" a seat)."""
+    before = _LABEL_OR_CLAUSE_END.split(folded[max(0, start - _CLAUSE_AROUND) : start])[-1]
+    after = re.split(r"[.!?;](?: |$)", folded[end : end + _CLAUSE_AROUND])[0]
+    if _PENCE_SIZED.search(before + folded[start:end]) or _PENCE_PACK.match(folded, end):
+        return False
+    if _PENCE_POUNDS_NEAR.search(before) or _PENCE_POUNDS_NEAR.search(after):
+        return True
+    return _nearest(_MONEY_WORD, *_words_near(before, after)) <= WORDS_NEAR
 
 
 def _said_cents(said: dict[str, str | None]) -> int:
@@ -1579,14 +1635,24 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
         return False  # "22 pounds and 50 pence": no weight has pence
     if _OF_MATTER.match(after):
         return True
-    near = _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+    near = _words_near(before, after)
     if _pounds_priced(said, folded[start:end], before, after):
+        near = _words_near(_ITEM_HEFT.sub("", before), _ITEM_HEFT.sub("", after))
         return _nearest(_WEIGHT_WORD, *near) <= WORDS_NEAR
     if _item_bracketed(before, after) or _item_aside(before, after):
         return True
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
 
 
+def _words_near(before: str, after: str) -> tuple[list[str], list[str]]:
+    """The WORDS_NEAR words of *before* (nearest first) and of *after* an amount."""
+    return _WORD_RE.findall(before)[::-1][:WORDS_NEAR], _WORD_RE.findall(after)[:WORDS_NEAR]
+
+
+_ITEM_HEFT = re.compile(r"\bheavy(?= (?!(?:and|or|to|for|so|but|enough|too|as|than|of)\b)[^\W\d_])")
+""""Heavy" said of an item in a price list ("the heavy hat, 10 pounds"): what the item is,
+not what its amount is a weight of ("... and the bar, 10 pounds, is heavy", "... weigh a lot",
+"the lighter set, 22 pounds, and the heavier bar, 10 pounds" stay weights)."""
 _LABEL_OR_CLAUSE_END = re.compile(r"[.!?;](?: |$)|: (?=.)")
 """Where the clause before an amount starts: after a sentence's or a clause's end, or a
 colon not just before it ("Refund: 22 pounds" is the label's value, read with it)."""
@@ -1679,6 +1745,7 @@ def _pounds_priced(said: dict[str, str | None], amount: str, before: str, after:
     if said["said_cents"] or " in " in amount:
         return True
     opened = _WEIGHT_ASIDE_OPENED.search(before) or _BRACKETED.search(before)
+    opened = opened or _POUNDS_ITEM_BARE_OPENED.search(before)
     if not opened or _NOT_AN_ITEM.fullmatch(opened.group(1)):
         return False
     return bool(
@@ -1692,16 +1759,30 @@ _POUNDS_PAIR_AMOUNT = (
 """An amount in pounds in a list of items' prices: "22 pounds", "£22", "ten quid"."""
 _POUNDS_PAIR_JOIN = r"(?: each)?[)\]]?(?:,| -| ?--| ?\u2013| ?\u2014)? ?(?:and |or |plus )?"
 """Between an item's amount and the next item: ", and ", ") and ", " - "."""
+_POUNDS_ITEM_BARE = (
+    r"(?:(?<= and )|(?<= or )|(?<= plus ))"
+    rf"(?!(?:{_NOT_AN_ITEM.pattern}|then|also|so|now|more|another|just)\b)"
+)
+"""Where an item of a list named with no determiner starts: after "and", "or", "plus", at a
+word that may be an item ("and hat"; not "and then", "and it")."""
+_POUNDS_ITEM_BARE_OPENED = re.compile(
+    rf"{_POUNDS_ITEM_BARE}(?:[^\W\d_]+ ){{0,3}}?([^\W\d_]+)"
+    r"(?:, ?| - | ?(?:--|\u2013|\u2014) ?| ?[(\[])((?:[^\W\d_]+ ){0,3})$"
+)
+"""An item of a list named with no determiner, its amount just after it set off: "and hat, ",
+"plus hat (", "and hat - "."""
 _POUNDS_PAIR_BEFORE = re.compile(
     rf"{_POUNDS_PAIR_AMOUNT}{_POUNDS_PAIR_JOIN}(?:(?:{_DETERMINERS}) )?$"
 )
 """The amount of the item before in a list, just before this item ("22 pounds, and ")."""
 _POUNDS_PAIR_AFTER = re.compile(
-    rf"{_POUNDS_PAIR_JOIN}(?:{_DETERMINERS}) (?:[^\W\d_]+ ){{0,3}}?[^\W\d_]+"
+    rf"{_POUNDS_PAIR_JOIN}(?:(?:{_DETERMINERS}) |{_POUNDS_ITEM_BARE})"
+    r"(?:[^\W\d_]+ ){0,3}?[^\W\d_]+"
     rf"(?:, ?| - | ?(?:--|\u2013|\u2014) ?| ?[(\[])(?:[^\W\d_]+ ){{0,3}}?{_POUNDS_PAIR_AMOUNT}"
 )
 """The next item of a list and its amount, just after this amount (", and the hat, 10 pounds",
-") and the hat (10 pounds")."""
+") and the hat (10 pounds"), the item's determiner left out after "and" (", and hat, 10
+pounds"; not ", was refunded, 10 pounds": no item)."""
 
 
 def _of_money(word: str) -> bool:
