@@ -2017,9 +2017,12 @@ _TICK = re.compile(f"[{_TICKS}]")
 _LABEL_MARK = r"(?:[:=\u2192\u2014\u2013]|-+>|=>|-+(?= ))"
 """What stands between a label and its value: "Refunded: ...", "Refund \u2192 ...", "Refund ->
 ...", "Store credit - ..." (a hyphen with a space after it, not "refund-eligible")."""
-_LABEL_VALUE = re.compile(rf" ?{_LABEL_MARK} ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)[^,;]*")
+_LABEL_VALUE = re.compile(
+    rf" ?{_LABEL_MARK} ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)(?:(?! [\u2014\u2013|-] )[^,;])*"
+)
 """A label's value that is an amount, after the change it labels: "Refund issued: $54.04",
-"Total refunded \u2192 $54.04", its words up to the clause's end."""
+"Total refunded \u2192 $54.04", its words up to the clause's end or a dash or bar set off by
+spaces, where the line's next field starts ("Refund: $35.00 \u2014 Store credit: $5.00")."""
 _LABEL_NONE = re.compile(
     rf" ?{_LABEL_MARK} ?(?:(?:no|none|nothing|n/a|not yet|nil)"
     r"(?=\W*$|\W*[,;(\u2014\u2013])"
@@ -2075,11 +2078,11 @@ _MONEY_BACK = re.compile(
     r"|(?:refund|money|reimbursement)s?(?: (?:is|are|has|have))? (?:now )?(?:been )?"
     r"on (?:its|their) way"
     r"|\byou(?:'ve| have)? (?:now |just )?(?:received|got|gotten|been given|been sent)"
-    r" (?:(?:a|an|the|your|full|partial|complete|back) )*(?:refund|reimbursement|money|\$ ?\d)"
+    rf" (?:(?:a|an|the|your|full|partial|complete|back) )*(?:refund|reimbursement|money|{_SUM})"
     r"|\byou(?:'ll| will) (?:now )?(?:get|receive|be getting|be receiving)(?: [^\s,;]+){0,3}?"
-    r" (?:refund|reimbursement|money|\$ ?\d)"
+    rf" (?:refund|reimbursement|money|{_SUM})"
     r"|\byou(?:'ll| will) (?:now )?be (?:refunded|reimbursed)"
-    r"|\b(?:get|getting|receive|receiving) (?:your|the) (?:\$ ?[\d.]+|money|[\d.]+ (?:usd|dollars))"
+    rf"|\b(?:get|getting|receive|receiving) (?:your|the) (?:money|{_SUM})"
     r" back"
     rf"|(?:money|funds|cash|refund|reimbursement|{_SUM})(?:'s|'re| is| are| has been| have been)"
     r" (?:(?:now|all|safely|fully) )*back\b(?! (?:order|ordered)\b)"
@@ -3873,8 +3876,10 @@ def _claims(text: str, items: dict[str, _Item] | None = None) -> list[tuple[str,
             and _REFUNDED_THING.search(sentence)
             and not _negated_at(sentence, back.start(), back.end())
             and not _states_policy(sentence[: back.end()])  # "Refunds show on your card"
+            and not _MONEY_BACK_CREDIT_LEFT.match(sentence, back.end())
         ):
-            claims.append((_money_back_kind(sentence), _clause_at(sentence, back.start())))
+            kind = _money_back_kind(sentence, back.end())
+            claims.append((kind, _clause_at(sentence, back.start())))
         if not asking and (held := _credit_held(sentence)) is not None:
             claims.append(("credit", held))
     return list(dict.fromkeys(claims))
@@ -3909,10 +3914,15 @@ _STORE_CREDIT_SAID = re.compile(
 _CREDIT_HELD_NOUN = (
     r"(?:(?:store|account|goodwill|courtesy|shop) )?credit\b(?! (?:card|balance)s?\b)"
 )
+_CREDIT_HELD_CLAUSE = (
+    r",? (?:but|and|so|yet|or|while|whereas|though|although|because|since|however)\b"
+)
+"""A clause set after store credit's, which what is in the account then is not said of: "$10.00
+of store credit, but the balance on your account is $0.00"."""
 _CREDIT_HELD_PATTERN = (
     rf"(?:{_SUM}[*_]{{0,2}}(?: (?:of|in))? {_CREDIT_HELD_NOUN}"
     rf"|\bcredit (?:of|worth) [*_]{{0,2}}{_SUM})"
-    rf"[^,;.!?]{{0,40}}? (?:(?:in|on) your{_IN_ACCOUNT}|on file\b)"
+    rf"(?:(?!{_CREDIT_HELD_CLAUSE})[^;.!?\n]){{0,80}}? (?:(?:in|on) your{_IN_ACCOUNT}|on file\b)"
     r"|\byour(?: [\w-]+){0,2} (?:account|wallet) (?:has|holds|shows|contains|carries|includes)"
     rf" (?:(?:a|an) )?[*_]{{0,2}}{_SUM}[*_]{{0,2}}(?: (?:of|in))? {_CREDIT_HELD_NOUN}"
 )
@@ -3924,14 +3934,26 @@ balance (:func:`_balances_labelled` reads one a call showed as the balance)."""
 _CREDIT_STILL_HELD = re.compile(r"\b(?:still|remains?|remaining|left)\b")
 """Store credit said held from before: "You still have $5.00 of store credit on file"."""
 _REFUND_SAID = re.compile(r"\brefund")
+_MONEY_BACK_CREDIT = rf"[*_]{{0,2}}(?: (?:of|in))? {_CREDIT_HELD_NOUN}"
+"""An amount money back ends at (:data:`_MONEY_BACK`) that is store credit: "You've got a $10
+credit"."""
+_MONEY_BACK_CREDIT_LEFT = re.compile(
+    rf"{_MONEY_BACK_CREDIT}[^,;.!?]{{0,40}}?{_CREDIT_STILL_HELD.pattern}"
+)
+"""Store credit money back ends at that is held from before: "You've got $10.00 of store
+credit left" is a balance, no money come back."""
 
 
-def _money_back_kind(sentence: str) -> str:
-    """The kind of change money back in a *sentence* (:data:`_MONEY_BACK`) tells: store credit
-    when the sentence names it and no refund nor card ("Store credit: $10.00 will appear in
-    your account", after a $10.00 credit, is no refund), else a refund."""
-    if _STORE_CREDIT_SAID.search(sentence) and not (
-        _REFUND_SAID.search(sentence) or _CARD_CREDITED.search(sentence)
+def _money_back_kind(sentence: str, end: int) -> str:
+    """The kind of change money back in a *sentence* (:data:`_MONEY_BACK`, ending at *end*)
+    tells: store credit when the sentence names it, or its amount is credit ("You've got a
+    $10 credit"), and no refund nor card ("Store credit: $10.00 will appear in your account",
+    after a $10.00 credit, is no refund), else a refund."""
+    credit = re.match(_MONEY_BACK_CREDIT, sentence[end : end + 40])
+    if (credit or _STORE_CREDIT_SAID.search(sentence)) and not (
+        _REFUND_SAID.search(sentence)
+        or _CARD_CREDITED.search(sentence)
+        or _CREDIT_STILL_HELD.search(sentence)  # "$35.00 back, and $5.00 of credit left"
     ):
         return "credit"
     return "refund"
@@ -3972,14 +3994,34 @@ _LABEL_COST = re.compile(
 
 
 def _change_labelled(sentence: str) -> list[tuple[str, str]]:
-    """The change *sentence* lays out as a label and its value (:data:`_CHANGE_LABEL`): money
+    """The changes *sentence* lays out as labels and their values (:data:`_CHANGE_LABEL`), each
+    read in its field, up to the next label set off mid-line (:func:`_labels_in_line`):
+    "Refund: $35.00 \u2014 Store credit: $5.00" lays out a refund of $35.00 and a credit of
+    $5.00, not a refund of $40.00."""
+    labels = _labels_in_line(sentence)
+    ends = [label.start() for label in labels[1:]] + [len(sentence)] * bool(labels)
+    claims: list[tuple[str, str]] = []
+    for label, end in zip(labels, ends, strict=True):
+        balance = _LABEL_BALANCE_FIELD.search(sentence, label.end(), end)
+        claims += _label_claim(sentence[: end if balance is None else balance.start()], label)
+    return claims
+
+
+_LABEL_BALANCE_FIELD = re.compile(
+    rf" [\u2014\u2013|] [\W_]{{0,4}}(?:[\w-]+ ){{0,3}}balance[*_]{{0,2}} ?{_LABEL_MARK}"
+)
+"""A balance's label set off mid-line, where the field before it ends: "Refund: $35.00 \u2014
+Store credit balance: $5.00" (as :func:`_balances_labelled` reads a balance shown)."""
+
+
+def _label_claim(sentence: str, label: re.Match[str]) -> list[tuple[str, str]]:
+    """The change a *label* in its field (*sentence* up to the field's end) says made: money
     said refunded or credited, as "Refunded: $22.00" is, an exchange or a cancellation said
     made; not a value of none ("Refund: $0.00", "Cancellation: none"), nor one said undone,
     offered, under a condition or negated after it ("Refund: $22.00 \u2014 not issued",
     "(pending)", "Credit amount: $10.00 if approved", "Exchange: available"), nor one only
     saying what the change costs ("Exchange: free of charge", :data:`_LABEL_COST`)."""
-    label = _CHANGE_LABEL.match(sentence) or _label_mid_line(sentence)
-    if label is None or _LABEL_NONE.match(sentence, label.end()):
+    if _LABEL_NONE.match(sentence, label.end()):
         return []
     kind = str(label.lastgroup)
     money = kind in MONEY_KINDS
@@ -3994,19 +4036,39 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
     return [(kind, sentence[label.start() : value.end()])]
 
 
+_LABELS_IN_LINE = 4
+"""The most labels read in one line: a reply of labels repeated reads in linear time."""
+
+
+def _labels_in_line(sentence: str) -> list[re.Match[str]]:
+    """The change labels *sentence* lays out: the one it starts with, and each set off
+    mid-line after it (:func:`_label_mid_line`), at most :data:`_LABELS_IN_LINE`."""
+    labels: list[re.Match[str]] = []
+    label = _CHANGE_LABEL.match(sentence)
+    at = 0 if label is None else label.end()
+    if label is not None:
+        labels.append(label)
+    while len(labels) < _LABELS_IN_LINE:
+        if (label := _label_mid_line(sentence, at)) is None:
+            break
+        labels.append(label)
+        at = label.end()
+    return labels
+
+
 _LABEL_SET_OFF = re.compile(r" [\u2014\u2013] (?=[\W_]{0,4}[^\W\d_])")
 """A dash set off by spaces, between the fields of a line: "Order O-1001 \u2014 Refund: ..."."""
 
 
-def _label_mid_line(sentence: str) -> re.Match[str] | None:
+def _label_mid_line(sentence: str, at: int = 0) -> re.Match[str] | None:
     """A change's label after a dash set off between a line's fields, as a table's bar sets
-    off a cell (:data:`_LABEL_SET_OFF`): "Refund" in "Order O-1001 \u2014 Refund: $22.00".
-    None after words that state no change made ("Not possible \u2014 Refund: ...", "Options
-    \u2014 ...", "If approved \u2014 ...")."""
-    for dash in _LABEL_SET_OFF.finditer(sentence):
+    off a cell (:data:`_LABEL_SET_OFF`), the first from *at* on: "Refund" in "Order O-1001
+    \u2014 Refund: $22.00". None after words from *at* that state no change made ("Not
+    possible \u2014 Refund: ...", "Options \u2014 ...", "If approved \u2014 ...")."""
+    for dash in _LABEL_SET_OFF.finditer(sentence, at):
         label = _CHANGE_LABEL.match(sentence, dash.end())
         if label is not None:
-            before = sentence[: dash.start()]
+            before = sentence[at : dash.start()]
             stated = (_UNSTATED, _FUTURE, _NEGATION, _LABEL_OFFERED, _LAID_UNDONE)
             return None if any(words.search(before) for words in stated) else label
     return None
@@ -4305,13 +4367,15 @@ def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
 
 
 _CREDIT_BALANCE_LABEL = re.compile(
-    r"(?im)(?:^|(?<=\|))(?P<label>[^\w\n|]{0,12}(?:(?:your|current) )?(?:(?:store|account|shop) )?"
-    r"credit|[^\w\n|]{0,12}(?:your )?gift card)"
+    r"(?im)(?:^|(?<=\|)|(?<= [\u2014\u2013] ))"
+    r"(?P<label>[^\w\n|]{0,12}(?:(?:your|current) )?(?:(?:store|account|shop) )?credit"
+    r"|[^\w\n|]{0,12}(?:your )?gift card)"
     rf"(?P<value>[*_]*[ \t]*{_LABEL_MARK}[ \t]*[*_]*[ \t]*"
     r"(?:\$ ?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)? ?(?:usd|dollars?)\b)[*_ \t.]*)(?=$|\|)"
 )
-"""A line (or a cell) that is only a credit's label and an amount: "Store credit: $5.00",
-"**Gift card:** $40.00", "| Credit \u2014 $5.00 |"; no word after the amount."""
+"""A line (or a cell, or a field after a dash set off) that is only a credit's label and an
+amount: "Store credit: $5.00", "**Gift card:** $40.00", "| Credit \u2014 $5.00 |", "Refund: $35.00
+\u2014 Store credit: $5.00"; no word after the amount."""
 _CREDIT_BALANCE_KEYS = ("store_credit_cents", "balance_cents")
 """The fields of a tool's output that show a balance the customer holds."""
 

@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 113
+VALIDATOR_REVISION = 114
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -340,8 +340,10 @@ that are no JSON (an echo holding '{"' many times) is read; a value said to be d
 address, eve@x.com, is dead", "... bounces") is not said; an old one given to find the account by
 ("my old email was eve@x.com, my account is under it") is; 113: "22p" with money near is pence,
 centimes are euro cents, "22.50 in sterling" is pounds; "Suite 1400 on the 14th floor", "14/F",
-"Floor Fourteen" are "Suite 1400, Floor 14"; a list's item with no determiner ("and hat, 10
-pounds") or called heavy is priced."""
+"Floor Fourteen" are "Suite 1400, Floor 14"; a list's item with no determiner ("and hat, 10 pounds")
+or called heavy is priced; 114: money back of an amount of more than one digit ("You've got $22.00
+back") is a claim, a label's value ends at a field set off mid-line ("Refund: $35.00 \u2014 Store
+credit: $5.00"), store credit held up to 80 characters from "account" is."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
