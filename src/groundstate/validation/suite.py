@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 112
+VALIDATOR_REVISION = 113
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -338,7 +338,9 @@ step with its rows is refused; 111: a noun's kind ("a grace period") or a verb a
 is, a brand opening a sentence names its noun's; 112: an error's record after any number of openings
 that are no JSON (an echo holding '{"' many times) is read; a value said to be dead ("my previous
 address, eve@x.com, is dead", "... bounces") is not said; an old one given to find the account by
-("my old email was eve@x.com, my account is under it") is."""
+("my old email was eve@x.com, my account is under it") is; 113: a noun after a plural kind ("my
+kids shirt") is an item, a colour alone of another item named ("an olive jacket and a navy jacket"
+... "Yes, Olive" to the navy one) is a correction."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

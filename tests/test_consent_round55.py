@@ -1,0 +1,107 @@
+"""A policy reviewer's near misses of consent, fifty-fifth round: a plural standing before a
+noun as its kind, and a colour naming one of two items.
+
+- "I bought my kids shirt for school and a hoodie" ... "Shall I refund the hoodie?" "Yes,
+  Shirt" confirmed: "shirt" after the plural "kids", before "for", was read as a verb
+  ("prices rose for ..."). A plural that stands before a noun as its kind ("kids", "mens",
+  "womens", "girls", ...) is followed by that noun, not a verb.
+- "I bought an olive jacket and a navy jacket" ... "Shall I refund the navy jacket?" "Yes,
+  Olive" confirmed: a colour alone names no thing. A colour, size or stuff alone that a
+  message says before an item's noun, and the change's values do not, names that item: a
+  correction. "Yes, Olive" where nothing is olive, or where the olive one is the one asked,
+  still confirms.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from groundstate.grading.constraints import _dialogue
+
+from .test_consent_round53 import _confirms, _corrects, _run
+
+HOODIE = "Shall I refund the hoodie?"
+NAVY = "Shall I refund the navy jacket?"
+JACKETS = "I bought an olive jacket and a navy jacket"
+
+# --- 1. a plural before a noun as its kind ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "I bought my kids shirt for school and a hoodie",
+        "I bought a hoodie and my kids shirt for school",
+        "i bought my kids shirt, and a hoodie",
+        "I got a mens shirt in May and a hoodie",
+        "I bought a hoodie. Also the girls shirt.",
+    ],
+)
+@pytest.mark.parametrize("answer", ["Yes, Shirt", "Shirt, yes", "Yes, the shirt"])
+def test_a_noun_after_a_plural_kind_is_an_item(request_: str, answer: str) -> None:
+    _corrects([request_, HOODIE], answer, item="hoodie")
+
+
+@pytest.mark.parametrize(
+    "said", ["Prices rose last week.", "prices rose sharply.", "Our prices rose by 5%."]
+)
+def test_a_verb_after_a_plural_is_still_no_item(said: str) -> None:
+    _confirms(["I bought a shirt and a hoodie", said + " " + HOODIE], "Yes, Rose", item="hoodie")
+
+
+def test_the_words_after_a_plural_kind() -> None:
+    assert "shirt" in _dialogue._item_words("my kids shirt for school")
+    assert "shirt" in _dialogue._item_words("a mens shirt.")
+    assert "rose" not in _dialogue._item_words("Prices rose last week.")
+
+
+# --- 2. a colour naming one of two items -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["Yes, Olive", "Olive, yes", "yes, olive", "Yes, the olive one", "Yes, the olive!"],
+)
+@pytest.mark.parametrize(
+    "request_",
+    [
+        JACKETS,
+        "I bought a navy jacket and an olive jacket.",
+        "i bought an olive jacket, and a navy jacket",
+        "I bought an olive scarf and a navy jacket",
+    ],
+)
+def test_a_colour_of_another_item_corrects(request_: str, answer: str) -> None:
+    _corrects([request_, NAVY], answer, item="navy jacket")
+
+
+@pytest.mark.parametrize(
+    ("request_", "question", "item"),
+    [
+        (JACKETS, "Shall I refund the olive jacket?", "olive jacket"),
+        ("I bought a shirt and a navy jacket", NAVY, "navy jacket"),
+        ("I bought a navy jacket", NAVY, "navy jacket"),
+        ("I bought an olive jacket", "Shall I refund the jacket?", "jacket"),
+        ("I bought a navy jacket on Black Friday", NAVY, "navy jacket"),
+    ],
+)
+@pytest.mark.parametrize("answer", ["Yes, Olive", "Olive, yes", "Yes, thanks Olive"])
+def test_a_colour_of_no_other_item_confirms(
+    request_: str, question: str, item: str, answer: str
+) -> None:
+    _confirms([request_, question], answer, item=item)
+
+
+@pytest.mark.parametrize("piece", ["olive ", "an olive jacket and ", "Yes, olive ", ", "])
+def test_a_repeated_piece_is_read_in_linear_time(piece: str) -> None:
+    text = piece * (99_000 // len(piece))
+    started = time.thread_time()
+    for messages, answer in (
+        ([text, NAVY], "Yes, Olive"),
+        ([JACKETS, text + NAVY], "Yes, Olive"),
+        ([JACKETS, NAVY], "Yes, " + text),
+    ):
+        _run(messages, answer, item="navy jacket")
+    assert time.thread_time() - started < 5.0
