@@ -1,5 +1,6 @@
 """A policy reviewer's near misses of consent, fifty-fifth round: a plural standing before a
-noun as its kind, and a colour naming one of two items.
+noun as its kind, a colour naming one of two items, and another item on its way named in the
+question.
 
 - "I bought my kids shirt for school and a hoodie" ... "Shall I refund the hoodie?" "Yes,
   Shirt" confirmed: "shirt" after the plural "kids", before "for", was read as a verb
@@ -10,6 +11,10 @@ noun as its kind, and a colour naming one of two items.
   message says before an item's noun, and the change's values do not, names that item: a
   correction. "Yes, Olive" where nothing is olive, or where the olive one is the one asked,
   still confirms.
+- Decided: "The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shirt"
+  confirmed (round 52 read the question's words as about the change). A word the question
+  says as an item shipping, arriving or out of stock, none of the change's values, is another
+  item: a correction. "Yes, policy" to "your refund policy" still confirms.
 """
 
 from __future__ import annotations
@@ -104,4 +109,44 @@ def test_a_repeated_piece_is_read_in_linear_time(piece: str) -> None:
         ([JACKETS, NAVY], "Yes, " + text),
     ):
         _run(messages, answer, item="navy jacket")
+    assert time.thread_time() - started < 5.0
+
+
+# --- 3. another item on its way named in the question ------------------------------------------
+
+ON_ITS_WAY = [
+    "The shirt will ship separately. " + HOODIE,
+    "Your shirt has already shipped, so " + HOODIE.lower(),
+    "the shirt is out of stock. " + HOODIE,
+    "Good news: the shirts arrived! " + HOODIE,
+    HOODIE + " The shirt will not be dispatched.",
+]
+
+
+@pytest.mark.parametrize("question", ON_ITS_WAY)
+@pytest.mark.parametrize("answer", ["Yes, the shirt", "Yes, the shirt.", "yes the shirt please"])
+def test_another_item_on_its_way_in_the_question_corrects(question: str, answer: str) -> None:
+    _corrects(["I bought a hoodie", question], answer, item="hoodie")
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("The hoodie will ship back free. " + HOODIE, "Yes, the hoodie"),
+        ("Shall I refund the hoodie? Your refund policy allows it.", "Yes, policy"),
+        ("Shall I refund the blue hoodie from the winter sale?", "Yes, the winter one"),
+        ("The label will arrive by email. " + HOODIE, "Yes, the label"),
+        ("The shirt will ship separately. " + HOODIE, "Yes"),
+        ("The shirt will ship separately. " + HOODIE, "Yes, the hoodie"),
+        ("Your package will ship back free. " + HOODIE, "Yes, the package"),
+    ],
+)
+def test_a_word_of_the_question_about_the_change_still_confirms(question: str, answer: str) -> None:
+    _confirms(["I bought a hoodie", question], answer, item="hoodie")
+
+
+def test_a_long_question_of_items_on_their_way_is_read_in_linear_time() -> None:
+    started = time.thread_time()
+    for piece in ("shirt will ship ", "the shirt is ", "will ", "a b "):
+        _run(["I bought a hoodie", piece * (99_000 // len(piece)) + HOODIE], "Yes, the shirt")
     assert time.thread_time() - started < 5.0

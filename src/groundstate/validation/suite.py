@@ -340,7 +340,8 @@ that are no JSON (an echo holding '{"' many times) is read; a value said to be d
 address, eve@x.com, is dead", "... bounces") is not said; an old one given to find the account by
 ("my old email was eve@x.com, my account is under it") is; 113: a noun after a plural kind ("my
 kids shirt") is an item, a colour alone of another item named ("an olive jacket and a navy jacket"
-... "Yes, Olive" to the navy one) is a correction."""
+... "Yes, Olive" to the navy one) is a correction, as is an item the question says on its way
+("The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shirt")."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -3153,7 +3153,9 @@ def _names_another_thing(
         # the thing's word (the phrase's last; a street's name before its kind) said (a thing
         # the tools showed, "the blue." of socks shown blue) leaves it to the reading of
         # records shown; a word before it ("the blue shirt" of socks shown blue) does not
-        if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing):
+        if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing) and not (
+            _shipping_in(thing, question, known)
+        ):
             return None
         if addressing:
             continue
@@ -3198,6 +3200,28 @@ def _qualifies_another_item(
 
 # Words after a colour or a stuff that name no item of it ("olive and navy", "olive one").
 _NOT_A_QUALIFIED_NOUN = _words("and or one ones but with for the a an is was are")
+
+
+def _shipping_in(thing: list[str], question: str, known: set[str]) -> bool:
+    """Whether the *question* says the last word of *thing* (or its plural) as an item on its
+    way, none of the change's *known* values: "The shirt will ship separately. Shall I refund
+    the hoodie?" "Yes, the shirt" names that other item, a correction; a word of the question
+    about the change ("your refund policy", "the winter sale") does not ship or arrive."""
+    values = {w for value in known for w in _tokens_of(value)}
+    if all(_said(word, values) for word in thing):
+        return False
+    forms = {thing[-1], f"{thing[-1]}s", f"{thing[-1]}es"}
+    return any(found["word"] in forms for found in _SHIPPING_ITEM.finditer(question))
+
+
+# An item on its way, out of stock or back ("the shirt will ship", "shirts have shipped", "the
+# hat is out of stock"), not a message ("the label will arrive by email").
+_SHIPPING_ITEM = re.compile(
+    r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:(?:will|would|should|can|may|might|has|have"
+    r"|had|is|was|are|were) )?(?:not )?(?:be |been |already )?(?:ships?|shipped|arrives?"
+    r"|arrived|deliver(?:s|ed)?|dispatch(?:es|ed)?|out of stock|back in stock|sold out"
+    r"|restocked)(?![\w'-])(?! (?:by e-?mail|via e-?mail|in your inbox)\b)"
+)
 
 
 def _addressing(found: re.Match[str] | None, written: str) -> bool:
