@@ -1,6 +1,6 @@
 """A policy reviewer's near misses of consent, fifty-fifth round: a plural standing before a
-noun as its kind, a colour naming one of two items, and another item on its way named in the
-question.
+noun as its kind, a colour naming one of two items, another item on its way named in the question, and a
+person arriving at a person's place.
 
 - "I bought my kids shirt for school and a hoodie" ... "Shall I refund the hoodie?" "Yes,
   Shirt" confirmed: "shirt" after the plural "kids", before "for", was read as a verb
@@ -15,6 +15,10 @@ question.
   confirmed (round 52 read the question's words as about the change). A word the question
   says as an item shipping, arriving or out of stock, none of the change's values, is another
   item: a correction. "Yes, policy" to "your refund policy" still confirms.
+- "Mark should arrive at the desk soon." ... "Yes, Mark" was a correction (round 54 read a
+  word opening a sentence before what a thing does as an item): a person's place ("at the
+  desk", "at reception") or help ("to help") after it names a person; "Shirt should arrive
+  tomorrow" stays an item.
 """
 
 from __future__ import annotations
@@ -150,3 +154,34 @@ def test_a_long_question_of_items_on_their_way_is_read_in_linear_time() -> None:
     for piece in ("shirt will ship ", "the shirt is ", "will ", "a b "):
         _run(["I bought a hoodie", piece * (99_000 // len(piece)) + HOODIE], "Yes, the shirt")
     assert time.thread_time() - started < 5.0
+
+
+# --- 4. a person arriving at a person's place ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Mark should arrive at the desk soon.",
+        "mark will arrive at the front desk shortly.",
+        "Mark will be at the counter soon!",
+        "Mark will arrive shortly to help.",
+        "Thanks. Mark should arrive at our office, ok?",
+    ],
+)
+@pytest.mark.parametrize("answer", ["Yes, Mark", "Mark, yes", "Yes, thanks Mark"])
+def test_a_person_arriving_at_a_persons_place_is_a_person(said: str, answer: str) -> None:
+    _confirms(["I bought a shirt and a hoodie", said + " " + HOODIE], answer, item="hoodie")
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Shirt should arrive tomorrow.",
+        "Shirt will arrive at your door.",
+        "shirt should arrive soon.",
+        "Shirt will ship to the office.",
+    ],
+)
+def test_a_thing_arriving_is_still_an_item(said: str) -> None:
+    _corrects(["I bought a hoodie", said, "ok", HOODIE], "Yes, Shirt", item="hoodie")

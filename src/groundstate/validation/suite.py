@@ -341,7 +341,8 @@ address, eve@x.com, is dead", "... bounces") is not said; an old one given to fi
 ("my old email was eve@x.com, my account is under it") is; 113: a noun after a plural kind ("my
 kids shirt") is an item, a colour alone of another item named ("an olive jacket and a navy jacket"
 ... "Yes, Olive" to the navy one) is a correction, as is an item the question says on its way
-("The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shirt")."""
+("The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shirt"), and a person
+arriving at a desk ("Mark should arrive at the desk soon" ... "Yes, Mark") is no item."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -3430,8 +3430,9 @@ _NO_NOUN_AFTER_A_NAME = _words(
 # "it" or "them" as its object ("mark it as urgent"; not "Hoodie it is"), or opening a
 # sentence before a modal, a verb of saying or a verb a person does ("mark will process it",
 # "Mark said so", "Sam handles refunds"), but a modal before what a thing does ("Shirt will
-# ship separately", "Shirt should arrive"). The word after a subject is looked ahead at, so
-# that it may be one in turn ("I can bill").
+# ship separately", "Shirt should arrive"), unless a person's place or help follows ("Mark
+# should arrive at the desk soon", "Mark will arrive shortly to help"). The word after a
+# subject is looked ahead at, so that it may be one in turn ("I can bill").
 _NO_ITEM_PLACE = tuple(
     [
         re.compile(pattern)
@@ -3445,7 +3446,8 @@ _NO_ITEM_PLACE = tuple(
             r"|could|should|shall|may|might|must)(?! (?:not )?(?:be )?(?:ship|shipped|arrive"
             r"|arrived|deliver|delivered|cost|fit|dispatch|dispatched|refunded|returned|replaced"
             r"|exchanged|restocked|sent|back in stock|go out|sell out|run out)(?![\w'-])"
-            r"(?! (?:it|them|you|your)\b))|said|says"
+            r"(?! (?:it|them|you|your)\b| at (?:the|our|my) (?:front )?(?:desk|counter"
+            r"|reception|office)\b| (?:soon |shortly )?to (?:help|assist)\b))|said|says"
             r"|asked|told|mentioned|handles|processes|approves|reviews|manages|deals|oversees"
             r"|coordinates|supervises|specialises|specializes|leads|heads|runs)(?![\w'-])",
         )
