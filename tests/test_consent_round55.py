@@ -1,6 +1,6 @@
 """A policy reviewer's near misses of consent, fifty-fifth round: a plural standing before a
-noun as its kind, a colour naming one of two items, another item on its way named in the question, and a
-person arriving at a person's place.
+noun as its kind, a colour naming one of two items, another item on its way named in the
+question, and a person arriving at a person's place.
 
 - "I bought my kids shirt for school and a hoodie" ... "Shall I refund the hoodie?" "Yes,
   Shirt" confirmed: "shirt" after the plural "kids", before "for", was read as a verb
