@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 114
+VALIDATOR_REVISION = 115
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -343,7 +343,11 @@ centimes are euro cents, "22.50 in sterling" is pounds; "Suite 1400 on the 14th 
 "Floor Fourteen" are "Suite 1400, Floor 14"; a list's item with no determiner ("and hat, 10 pounds")
 or called heavy is priced; 114: money back of an amount of more than one digit ("You've got $22.00
 back") is a claim, a label's value ends at a field set off mid-line ("Refund: $35.00 \u2014 Store
-credit: $5.00"), store credit held up to 80 characters from "account" is."""
+credit: $5.00"), store credit held up to 80 characters from "account" is; 115: a noun after a plural
+kind ("my kids shirt") is an item, a colour alone of another item named ("an olive jacket and a navy
+jacket" ... "Yes, Olive" to the navy one) is a correction, as is an item the question says on its
+way ("The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shirt"), and a person
+arriving at a desk ("Mark should arrive at the desk soon" ... "Yes, Mark") is no item."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -3123,6 +3123,8 @@ def _names_another_thing(
         words = phrase.split()
         read = _thing_of(words, bare, answer)
         if read is None:
+            if _qualifies_another_item(words, question, known, earlier, written):
+                found_one = "thing"  # "Yes, Olive" of an olive jacket and a navy one asked
             continue
         thing, unsure = read
         if thing[0][0].isdigit():
@@ -3151,7 +3153,9 @@ def _names_another_thing(
         # the thing's word (the phrase's last; a street's name before its kind) said (a thing
         # the tools showed, "the blue." of socks shown blue) leaves it to the reading of
         # records shown; a word before it ("the blue shirt" of socks shown blue) does not
-        if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing):
+        if all(any(_said(form, said) for form in (w, f"{w}s", f"{w}es")) for w in thing) and not (
+            _shipping_in(thing, question, known)
+        ):
             return None
         if addressing:
             continue
@@ -3161,6 +3165,63 @@ def _names_another_thing(
         if not unsure or found_one is None:
             found_one = "unread" if unsure else "thing"
     return found_one
+
+
+def _qualifies_another_item(
+    words: list[str], question: str, known: set[str], earlier: Sequence[AgentEvent], written: str
+) -> bool:
+    """Whether a yes's phrase *words* is a colour, size or stuff alone ("Yes, Olive", "yes,
+    the olive one") that a message of *earlier* (but the reply *written*) says directly before
+    an item's noun, and the change's *known* values do not: "I bought an olive jacket and a
+    navy jacket" ... "Shall I refund the navy jacket?" "Yes, Olive" names the olive one, a
+    correction. Not when the values name that noun with no word of that kind ("an olive
+    jacket" refunded as "jacket": the olive one is the one asked), nor when the *question*
+    says the word (it describes the change: "the blue hoodie from the winter sale")."""
+    if words[-1] in _ONE and len(words) > 1:
+        words = words[:-1]
+    if len(words) != 1 or words[0] not in _BEFORE_A_THING:
+        return False
+    values = {w for value in known for w in _tokens_of(value)}
+    if words[0] in values or mentions(question, words[0]):
+        return False
+    qualified = re.compile(rf"\b{re.escape(words[0])} ([a-z][a-z'-]{{2,}})\b")
+    described = any(w in _BEFORE_A_THING for w in values)
+    for event in earlier:
+        if not isinstance(event, MessageEvent) or not event.text or event.text is written:
+            continue
+        for found in qualified.finditer(normalise(event.text)):
+            noun = found.group(1)
+            if noun in _NOT_A_QUALIFIED_NOUN or _TIME_WORDS.match(noun) is not None:
+                continue
+            if described or not _said(noun, values):
+                return True
+    return False
+
+
+# Words after a colour or a stuff that name no item of it ("olive and navy", "olive one").
+_NOT_A_QUALIFIED_NOUN = _words("and or one ones but with for the a an is was are")
+
+
+def _shipping_in(thing: list[str], question: str, known: set[str]) -> bool:
+    """Whether the *question* says the last word of *thing* (or its plural) as an item on its
+    way, none of the change's *known* values: "The shirt will ship separately. Shall I refund
+    the hoodie?" "Yes, the shirt" names that other item, a correction; a word of the question
+    about the change ("your refund policy", "the winter sale") does not ship or arrive."""
+    values = {w for value in known for w in _tokens_of(value)}
+    if all(_said(word, values) for word in thing):
+        return False
+    forms = {thing[-1], f"{thing[-1]}s", f"{thing[-1]}es"}
+    return any(found["word"] in forms for found in _SHIPPING_ITEM.finditer(question))
+
+
+# An item on its way, out of stock or back ("the shirt will ship", "shirts have shipped", "the
+# hat is out of stock"), not a message ("the label will arrive by email").
+_SHIPPING_ITEM = re.compile(
+    r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:(?:will|would|should|can|may|might|has|have"
+    r"|had|is|was|are|were) )?(?:not )?(?:be |been |already )?(?:ships?|shipped|arrives?"
+    r"|arrived|deliver(?:s|ed)?|dispatch(?:es|ed)?|out of stock|back in stock|sold out"
+    r"|restocked)(?![\w'-])(?! (?:by e-?mail|via e-?mail|in your inbox)\b)"
+)
 
 
 def _addressing(found: re.Match[str] | None, written: str) -> bool:
@@ -3306,6 +3367,7 @@ def _item_words(text: str) -> frozenset[str]:
         for found in _VERB_AFTER_A_PLURAL.finditer(text)
         if found["subject"].lower() not in _NO_NOUN_AFTER_A_NAME
         and found["subject"].lower() not in _CLAUSE_WORDS
+        and found["subject"].lower() not in _PLURALS_BEFORE_A_NOUN
         and _ends_a_verb(text, found.end())
     ]
     kept, at = [], 0
@@ -3368,8 +3430,9 @@ _NO_NOUN_AFTER_A_NAME = _words(
 # "it" or "them" as its object ("mark it as urgent"; not "Hoodie it is"), or opening a
 # sentence before a modal, a verb of saying or a verb a person does ("mark will process it",
 # "Mark said so", "Sam handles refunds"), but a modal before what a thing does ("Shirt will
-# ship separately", "Shirt should arrive"). The word after a subject is looked ahead at, so
-# that it may be one in turn ("I can bill").
+# ship separately", "Shirt should arrive"), unless a person's place or help follows ("Mark
+# should arrive at the desk soon", "Mark will arrive shortly to help"). The word after a
+# subject is looked ahead at, so that it may be one in turn ("I can bill").
 _NO_ITEM_PLACE = tuple(
     [
         re.compile(pattern)
@@ -3383,7 +3446,8 @@ _NO_ITEM_PLACE = tuple(
             r"|could|should|shall|may|might|must)(?! (?:not )?(?:be )?(?:ship|shipped|arrive"
             r"|arrived|deliver|delivered|cost|fit|dispatch|dispatched|refunded|returned|replaced"
             r"|exchanged|restocked|sent|back in stock|go out|sell out|run out)(?![\w'-])"
-            r"(?! (?:it|them|you|your)\b))|said|says"
+            r"(?! (?:it|them|you|your)\b| at (?:the|our|my) (?:front )?(?:desk|counter"
+            r"|reception|office)\b| (?:soon |shortly )?to (?:help|assist)\b))|said|says"
             r"|asked|told|mentioned|handles|processes|approves|reviews|manages|deals|oversees"
             r"|coordinates|supervises|specialises|specializes|leads|heads|runs)(?![\w'-])",
         )
@@ -3400,6 +3464,11 @@ _KIND_BEFORE_A_NOUN = re.compile(r"(?<![\w'-])(?:[Aa]n?|[Tt]he) (?P<word>[a-z][a
 _VERB_AFTER_A_PLURAL = re.compile(
     r"(?<![\w'-])(?<!\b[Aa] )(?<!\b[Aa]n )(?P<subject>[A-Za-z][a-z]+[^\Wsu]s)"
     r" (?P<word>[a-z][a-z'-]*[a-rt-z])(?![\w'-])"
+)
+# Plurals that stand before a noun as its kind ("my kids shirt for school", "a mens jacket"):
+# the word after one is that noun, not a verb.
+_PLURALS_BEFORE_A_NOUN = _words(
+    "kids mens womens girls boys ladies childrens babies toddlers teens juniors sports"
 )
 _AFTER_A_VERB = re.compile(
     r" ?(?:[.,;:!?)]|$|\$?\d|(?:by|to|from|in|on|at|over|after|since|for|with|again|last|this"
