@@ -103,6 +103,22 @@ def test_a_colour_of_no_other_item_confirms(
     _confirms([request_, question], answer, item=item)
 
 
+@pytest.mark.parametrize(
+    ("request_", "answer"),
+    [
+        ("I'd like refunds for both items I bought, a navy jacket and a scarf", "Yes, both."),
+        ("Both items arrived late. I bought a navy jacket", "Yes, both"),
+        ("I have a new address and bought a navy jacket", "Yes, the new one."),
+        ("All items are here. I bought a navy jacket", "Yes, all."),
+        ("The other jacket is fine; I bought a navy jacket", "Yes, the other one"),
+    ],
+)
+def test_a_count_or_which_one_is_no_colour_of_another_item(request_: str, answer: str) -> None:
+    # merge review: "Yes, both." to a question about two refunds failed once "both items" had
+    # been said (a word saying how many read as a colour of another item)
+    _confirms([request_, NAVY], answer, item="navy jacket")
+
+
 @pytest.mark.parametrize("piece", ["olive ", "an olive jacket and ", "Yes, olive ", ", "])
 def test_a_repeated_piece_is_read_in_linear_time(piece: str) -> None:
     text = piece * (99_000 // len(piece))

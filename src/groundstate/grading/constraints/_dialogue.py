@@ -3179,7 +3179,7 @@ def _qualifies_another_item(
     says the word (it describes the change: "the blue hoodie from the winter sale")."""
     if words[-1] in _ONE and len(words) > 1:
         words = words[:-1]
-    if len(words) != 1 or words[0] not in _BEFORE_A_THING:
+    if len(words) != 1 or words[0] not in _BEFORE_A_THING or words[0] in _COUNTS_NOT_QUALIFIERS:
         return False
     values = {w for value in known for w in _tokens_of(value)}
     if words[0] in values or mentions(question, words[0]):
@@ -3197,6 +3197,13 @@ def _qualifies_another_item(
                 return True
     return False
 
+
+# Words of _BEFORE_A_THING that say how many or which, not what kind: "Yes, both" or "Yes, the
+# new one" after "both items" or "the new address" was said confirms, no other item named.
+_COUNTS_NOT_QUALIFIERS = _words(
+    "both all each every whole entire full two three four five six seven eight nine ten dozen"
+    " new old other"
+)
 
 # Words after a colour or a stuff that name no item of it ("olive and navy", "olive one").
 _NOT_A_QUALIFIED_NOUN = _words("and or one ones but with for the a an is was are")
