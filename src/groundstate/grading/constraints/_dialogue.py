@@ -3179,7 +3179,7 @@ def _qualifies_another_item(
     says the word (it describes the change: "the blue hoodie from the winter sale")."""
     if words[-1] in _ONE and len(words) > 1:
         words = words[:-1]
-    if len(words) != 1 or words[0] not in _BEFORE_A_THING or words[0] in _COUNTS_NOT_QUALIFIERS:
+    if len(words) != 1 or words[0] not in _KINDS_OF_A_THING:
         return False
     values = {w for value in known for w in _tokens_of(value)}
     if words[0] in values or mentions(question, words[0]):
@@ -3197,13 +3197,6 @@ def _qualifies_another_item(
                 return True
     return False
 
-
-# Words of _BEFORE_A_THING that say how many or which, not what kind: "Yes, both" or "Yes, the
-# new one" after "both items" or "the new address" was said confirms, no other item named.
-_COUNTS_NOT_QUALIFIERS = _words(
-    "both all each every whole entire full two three four five six seven eight nine ten dozen"
-    " new old other"
-)
 
 # Words after a colour or a stuff that name no item of it ("olive and navy", "olive one").
 _NOT_A_QUALIFIED_NOUN = _words("and or one ones but with for the a an is was are")
@@ -3829,14 +3822,21 @@ _ONE = frozenset({"one", "ones"})
 # blue ones", "the large", "the two", "both pairs", "the leather one", "the winter one"): none
 # names a thing as the phrase's last word, and before it they leave the phrase a thing ("the
 # two shirts", "both shirts", "the blue shirt", "the wool shirt").
-_BEFORE_A_THING = _words(
-    "both all each every whole entire full two three four five six seven eight nine ten"
-    " dozen black white red blue green yellow grey gray navy pink purple orange brown"
+# Of these, the ones saying how many or which name no kind of item: "Yes, both" or "Yes, the
+# new one" after "both items" or "the new address" was said confirms, no other item named
+# (:func:`_qualifies_another_item` reads only the kinds).
+_HOW_MANY_OR_WHICH = _words(
+    "both all each every whole entire full two three four five six seven eight nine ten dozen"
+    " new old other"
+)
+_KINDS_OF_A_THING = _words(
+    "black white red blue green yellow grey gray navy pink purple orange brown"
     " beige tan olive teal maroon silver gold golden cream khaki dark light bright pale"
     " plain striped small medium large xs xl xxl big little long short tall wide slim"
-    " new old other leather wool woollen wooden cotton silk denim suede rubber plastic"
+    " leather wool woollen wooden cotton silk denim suede rubber plastic"
     " metal steel canvas nylon polyester velvet cashmere winter summer autumn",
 )
+_BEFORE_A_THING = _HOW_MANY_OR_WHICH | _KINDS_OF_A_THING
 # The endings of a word describing a thing, not naming it, before "one" ("the less
 # expensive one", "the pricier one", "the other one", "the original one", "the broken one").
 _DESCRIBING = tuple(re.findall(r"\S+", "ive ous ful less able ible al ic en ed ing"))
