@@ -31,8 +31,8 @@ def address(line1: str, line2: str = "") -> str:
 
 
 def money_read_in_time(unit: str) -> None:
-    """A reply of *unit* repeated to 100,000 characters has its money read in under 3 s."""
+    """A reply of *unit* repeated to 100,000 characters has its money read in under 5 s of CPU."""
     text = unit * (100_000 // len(unit))
-    started = time.perf_counter()
+    started = time.process_time()
     CHECKS.money_in(text)
-    assert time.perf_counter() - started < 3
+    assert time.process_time() - started < 5
