@@ -275,12 +275,11 @@ def run(
             sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
+    served = served_in_batch(r.infrastructure_status.get("models_served") for r in result.runs)
     if html is not None:
-        _write_batch_html(html, result.batch, result.runs, check)
+        _write_batch_html(html, result.batch, result.runs, check, served)
     data = batch_report(result.batch, result.runs)
-    data["models_served"] = served_in_batch(
-        r.infrastructure_status.get("models_served") for r in result.runs
-    )
+    data["models_served"] = served
     verdicts = gate_results(gates, data)
     if as_json:
         click.echo(json.dumps(_batch_json(result, data, verdicts), indent=2), file=aside)
@@ -405,7 +404,9 @@ def report(
     if gates:
         data["fail_under"] = verdicts
     if html is not None:
-        _write_batch_html(html, batch, runs, check, seed=seed, k_over_supporting=k_over_supporting)
+        _write_batch_html(
+            html, batch, runs, check, served, seed=seed, k_over_supporting=k_over_supporting
+        )
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         from groundstate.report.json_text import json_text
@@ -605,6 +606,7 @@ def _write_batch_html(
     batch: BatchInfo,
     runs: list[AgentRun],
     check: Verification | None,
+    served: list[dict[str, Any]],
     seed: int = 0,
     k_over_supporting: bool = False,
 ) -> None:
@@ -612,7 +614,7 @@ def _write_batch_html(
     from groundstate.report.html import render_batch
 
     summary = summarize_batch(batch, runs, seed=seed, k_over_supporting=k_over_supporting)
-    _write(path, render_batch(batch, runs, summary, tries(batch, runs), check))
+    _write(path, render_batch(batch, runs, summary, tries(batch, runs), check, served))
 
 
 def _refuse_output(html: Path | None, store: Path) -> None:

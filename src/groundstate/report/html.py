@@ -114,6 +114,7 @@ def render_batch(
     summary: Summary,
     tries: Mapping[str, Any],
     integrity: Verification | None = None,
+    served: list[dict[str, Any]] | None = None,
 ) -> str:
     """The report of one batch: header, curves, suite numbers, slices, reasons, tasks, runs;
     the models served, as ``report`` names them (:func:`groundstate.served.served_in_batch`).
@@ -123,16 +124,17 @@ def render_batch(
     ``tries`` the invalid-try counts over all of them (:func:`groundstate.analysis.tries`).
     ``integrity`` is the store's check of the batch (:meth:`groundstate.store.RunStore.verify`):
     when it did not verify, the page opens with an alert naming each problem and marks each
-    altered run.
+    altered run. ``served`` is what the command already read of the models served (the
+    store's index for ``report``); without it the page reads them from ``runs``.
     """
     ordered = sorted(runs, key=lambda r: (r.task_id, r.attempt, r.retry))
     altered = _altered_runs(integrity)
     table = planned(batch, runs)[0]  # a try outside the plan is listed, marked, never counted
     missing = missing_attempts(batch, table.final())
     counted, apart = headline_tries(batch, table)
-    another, spelled = served_texts(
-        served_in_batch(run.infrastructure_status.get("models_served") for run in runs)
-    )
+    if served is None:
+        served = served_in_batch(run.infrastructure_status.get("models_served") for run in runs)
+    another, spelled = served_texts(served)
     return _template("report.html.j2").render(
         another_model=another,
         spelled_model=spelled,
