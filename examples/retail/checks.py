@@ -3190,14 +3190,102 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(said)
 
 
+_HISTORY_TIME = re.compile(
+    r"(?<!\blike )(?<!\bas )(?<!\bthan )(?<!\bunlike )"
+    r"\b(?:(?:last|past|previous|prior) (?:time|year|month|week|season|summer|winter|spring|fall"
+    r"|autumn|christmas|holidays?|visit|occasion)s?"
+    r"|yesterday|the other day|back then|at the time|in the past|a while back|once before"
+    r"|(?:in|back in|during|on) (?:january|february|march|april|may|june|july|august|september"
+    r"|october|november|december)|in (?:19|20)\d\d)\b"
+)
+"""Words that place what a clause tells at another time than this conversation: "last time",
+"last year's refund", "in March", "yesterday"; not a likeness ("like last time", "as in
+March")."""
+_HISTORY_ORDER = re.compile(
+    r"\b(?:last|previous|prior|past|former|older|old|other) (?:orders?|purchases?|returns?"
+    r"|refunds?|exchanges?|visits?)\b"
+)
+"""Another order or return, which a clause of what the customer got tells of then ("On your
+last order you got $22.00 back", "You were refunded $22.00 for a previous return"); not of
+what the agent did ("I refunded your last order")."""
+_HISTORY_GOT = re.compile(r"\byou (?:(?:also|once|already) )?(?:got|received|were|had)\b")
+_HISTORY_NOW = re.compile(
+    r"\b(?:now|just|today|tonight|this time|right away|currently|will|'ll"
+    r"|(?:have|has|'ve) (?:(?:also|now|just|already|successfully|fully|been) ){0,3}"
+    r"(?:got|gotten|given|sent|paid|put|made|[a-z]+ed)"
+    r"|(?:is|are) (?:(?:now|also|being|fully|safely|all) ){0,3}(?:back|on (?:its|their) way"
+    r"|[a-z]+ed))\b"
+)
+"""Words that tell of now, not of another time: "I've refunded $22.00 to the card you used
+last time", "Last time's $22.00 is back on your Visa"."""
+_HISTORY_SUBJECT_VERB = re.compile(
+    r"\b(?:i|we|you|they|he|she|it)(?: (?:have|had|'ve|were|was))?"
+    r" (?:[a-z]+ed|got|gotten|used|bought|paid|had|made|sent|put|gave|given|took|spent)\b"
+)
+"""A subject and its verb in the past: a second one before a time ("I refunded $22.00 to the
+Visa you used last time") is what the time is said of, not the clause's first verb."""
+
+
+def _of_history(clause: str) -> bool:
+    """Whether *clause* tells of another time than this conversation: a time of its own
+    (:data:`_HISTORY_TIME`), or another order the customer got money on
+    (:data:`_HISTORY_ORDER`), said of its first verb, and no word of now
+    (:data:`_HISTORY_NOW`)."""
+    if _HISTORY_NOW.search(clause):
+        return False
+    time = _HISTORY_TIME.search(clause)
+    if time is None and _HISTORY_GOT.search(clause):
+        time = _HISTORY_ORDER.search(clause)
+    if time is None:
+        return False
+    return len(_HISTORY_SUBJECT_VERB.findall(clause, 0, time.start())) < 2
+
+
+def _history_dropped(sentence: str) -> str:
+    """*sentence* less its clauses (:data:`_CLAUSE_BREAK`) that tell of another time than
+    this conversation (:func:`_of_history`): no change made now, as "You got $22.00 off last
+    time", "In March, we refunded you $10", "You were refunded $22.00 for a previous return"
+    are not; "You've got $22.00 back" and "I refunded $22.00" are read. A time alone before a
+    clause ("Last year, ...") is said of it."""
+    if _HISTORY_TIME.search(sentence) is None and _HISTORY_ORDER.search(sentence) is None:
+        return sentence  # most sentences
+    cuts = [at for found in _CLAUSE_BREAK.finditer(sentence) for at in found.span()]
+    spans = list(zip([0, *cuts[1::2]], [*cuts[::2], len(sentence)], strict=True))
+    dropped: set[int] = set()
+    for at, (start, end) in enumerate(spans):
+        clause = sentence[start:end]
+        if at + 1 < len(spans) and _HISTORY_TIME.fullmatch(clause.strip()):
+            clause += " " + sentence[slice(*spans[at + 1])]  # "In March, we refunded you $10"
+            if _of_history(clause):
+                dropped |= {at, at + 1}
+        elif _of_history(clause):
+            dropped.add(at)
+    if not dropped:
+        return sentence
+    # each dropped clause with the break after it (the last: the break before it)
+    cuts = sorted(
+        (spans[at][0], spans[at + 1][0])
+        if at + 1 < len(spans)
+        else (spans[at - 1][1] if at else 0, len(sentence))
+        for at in dropped
+    )
+    kept, pos = [], 0
+    for start, end in cuts:
+        kept.append(sentence[pos : max(pos, start)])
+        pos = max(pos, end)
+    return ("".join(kept) + sentence[pos:]).strip()
+
+
 def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
     """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
-    looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`): the one home
-    of what every reader of a claim reads (kept per text, :func:`_sentences_read`)."""
+    looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`), less what it
+    tells of another time (:func:`_history_dropped`): the one home of what every reader of a
+    claim reads (kept per text, :func:`_sentences_read`)."""
     read: list[tuple[str, str]] = []
     place, asked = "", False
     for sentence in _sentences(text):
-        read += [(sentence, said) for said in _readings(_resolved(sentence, place, asked))]
+        told = _history_dropped(sentence)
+        read += [(sentence, said) for said in _readings(_resolved(told, place, asked)) if said]
         places = [found[1] for found in _GOODS_PLACE.finditer(sentence) if _a_place(found[1])]
         place = places[-1] if places else place
         asked = _said_back(sentence)
