@@ -2017,12 +2017,21 @@ _TICK = re.compile(f"[{_TICKS}]")
 _LABEL_MARK = r"(?:[:=\u2192\u2014\u2013]|-+>|=>|-+(?= ))"
 """What stands between a label and its value: "Refunded: ...", "Refund \u2192 ...", "Refund ->
 ...", "Store credit - ..." (a hyphen with a space after it, not "refund-eligible")."""
+_LABEL_MONEY_MARK = rf"(?:{_LABEL_MARK}|\|)"
+"""What stands between a label and an amount: a label's mark, or a table's bar between the
+label's cell and the amount's ("| Refund | $22.00 |")."""
+_LABEL_FIELD_BREAK = r"(?: [\u2014\u2013|]|(?<=\d)[*_)]{0,2}) "
+"""Where a line's next field may start: after a dash or bar set off by spaces ("Refund: $35.00
+\u2014 Store credit: $5.00", "... | Store credit: ..."), or after an amount ("Refund: $35.00
+Store credit: $5.00")."""
 _LABEL_VALUE = re.compile(
-    rf" ?{_LABEL_MARK} ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)(?:(?! [\u2014\u2013|-] )[^,;])*"
+    rf" ?{_LABEL_MONEY_MARK} ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)"
+    r"(?:(?! [\u2014\u2013|-] |(?<=[\d*_)]) [\W_]{0,4}[^\W\d_][\w' -]{0,30}?[*_]{0,2} ?:)[^,;])*"
 )
 """A label's value that is an amount, after the change it labels: "Refund issued: $54.04",
-"Total refunded \u2192 $54.04", its words up to the clause's end or a dash or bar set off by
-spaces, where the line's next field starts ("Refund: $35.00 \u2014 Store credit: $5.00")."""
+"Total refunded \u2192 $54.04", its words up to the clause's end, a dash or bar set off by
+spaces, or another label after the amount, where the line's next field starts ("Refund:
+$35.00 \u2014 Store credit: $5.00", "Refund: $35.00 Store credit: $5.00")."""
 _LABEL_NONE = re.compile(
     rf" ?{_LABEL_MARK} ?(?:(?:no|none|nothing|n/a|not yet|nil)"
     r"(?=\W*$|\W*[,;(\u2014\u2013])"
@@ -4048,18 +4057,20 @@ def _money_back_kind(sentence: str, end: int) -> str:
 
 
 _CHANGE_LABEL = re.compile(
-    r"(?:^|(?<=\| )|(?<= [\u2014\u2013] ))[\W_]*(?:(?:your|total|full|partial) )?(?:"
+    r"(?:^|(?<=\| )|(?<= [\u2014\u2013] )|(?<=[\d*_)] ))[\W_]*"
+    r"(?:(?:your|total|full|partial) )?(?:"
     r"(?P<refund>(?:(?:card|gift card) )?refund(?: amount| total)?|amount of refund)"
     r"|(?P<credit>(?:(?:store|account|goodwill|courtesy|shop) )?credit"
     r"(?: amount| total| added| applied| issued)?|gift card(?: credit)?)"
     r"|(?P<exchange>exchange|replacement|swap)|(?P<cancel>cancell?ation))"
-    rf"(?= ?{_LABEL_MARK})"
+    rf"(?= ?(?:{_LABEL_MARK}|\| ?[*_]{{0,2}}(?:\$ ?\d|\d)))"
 )
 """A change's noun laid out as a label at the start of a line or a cell, its value with no
 verb: an amount of a refund or of credit ("Refund: $22.00 to Visa", "Refund amount: $22.00",
-"Store credit \u2014 $10.00", "Gift card: $25.00"), what an exchange or a cancellation is of
-("Exchange: hoodie (size L)", "Cancellation: O-1009"). Not a label of another thing
-("Refund policy:", "Store credit balance:", "Current store credit:")."""
+"Store credit \u2014 $10.00", "Gift card: $25.00", a table's row "| Refund | $22.00 |"), what
+an exchange or a cancellation is of ("Exchange: hoodie (size L)", "Cancellation: O-1009").
+Not a label of another thing ("Refund policy:", "Store credit balance:", "Current store
+credit:")."""
 _LABEL_THING = re.compile(rf" ?{_LABEL_MARK} ?[^,;]*?[^\W_][^,;]*")
 """A label's value that names something, after the change it labels: "Exchange: hoodie (size
 L)", its words up to the clause's end."""
@@ -4096,7 +4107,7 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
 
 
 _LABEL_BALANCE_FIELD = re.compile(
-    rf" [\u2014\u2013|] [\W_]{{0,4}}(?:[\w-]+ ){{0,3}}balance[*_]{{0,2}} ?{_LABEL_MARK}"
+    rf"{_LABEL_FIELD_BREAK}[\W_]{{0,4}}(?:[\w-]+ ){{0,3}}balance[*_]{{0,2}} ?{_LABEL_MONEY_MARK}"
 )
 """A balance's label set off mid-line, where the field before it ends: "Refund: $35.00 \u2014
 Store credit balance: $5.00" (as :func:`_balances_labelled` reads a balance shown)."""
@@ -4144,19 +4155,24 @@ def _labels_in_line(sentence: str) -> list[re.Match[str]]:
     return labels
 
 
-_LABEL_SET_OFF = re.compile(r" [\u2014\u2013] (?=[\W_]{0,4}[^\W\d_])")
-"""A dash set off by spaces, between the fields of a line: "Order O-1001 \u2014 Refund: ..."."""
+_LABEL_SET_OFF = re.compile(rf"{_LABEL_FIELD_BREAK}(?=[\W_]{{0,4}}[^\W\d_])")
+"""Where a line's next field starts (:data:`_LABEL_FIELD_BREAK`): "Order O-1001 \u2014 Refund:
+...", "Refund: $35.00 | Store credit: ...", "Refund: $35.00 Store credit: ..."."""
 
 
 def _label_mid_line(sentence: str, at: int = 0) -> re.Match[str] | None:
     """A change's label after a dash set off between a line's fields, as a table's bar sets
     off a cell (:data:`_LABEL_SET_OFF`), the first from *at* on: "Refund" in "Order O-1001
-    \u2014 Refund: $22.00". None after words from *at* that state no change made ("Not
-    possible \u2014 Refund: ...", "Options \u2014 ...", "If approved \u2014 ...")."""
+    \u2014 Refund: $22.00". None after words opening the line (*at* 0) that state no change
+    made ("Not possible \u2014 Refund: ...", "Options \u2014 ...", "If approved \u2014 ...");
+    after a label (*at* its end), its field's words are its own ("Refund: $22.00 (pending)
+    \u2014 Credit: $5.00" lays out a credit)."""
     for dash in _LABEL_SET_OFF.finditer(sentence, at):
         label = _CHANGE_LABEL.match(sentence, dash.end())
         if label is not None:
-            before = sentence[at : dash.start()]
+            if at:
+                return label
+            before = sentence[: dash.start()]
             stated = (_UNSTATED, _FUTURE, _NEGATION, _LABEL_OFFERED, _LAID_UNDONE)
             return None if any(words.search(before) for words in stated) else label
     return None
@@ -4455,15 +4471,15 @@ def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
 
 
 _CREDIT_BALANCE_LABEL = re.compile(
-    r"(?im)(?:^|(?<=\|)|(?<= [\u2014\u2013] ))"
+    r"(?im)(?:^|(?<=\|)|(?<= [\u2014\u2013] )|(?<=[\d*_)] ))"
     r"(?P<label>[^\w\n|]{0,12}(?:(?:your|current) )?(?:(?:store|account|shop) )?credit"
     r"|[^\w\n|]{0,12}(?:your )?gift card)"
-    rf"(?P<value>[*_]*[ \t]*{_LABEL_MARK}[ \t]*[*_]*[ \t]*"
+    rf"(?P<value>[*_]*[ \t]*{_LABEL_MONEY_MARK}[ \t]*[*_]*[ \t]*"
     r"(?:\$ ?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)? ?(?:usd|dollars?)\b)[*_ \t.]*)(?=$|\|)"
 )
 """A line (or a cell, or a field after a dash set off) that is only a credit's label and an
 amount: "Store credit: $5.00", "**Gift card:** $40.00", "| Credit \u2014 $5.00 |", "Refund: $35.00
-\u2014 Store credit: $5.00"; no word after the amount."""
+\u2014 Store credit: $5.00", "Refund: $35.00 Store credit: $5.00"; no word after the amount."""
 _CREDIT_BALANCE_KEYS = ("store_credit_cents", "balance_cents")
 """The fields of a tool's output that show a balance the customer holds."""
 
