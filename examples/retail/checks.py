@@ -3258,8 +3258,8 @@ def _history_dropped(sentence: str) -> str:
     clause ("Last year, ...") is said of it."""
     if _HISTORY_TIME.search(sentence) is None and _HISTORY_ORDER.search(sentence) is None:
         return sentence  # most sentences
-    cuts = [at for found in _CLAUSE_BREAK.finditer(sentence) for at in found.span()]
-    spans = list(zip([0, *cuts[1::2]], [*cuts[::2], len(sentence)], strict=True))
+    breaks = [at for found in _CLAUSE_BREAK.finditer(sentence) for at in found.span()]
+    spans = list(zip([0, *breaks[1::2]], [*breaks[::2], len(sentence)], strict=True))
     dropped: set[int] = set()
     for at, (start, end) in enumerate(spans):
         clause = sentence[start:end]
@@ -3272,12 +3272,12 @@ def _history_dropped(sentence: str) -> str:
     if not dropped:
         return sentence
     # each dropped clause with the break after it (the last: the break before it)
-    cuts = sorted(
-        (spans[at][0], spans[at + 1][0])
-        if at + 1 < len(spans)
-        else (spans[at - 1][1] if at else 0, len(sentence))
-        for at in dropped
-    )
+    cuts: list[tuple[int, int]] = []
+    for at in sorted(dropped):
+        if at + 1 < len(spans):
+            cuts.append((spans[at][0], spans[at + 1][0]))
+        else:
+            cuts.append((spans[at - 1][1] if at else 0, len(sentence)))
     kept, pos = [], 0
     for start, end in cuts:
         kept.append(sentence[pos : max(pos, start)])
