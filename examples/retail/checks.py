@@ -2017,12 +2017,21 @@ _TICK = re.compile(f"[{_TICKS}]")
 _LABEL_MARK = r"(?:[:=\u2192\u2014\u2013]|-+>|=>|-+(?= ))"
 """What stands between a label and its value: "Refunded: ...", "Refund \u2192 ...", "Refund ->
 ...", "Store credit - ..." (a hyphen with a space after it, not "refund-eligible")."""
+_LABEL_MONEY_MARK = rf"(?:{_LABEL_MARK}|\|)"
+"""What stands between a label and an amount: a label's mark, or a table's bar between the
+label's cell and the amount's ("| Refund | $22.00 |")."""
+_LABEL_FIELD_BREAK = r"(?: [\u2014\u2013|]|(?<=\d)[*_)]{0,2}) "
+"""Where a line's next field may start: after a dash or bar set off by spaces ("Refund: $35.00
+\u2014 Store credit: $5.00", "... | Store credit: ..."), or after an amount ("Refund: $35.00
+Store credit: $5.00")."""
 _LABEL_VALUE = re.compile(
-    rf" ?{_LABEL_MARK} ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)(?:(?! [\u2014\u2013|-] )[^,;])*"
+    rf" ?{_LABEL_MONEY_MARK} ?(?=\$ ?\d|\d[\d.,]* ?(?:usd|dollars?)\b)"
+    r"(?:(?! [\u2014\u2013|-] |(?<=[\d*_)]) [\W_]{0,4}[^\W\d_][\w' -]{0,30}?[*_]{0,2} ?:)[^,;])*"
 )
 """A label's value that is an amount, after the change it labels: "Refund issued: $54.04",
-"Total refunded \u2192 $54.04", its words up to the clause's end or a dash or bar set off by
-spaces, where the line's next field starts ("Refund: $35.00 \u2014 Store credit: $5.00")."""
+"Total refunded \u2192 $54.04", its words up to the clause's end, a dash or bar set off by
+spaces, or another label after the amount, where the line's next field starts ("Refund:
+$35.00 \u2014 Store credit: $5.00", "Refund: $35.00 Store credit: $5.00")."""
 _LABEL_NONE = re.compile(
     rf" ?{_LABEL_MARK} ?(?:(?:no|none|nothing|n/a|not yet|nil)"
     r"(?=\W*$|\W*[,;(\u2014\u2013])"
@@ -3190,14 +3199,102 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(said)
 
 
+_HISTORY_TIME = re.compile(
+    r"(?<!\blike )(?<!\bas )(?<!\bthan )(?<!\bunlike )"
+    r"\b(?:(?:last|past|previous|prior) (?:time|year|month|week|season|summer|winter|spring|fall"
+    r"|autumn|christmas|holidays?|visit|occasion)s?"
+    r"|yesterday|the other day|back then|at the time|in the past|a while back|once before"
+    r"|(?:in|back in|during|on) (?:january|february|march|april|may|june|july|august|september"
+    r"|october|november|december)|in (?:19|20)\d\d)\b"
+)
+"""Words that place what a clause tells at another time than this conversation: "last time",
+"last year's refund", "in March", "yesterday"; not a likeness ("like last time", "as in
+March")."""
+_HISTORY_ORDER = re.compile(
+    r"\b(?:last|previous|prior|past|former|older|old|other) (?:orders?|purchases?|returns?"
+    r"|refunds?|exchanges?|visits?)\b"
+)
+"""Another order or return, which a clause of what the customer got tells of then ("On your
+last order you got $22.00 back", "You were refunded $22.00 for a previous return"); not of
+what the agent did ("I refunded your last order")."""
+_HISTORY_GOT = re.compile(r"\byou (?:(?:also|once|already) )?(?:got|received|were|had)\b")
+_HISTORY_NOW = re.compile(
+    r"\b(?:now|just|today|tonight|this time|right away|currently|will|'ll"
+    r"|(?:have|has|'ve) (?:(?:also|now|just|already|successfully|fully|been) ){0,3}"
+    r"(?:got|gotten|given|sent|paid|put|made|[a-z]+ed)"
+    r"|(?:is|are) (?:(?:now|also|being|fully|safely|all) ){0,3}(?:back|on (?:its|their) way"
+    r"|[a-z]+ed))\b"
+)
+"""Words that tell of now, not of another time: "I've refunded $22.00 to the card you used
+last time", "Last time's $22.00 is back on your Visa"."""
+_HISTORY_SUBJECT_VERB = re.compile(
+    r"\b(?:i|we|you|they|he|she|it)(?: (?:have|had|'ve|were|was))?"
+    r" (?:[a-z]+ed|got|gotten|used|bought|paid|had|made|sent|put|gave|given|took|spent)\b"
+)
+"""A subject and its verb in the past: a second one before a time ("I refunded $22.00 to the
+Visa you used last time") is what the time is said of, not the clause's first verb."""
+
+
+def _of_history(clause: str) -> bool:
+    """Whether *clause* tells of another time than this conversation: a time of its own
+    (:data:`_HISTORY_TIME`), or another order the customer got money on
+    (:data:`_HISTORY_ORDER`), said of its first verb, and no word of now
+    (:data:`_HISTORY_NOW`)."""
+    if _HISTORY_NOW.search(clause):
+        return False
+    time = _HISTORY_TIME.search(clause)
+    if time is None and _HISTORY_GOT.search(clause):
+        time = _HISTORY_ORDER.search(clause)
+    if time is None:
+        return False
+    return len(_HISTORY_SUBJECT_VERB.findall(clause, 0, time.start())) < 2
+
+
+def _history_dropped(sentence: str) -> str:
+    """*sentence* less its clauses (:data:`_CLAUSE_BREAK`) that tell of another time than
+    this conversation (:func:`_of_history`): no change made now, as "You got $22.00 off last
+    time", "In March, we refunded you $10", "You were refunded $22.00 for a previous return"
+    are not; "You've got $22.00 back" and "I refunded $22.00" are read. A time alone before a
+    clause ("Last year, ...") is said of it."""
+    if _HISTORY_TIME.search(sentence) is None and _HISTORY_ORDER.search(sentence) is None:
+        return sentence  # most sentences
+    breaks = [at for found in _CLAUSE_BREAK.finditer(sentence) for at in found.span()]
+    spans = list(zip([0, *breaks[1::2]], [*breaks[::2], len(sentence)], strict=True))
+    dropped: set[int] = set()
+    for at, (start, end) in enumerate(spans):
+        clause = sentence[start:end]
+        if at + 1 < len(spans) and _HISTORY_TIME.fullmatch(clause.strip()):
+            clause += " " + sentence[slice(*spans[at + 1])]  # "In March, we refunded you $10"
+            if _of_history(clause):
+                dropped |= {at, at + 1}
+        elif _of_history(clause):
+            dropped.add(at)
+    if not dropped:
+        return sentence
+    # each dropped clause with the break after it (the last: the break before it)
+    cuts: list[tuple[int, int]] = []
+    for at in sorted(dropped):
+        if at + 1 < len(spans):
+            cuts.append((spans[at][0], spans[at + 1][0]))
+        else:
+            cuts.append((spans[at - 1][1] if at else 0, len(sentence)))
+    kept, pos = [], 0
+    for start, end in cuts:
+        kept.append(sentence[pos : max(pos, start)])
+        pos = max(pos, end)
+    return ("".join(kept) + sentence[pos:]).strip()
+
+
 def _read_sentences(text: str) -> tuple[tuple[str, str], ...]:
     """Each sentence of a message (:func:`_sentences`) and each of its readings a claim is
-    looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`): the one home
-    of what every reader of a claim reads (kept per text, :func:`_sentences_read`)."""
+    looked for in (:func:`_readings`), its anaphors resolved (:func:`_resolved`), less what it
+    tells of another time (:func:`_history_dropped`): the one home of what every reader of a
+    claim reads (kept per text, :func:`_sentences_read`)."""
     read: list[tuple[str, str]] = []
     place, asked = "", False
     for sentence in _sentences(text):
-        read += [(sentence, said) for said in _readings(_resolved(sentence, place, asked))]
+        told = _history_dropped(sentence)
+        read += [(sentence, said) for said in _readings(_resolved(told, place, asked)) if said]
         places = [found[1] for found in _GOODS_PLACE.finditer(sentence) if _a_place(found[1])]
         place = places[-1] if places else place
         asked = _said_back(sentence)
@@ -3960,18 +4057,20 @@ def _money_back_kind(sentence: str, end: int) -> str:
 
 
 _CHANGE_LABEL = re.compile(
-    r"(?:^|(?<=\| )|(?<= [\u2014\u2013] ))[\W_]*(?:(?:your|total|full|partial) )?(?:"
+    r"(?:^|(?<=\| )|(?<= [\u2014\u2013] )|(?<=[\d*_)] ))[\W_]*"
+    r"(?:(?:your|total|full|partial) )?(?:"
     r"(?P<refund>(?:(?:card|gift card) )?refund(?: amount| total)?|amount of refund)"
     r"|(?P<credit>(?:(?:store|account|goodwill|courtesy|shop) )?credit"
     r"(?: amount| total| added| applied| issued)?|gift card(?: credit)?)"
     r"|(?P<exchange>exchange|replacement|swap)|(?P<cancel>cancell?ation))"
-    rf"(?= ?{_LABEL_MARK})"
+    rf"(?= ?(?:{_LABEL_MARK}|\| ?[*_]{{0,2}}(?:\$ ?\d|\d)))"
 )
 """A change's noun laid out as a label at the start of a line or a cell, its value with no
 verb: an amount of a refund or of credit ("Refund: $22.00 to Visa", "Refund amount: $22.00",
-"Store credit \u2014 $10.00", "Gift card: $25.00"), what an exchange or a cancellation is of
-("Exchange: hoodie (size L)", "Cancellation: O-1009"). Not a label of another thing
-("Refund policy:", "Store credit balance:", "Current store credit:")."""
+"Store credit \u2014 $10.00", "Gift card: $25.00", a table's row "| Refund | $22.00 |"), what
+an exchange or a cancellation is of ("Exchange: hoodie (size L)", "Cancellation: O-1009").
+Not a label of another thing ("Refund policy:", "Store credit balance:", "Current store
+credit:")."""
 _LABEL_THING = re.compile(rf" ?{_LABEL_MARK} ?[^,;]*?[^\W_][^,;]*")
 """A label's value that names something, after the change it labels: "Exchange: hoodie (size
 L)", its words up to the clause's end."""
@@ -4008,7 +4107,7 @@ def _change_labelled(sentence: str) -> list[tuple[str, str]]:
 
 
 _LABEL_BALANCE_FIELD = re.compile(
-    rf" [\u2014\u2013|] [\W_]{{0,4}}(?:[\w-]+ ){{0,3}}balance[*_]{{0,2}} ?{_LABEL_MARK}"
+    rf"{_LABEL_FIELD_BREAK}[\W_]{{0,4}}(?:[\w-]+ ){{0,3}}balance[*_]{{0,2}} ?{_LABEL_MONEY_MARK}"
 )
 """A balance's label set off mid-line, where the field before it ends: "Refund: $35.00 \u2014
 Store credit balance: $5.00" (as :func:`_balances_labelled` reads a balance shown)."""
@@ -4056,19 +4155,24 @@ def _labels_in_line(sentence: str) -> list[re.Match[str]]:
     return labels
 
 
-_LABEL_SET_OFF = re.compile(r" [\u2014\u2013] (?=[\W_]{0,4}[^\W\d_])")
-"""A dash set off by spaces, between the fields of a line: "Order O-1001 \u2014 Refund: ..."."""
+_LABEL_SET_OFF = re.compile(rf"{_LABEL_FIELD_BREAK}(?=[\W_]{{0,4}}[^\W\d_])")
+"""Where a line's next field starts (:data:`_LABEL_FIELD_BREAK`): "Order O-1001 \u2014 Refund:
+...", "Refund: $35.00 | Store credit: ...", "Refund: $35.00 Store credit: ..."."""
 
 
 def _label_mid_line(sentence: str, at: int = 0) -> re.Match[str] | None:
     """A change's label after a dash set off between a line's fields, as a table's bar sets
     off a cell (:data:`_LABEL_SET_OFF`), the first from *at* on: "Refund" in "Order O-1001
-    \u2014 Refund: $22.00". None after words from *at* that state no change made ("Not
-    possible \u2014 Refund: ...", "Options \u2014 ...", "If approved \u2014 ...")."""
+    \u2014 Refund: $22.00". None after words opening the line (*at* 0) that state no change
+    made ("Not possible \u2014 Refund: ...", "Options \u2014 ...", "If approved \u2014 ...");
+    after a label (*at* its end), its field's words are its own ("Refund: $22.00 (pending)
+    \u2014 Credit: $5.00" lays out a credit)."""
     for dash in _LABEL_SET_OFF.finditer(sentence, at):
         label = _CHANGE_LABEL.match(sentence, dash.end())
         if label is not None:
-            before = sentence[at : dash.start()]
+            if at:
+                return label
+            before = sentence[: dash.start()]
             stated = (_UNSTATED, _FUTURE, _NEGATION, _LABEL_OFFERED, _LAID_UNDONE)
             return None if any(words.search(before) for words in stated) else label
     return None
@@ -4367,15 +4471,15 @@ def _as_said(trace: list[AgentEvent]) -> list[AgentEvent]:
 
 
 _CREDIT_BALANCE_LABEL = re.compile(
-    r"(?im)(?:^|(?<=\|)|(?<= [\u2014\u2013] ))"
+    r"(?im)(?:^|(?<=\|)|(?<= [\u2014\u2013] )|(?<=[\d*_)] ))"
     r"(?P<label>[^\w\n|]{0,12}(?:(?:your|current) )?(?:(?:store|account|shop) )?credit"
     r"|[^\w\n|]{0,12}(?:your )?gift card)"
-    rf"(?P<value>[*_]*[ \t]*{_LABEL_MARK}[ \t]*[*_]*[ \t]*"
+    rf"(?P<value>[*_]*[ \t]*{_LABEL_MONEY_MARK}[ \t]*[*_]*[ \t]*"
     r"(?:\$ ?\d[\d,]*(?:\.\d\d)?|\d[\d,]*(?:\.\d\d)? ?(?:usd|dollars?)\b)[*_ \t.]*)(?=$|\|)"
 )
 """A line (or a cell, or a field after a dash set off) that is only a credit's label and an
 amount: "Store credit: $5.00", "**Gift card:** $40.00", "| Credit \u2014 $5.00 |", "Refund: $35.00
-\u2014 Store credit: $5.00"; no word after the amount."""
+\u2014 Store credit: $5.00", "Refund: $35.00 Store credit: $5.00"; no word after the amount."""
 _CREDIT_BALANCE_KEYS = ("store_credit_cents", "balance_cents")
 """The fields of a tool's output that show a balance the customer holds."""
 
