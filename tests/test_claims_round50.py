@@ -205,16 +205,16 @@ ROW = "| Address: 200 W Adams St | Refunded: $0.00 | Shipping address \u2192 265
 
 
 def _read(size: int) -> float:
-    """The seconds the readers of the laid-out layouts take on a reply of *size* characters
+    """The CPU seconds the readers of the laid-out layouts take on a reply of *size* characters
     of labelled cells in one sentence, the least of three runs."""
     text = (ROW * (size // len(ROW) + 1))[:size]
     places = CHECKS._Places(frozenset({"200 W ADAMS ST"}), frozenset())
     times = []
     for _ in range(3):
-        started = time.perf_counter()
+        started = time.process_time()
         CHECKS._goods_claims(text, places)
         CHECKS._claims(text)
-        times.append(time.perf_counter() - started)
+        times.append(time.process_time() - started)
     return min(times)
 
 
