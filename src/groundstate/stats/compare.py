@@ -38,6 +38,7 @@ from groundstate.stats.intervals import (
     agresti_coull,
     bootstrap_blocks,
     bootstrap_ks,
+    check_draws,
     coherent_curve,
     exact_mean,
     floored_p,
@@ -57,6 +58,7 @@ from groundstate.stats.outcomes import (
     TaskCounts,
     View,
     _Record,
+    check_whole,
     pass_curves,
     task_counts,
 )
@@ -179,7 +181,15 @@ class Comparison(_Record):
 
 
 def fisher_p(a_c: int, a_n: int, b_c: int, b_n: int) -> float:
-    """Two-sided Fisher exact p-value of successes a_c / a_n against b_c / b_n."""
+    """Two-sided Fisher exact p-value of successes a_c / a_n against b_c / b_n.
+
+    Counts that are no counts are refused: 3 successes of 2 gave p = 1e-300, as if the
+    tables differed beyond doubt."""
+    for side, c, n in (("a", a_c, a_n), ("b", b_c, b_n)):
+        check_whole(f"{side}_c", c, 0)
+        check_whole(f"{side}_n", n, 0)
+        if c > n:
+            raise ValueError(f"{side}: {c} successes of {n} attempts")
     return float(fisher_ps([a_c], [a_n], [b_c], [b_n])[0])
 
 
@@ -253,6 +263,9 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     m = len(p_values)
     if m == 0:
         return []
+    checked = np.asarray(p_values, dtype=np.float64)
+    if not ((checked >= 0) & (checked <= 1)).all():  # NaN too: a NaN made every q NaN
+        raise ValueError(f"p-values must lie in [0, 1], got {list(p_values)[:5]!r}")
     order = np.argsort(p_values, kind="stable")
     ranked = np.asarray(p_values, dtype=np.float64)[order] * m / np.arange(1, m + 1)
     adjusted = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
@@ -360,6 +373,7 @@ def compare_counts(
     into without an object per attempt)."""
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must lie strictly between 0 and 1, got {fdr}")
+    check_draws(seed, n_boot)
     counts = {v: (_by_id(a_counts[v]), _by_id(b_counts[v])) for v in VIEWS}
     a, b = counts["valid"]
     shared = sorted(a.keys() & b.keys())

@@ -42,7 +42,7 @@ import numpy.typing as npt
 from scipy import special
 
 from groundstate.rounding import SMALLEST_P, decimals, faithful, significant
-from groundstate.stats.outcomes import FloatArray, _Record, exact_value
+from groundstate.stats.outcomes import FloatArray, _Record, check_whole, exact_value
 
 CONFIDENCE = 0.95
 LEVEL = (0.0, 1.0)
@@ -694,11 +694,18 @@ def bootstrap_blocks(
     return out
 
 
+def check_draws(seed: int, n_boot: int) -> None:
+    """Refuse a seed or a number of resamples that is no count (0 resamples: none drawn)."""
+    check_whole("seed", seed, 0)
+    check_whole("n_boot", n_boot, 0)
+
+
 def bootstrap_interval(
     values: Sequence[float], weights: Sequence[float], *, seed: int = 0, n_boot: int = 2000
 ) -> tuple[float, float]:
     """Percentile 95% interval of one weighted mean when whole tasks are resampled."""
-    if not values:
+    check_draws(seed, n_boot)
+    if not values or n_boot < 1:
         raise ValueError(f"need at least one task value and n_boot >= 1, got n_boot={n_boot}")
     column = np.asarray(values, dtype=np.float64)[:, None]
     w = np.asarray(weights, dtype=np.float64)[:, None]

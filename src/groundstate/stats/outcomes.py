@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -13,6 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 View = Literal["valid", "strict"]
+INVALID_PREFIXES = ("environment_failure", "grader_failure")
+"""The terminal reasons of an invalid attempt (``groundstate.records.INVALID_REASONS``)."""
 VIEWS: tuple[View, ...] = ("valid", "strict")
 HORIZON_BUCKETS: tuple[str, ...] = ("1-3", "4-7", "8-12", "13+", "unknown")
 _BUCKET_UPPER_BOUNDS: tuple[tuple[int, str], ...] = ((3, "1-3"), (7, "4-7"), (12, "8-12"))
@@ -29,8 +32,9 @@ class Outcome:
     success: bool
     valid: bool = True
     """False for environment_failure / grader_failure attempts."""
-    terminal_reason: str = "success"
-    """E.g. ``"agent_failure/step_limit"``, ``"environment_failure"``."""
+    terminal_reason: str = ""
+    """E.g. ``"agent_failure/step_limit"``, ``"environment_failure"``; empty: the reason
+    *success* and *valid* imply (``success``, ``agent_failure``, ``environment_failure``)."""
     weight: float = 1.0
     """Declared task weight."""
     slice_labels: tuple[str, ...] = ()
@@ -44,6 +48,73 @@ class Outcome:
     """Empty when the task is unversioned (e.g. an import without revisions)."""
     partial_score: float | None = None
     """The rubric's partial credit in [0, 1], if the task has a rubric."""
+
+    def __post_init__(self) -> None:
+        """Refuse a field of the wrong type or an outcome that contradicts itself, naming it,
+        and give an outcome without a terminal reason the one it implies. Until the
+        fifty-sixth round ``success="false"`` counted as a success (numpy reads text as
+        true), ``success=None`` raised a ``TypeError`` from a sum, and a failure given no
+        reason was counted in ``terminal_reasons`` as ``success`` (the old default)."""
+        self._check_types()
+        if not self.terminal_reason:
+            object.__setattr__(self, "terminal_reason", self._implied_reason())
+        self._check_reason()
+
+    def _check_types(self) -> None:
+        if not isinstance(self.task_id, str):
+            raise ValueError(f"an outcome's task_id must be text, got {self.task_id!r}")
+        if type(self.attempt) is not int and not _integer(self.attempt):
+            raise ValueError(f"task {self.task_id!r}: attempt must be an integer, "
+                             f"got {self.attempt!r}")  # fmt: skip
+        for name in ("success", "valid"):
+            if type(getattr(self, name)) not in _TRUTH_TYPES:
+                raise ValueError(f"{self._where()}: {name} must be True or False, "
+                                 f"got {getattr(self, name)!r}")  # fmt: skip
+        if not isinstance(self.terminal_reason, str):
+            raise ValueError(f"{self._where()}: terminal_reason must be text, "
+                             f"got {self.terminal_reason!r}")  # fmt: skip
+        for name in ("weight", "cost", "latency", "partial_score"):
+            value = getattr(self, name)
+            if value is None and name != "weight":
+                continue
+            if not _real(value) or value != value:  # NaN: None says "not known"
+                raise ValueError(f"{self._where()}: {name} must be a number, got {value!r}")
+
+    def _where(self) -> str:
+        return f"task {self.task_id!r} attempt {self.attempt}"
+
+    def _implied_reason(self) -> str:
+        if not self.valid:
+            return INVALID_PREFIXES[0]
+        return "success" if self.success else "agent_failure"
+
+    def _check_reason(self) -> None:
+        """An invalid attempt's reason is an environment or grader failure and a valid
+        one's is not: the invalid counts by reason are read from the reason and every
+        other figure from *valid*, so an outcome that contradicts itself made them disagree
+        (an invalid attempt counted as invalid "by reason" ``success``)."""
+        reason = self.terminal_reason
+        if (reason.split("/", 1)[0] in INVALID_PREFIXES) == self.valid:
+            raise ValueError(
+                f"{self._where()}: valid={bool(self.valid)} contradicts terminal_reason "
+                f"{reason!r} (invalid: {' or '.join(INVALID_PREFIXES)})"
+            )
+
+
+_TRUTH_TYPES = (bool, np.bool_)
+
+
+def _integer(value: Any) -> bool:
+    """An integer (numpy's too) that is not a truth value."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, _TRUTH_TYPES)
+
+
+def _real(value: Any) -> bool:
+    """A real number (numpy's too) that is not a truth value: text such as "1" was read
+    as 1.0."""
+    return type(value) in (float, int) or (
+        isinstance(value, numbers.Real) and not isinstance(value, _TRUTH_TYPES)
+    )
 
 
 @dataclass(frozen=True)
@@ -105,7 +176,18 @@ class TaskCounts(_Record):
 # --- per-task estimators -------------------------------------------------------------------
 
 
+def check_whole(name: str, value: Any, least: int) -> None:
+    """Refuse *value* unless it is an integer (not a truth value) of at least *least*,
+    naming *name*: a k of 2.0 ended in numpy's IndexError, a seed of -1 in numpy's
+    "expected non-negative integer", and an n_boot of -1 silently drew nothing."""
+    if not _integer(value) or value < least:
+        raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+
+
 def _check_nck(n: int, c: int, k: int) -> None:
+    for name, value in (("n", n), ("c", c), ("k", k)):
+        if not _integer(value):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
     if not 0 <= c <= n:
         raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
     if not 1 <= k <= n:
@@ -168,10 +250,14 @@ def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArr
     (``log1p``/``expm1``): 1 minus a product near 1 would cancel, leaving a pass@k of
     2e-6 (one success in 500,000 attempts) with only five correct digits.
     A task with fewer than k attempts has no value there: NaN. At k = 1 both are c/n
-    rounded once, the float the success rate is.
+    rounded once, the float the success rate is. Counts that are no counts (c above n, a
+    negative n) are refused: they gave a pass@1 of 1.5.
     """
+    check_whole("kmax", kmax, 0)
     ns = np.asarray(n, dtype=np.float64)[:, None]
     cs = np.asarray(c, dtype=np.float64)[:, None]
+    if ns.shape != cs.shape or not ((cs >= 0) & (cs <= ns) & (cs % 1 == 0) & (ns % 1 == 0)).all():
+        raise ValueError("pass_curves needs one whole count c with 0 <= c <= n per task")
     j = np.arange(max(kmax, 0), dtype=np.float64)[None, :]
     # In place where possible: for 10,000 tasks and k up to 100 each temporary is 8 MB.
     safe = ns - j

@@ -19,6 +19,7 @@ from groundstate.stats.intervals import (
     Estimate,
     bootstrap_blocks,
     bootstrap_ks,
+    check_draws,
     coherent_curve,
     exact_mean,
     make_estimate,
@@ -34,6 +35,7 @@ from groundstate.stats.outcomes import (
     TaskCounts,
     View,
     _Record,
+    check_whole,
     horizon_bucket,
     pass_curves,
     supported_k,
@@ -203,6 +205,7 @@ class _Columns:
 
 
 def _check_k(counts: Sequence[TaskCounts], k: int) -> None:
+    check_whole("k", k, 1)
     kmax = supported_k(counts)
     if not 1 <= k <= kmax:
         raise ValueError(f"k={k} outside 1..{kmax}: every task needs at least k counted attempts")
@@ -327,8 +330,9 @@ def summarize_views(
     k_over_supporting: bool = False,
 ) -> dict[str, ViewSummary]:
     """Both views from per-task counts; suite values of both share one bootstrap draw."""
-    if max_k is not None and max_k < 1:
-        raise ValueError(f"max_k must be at least 1, got {max_k}")
+    if max_k is not None:
+        check_whole("max_k", max_k, 1)
+    check_draws(seed, n_boot)
     columns, kmaxes = {}, {}
     for view, view_counts in counts.items():
         # The curves run to the common k (a task of 100,000 attempts beside 100 of 2 made a
@@ -488,6 +492,8 @@ def invalid_stats(invalid_reasons: Mapping[str, int], total: int) -> InvalidStat
         reasons[reason.split("/", 1)[0]] += count
     by_reason = dict(sorted(reasons.items()))
     count = sum(by_reason.values())
+    if count > total:
+        raise ValueError(f"{count} invalid attempts of {total}: more than were counted")
     rates = {reason: c / total for reason, c in by_reason.items()}
     return InvalidStats(count, count / total if total else 0.0, by_reason, rates)
 
