@@ -1,0 +1,125 @@
+"""A policy reviewer's near misses of consent, fifty-sixth round: a person opening a sentence
+before what a thing does, another item in a state of its own named in the question, and a
+long reply of one short piece.
+
+- "Mark will arrive shortly." ... "Shall I refund the hoodie?" "Yes, Mark" was a correction
+  (as "Mark is on his way", "Mark has arrived", "Sam is on his way"): a word opening a
+  sentence before what a thing does, or before "is", "has" or a verb with no modal, was read
+  as an item. A subject opening a sentence is a person's when it is a given name (one that is
+  a word, a brand or a thing as well too: "Mark", "Jordan", "Rose") or a person's pronoun
+  takes it up in its clause ("... on his way"); a thing ("Shirt will arrive shortly", "Shirt
+  is on its way") stays an item, and a name the conversation says as an item elsewhere ("I
+  bought Jordan shoes") stays a correction.
+- "The shirt is on backorder. Shall I refund the hoodie?" "Yes, the shirt" confirmed: only an
+  item shipping, arriving or out of stock was another item of the question. An item in a
+  state of its own (on backorder, damaged, lost, not eligible, final sale, already refunded,
+  on its way) is another item too: a correction.
+- A user's reply of 99,000 characters of "ok " or ", " took about a second for each
+  `confirmed` constraint: ... (see section 3).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_consent_round53 import _confirms, _corrects
+
+HOODIE = "Shall I refund the hoodie?"
+BOUGHT = "I bought a shirt and a hoodie"
+
+# --- 1. a person opening a sentence before what a thing does -----------------------------------
+
+A_PERSON_COMING = [
+    "Mark will arrive shortly.",
+    "Mark arrives shortly.",
+    "Mark is on his way.",
+    "Thanks! Mark's on his way.",
+    "Mark has arrived.",
+    "Mark should arrive soon.",
+    "Mark will arrive in 10 minutes.",
+    "mark will arrive shortly.",
+    "Jordan will arrive shortly.",
+    "Rose will arrive shortly, ok?",
+    "Sam is on his way.",
+    "John has arrived.",
+    "Dash will come by and he will help.",
+]
+
+
+@pytest.mark.parametrize("said", A_PERSON_COMING)
+@pytest.mark.parametrize("shape", ["Yes, {}", "{}, yes", "Yes, thanks {}"])
+def test_a_person_coming_is_a_person(said: str, shape: str) -> None:
+    name = said.removeprefix("Thanks! ").split()[0].split("'")[0].capitalize()
+    for messages in ([BOUGHT, said + " " + HOODIE], ["I bought a hoodie", said, "ok", HOODIE]):
+        _confirms(messages, shape.format(name), item="hoodie")
+
+
+A_THING_COMING = [
+    "Shirt will arrive shortly.",
+    "Shirt arrives shortly.",
+    "Shirt is on its way.",
+    "Shirt has arrived.",
+    "shirt should arrive soon.",
+    "Shirt will arrive shortly and it will fit him.",
+    "Shirt is on its way to him.",
+]
+
+
+@pytest.mark.parametrize("said", A_THING_COMING)
+@pytest.mark.parametrize("answer", ["Yes, Shirt", "Shirt, yes", "Yes, the shirt"])
+def test_a_thing_coming_is_still_an_item(said: str, answer: str) -> None:
+    _corrects([BOUGHT, said + " " + HOODIE], answer, item="hoodie")
+    _corrects(["I bought a hoodie", said, "ok", HOODIE], answer, item="hoodie")
+
+
+@pytest.mark.parametrize(
+    ("request_", "said", "name"),
+    [
+        ("I bought Jordan shoes and a hoodie", "Jordan will arrive shortly.", "Jordan"),
+        ("I bought a hoodie", "Jordan shoes will arrive shortly.", "Jordan"),
+        ("I bought a hoodie and the Rose candle", "Rose will arrive shortly.", "Rose"),
+        ("I bought a hoodie", "Your Jordan sneakers shipped. Jordan will arrive.", "Jordan"),
+    ],
+)
+def test_a_name_said_as_an_item_elsewhere_is_still_an_item(
+    request_: str, said: str, name: str
+) -> None:
+    _corrects([request_, said + " " + HOODIE], f"Yes, {name}", item="hoodie")
+
+
+# --- 2. another item in a state of its own named in the question -------------------------------
+
+IN_A_STATE = [
+    "The shirt is on backorder. " + HOODIE,
+    "The shirt is currently backordered. " + HOODIE,
+    "The shirt was already refunded. " + HOODIE,
+    "The shirt isn't eligible. " + HOODIE,
+    "The shirt is final sale. " + HOODIE,
+    "the shirts are on their way. " + HOODIE,
+    "Your shirt was lost in transit, so " + HOODIE.lower(),
+    HOODIE + " The shirt is damaged.",
+]
+
+
+@pytest.mark.parametrize("question", IN_A_STATE)
+@pytest.mark.parametrize("answer", ["Yes, the shirt", "Yes, the shirt.", "yes the shirt please"])
+def test_another_item_in_a_state_in_the_question_corrects(question: str, answer: str) -> None:
+    _corrects(["I bought a hoodie", question], answer, item="hoodie")
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("The shirt is on backorder. " + HOODIE, "Yes"),
+        ("The shirt is on backorder. " + HOODIE, "Yes, the hoodie"),
+        ("The hoodie is damaged. " + HOODIE, "Yes, the hoodie"),
+        ("Your refund is delayed. " + HOODIE, "Yes, the refund"),
+        ("Your refund will be returned to your card. " + HOODIE, "Yes, the card"),
+        ("The label will arrive by email. " + HOODIE, "Yes, the label"),
+        ("Your package will ship back free. " + HOODIE, "Yes, the package"),
+        ("Your receipt was emailed. " + HOODIE, "Yes, the receipt"),
+        ("Shall I refund the hoodie? Your refund policy allows it.", "Yes, policy"),
+    ],
+)
+def test_a_word_of_the_question_about_the_change_still_confirms(question: str, answer: str) -> None:
+    _confirms(["I bought a hoodie", question], answer, item="hoodie")
