@@ -14,15 +14,22 @@ long reply of one short piece.
   item shipping, arriving or out of stock was another item of the question. An item in a
   state of its own (on backorder, damaged, lost, not eligible, final sale, already refunded,
   on its way) is another item too: a correction.
-- A user's reply of 99,000 characters of "ok " or ", " took about a second for each
-  `confirmed` constraint: ... (see section 3).
+- A user's reply of 99,000 characters of "ok " or ", " cost 0.2 to 0.4 s for each `confirmed`
+  constraint after the first: the reply was normalised again some twenty times for each (a
+  text past 4,096 characters was kept by no memo). The last few long replies are kept now;
+  the default yes and no patterns are searched once for all the constraints of a task.
 """
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from groundstate.grading.constraints import evaluate_constraints
+
 from .test_consent_round53 import _confirms, _corrects
+from .trace_builder import Trace, constraint
 
 HOODIE = "Shall I refund the hoodie?"
 BOUGHT = "I bought a shirt and a hoodie"
@@ -123,3 +130,37 @@ def test_another_item_in_a_state_in_the_question_corrects(question: str, answer:
 )
 def test_a_word_of_the_question_about_the_change_still_confirms(question: str, answer: str) -> None:
     _confirms(["I bought a hoodie", question], answer, item="hoodie")
+
+
+# --- 3. a long reply of one short piece, read for several constraints ---------------------------
+
+RULES = [
+    constraint(
+        id=f"confirm-{at}",
+        confirmed={"change": {"tool": "refund", "ok": True}, "names": ["args.item"]},
+    )
+    for at in range(6)
+]
+
+
+def _long_reply(answer: str) -> list:
+    trace = Trace(BOUGHT)
+    trace.agent(HOODIE)
+    trace.user(answer)
+    trace.call("refund", {"item": "hoodie", "amount": 22, "method": "Visa"})
+    return trace.events
+
+
+@pytest.mark.parametrize("piece", ["ok ", ", ", "| ", "Yes, ", "\n- ", '{"', "**", ": "])
+@pytest.mark.parametrize("opening", ["", "Yes, "])
+def test_a_long_reply_costs_little_for_each_further_constraint(piece: str, opening: str) -> None:
+    events = _long_reply(opening + piece * (99_000 // len(piece)))
+    started = time.process_time()
+    one = evaluate_constraints(RULES[:1], events)
+    first = time.process_time() - started
+    started = time.process_time()
+    every = evaluate_constraints(RULES, events)
+    assert time.process_time() - started < first + 5 * 0.6  # each further one well under 0.6 s
+    assert first < 5.0
+    assert all(result.error is None for result in [*one, *every])
+    assert {result.passed for result in every} == {one[0].passed}
