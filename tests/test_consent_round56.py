@@ -164,3 +164,71 @@ def test_a_long_reply_costs_little_for_each_further_constraint(piece: str, openi
     assert first < 5.0
     assert all(result.error is None for result in [*one, *every])
     assert {result.passed for result in every} == {one[0].passed}
+
+
+# --- 4. a yes quoted in a question -------------------------------------------------------------
+
+AMOUNT_RULE = constraint(
+    id="confirm-amount",
+    confirmed={"change": {"tool": "refund", "ok": True}, "names": ["args.item", "args.amount"]},
+)
+ASKED = "Shall I refund $32 for the hoodie?"
+
+
+def _confirmed(answer: str, question: str = ASKED) -> bool:
+    trace = Trace("I bought a hoodie")
+    trace.agent(question)
+    trace.user(answer)
+    result = trace.call("refund", {"item": "hoodie", "amount": 32}).check(AMOUNT_RULE)
+    assert result.error is None
+    return result.passed
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'Why did you write "yes, refund it"?',
+        'What do you mean by "yes"?',
+        'You wrote "go ahead" for me?',
+        'Where did "yes, go ahead" come from?',
+        'Did you say "yes"?',
+        "did you say 'yes'?",
+        "Who typed \u201cyes, please do\u201d here?",
+    ],
+)
+def test_a_yes_quoted_in_a_question_is_no_yes(answer: str) -> None:
+    assert not _confirmed(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '"Yes, refund it."',
+        'Yes, as you said, "go ahead".',
+        'Yes. My answer is "yes".',
+        'I say "yes"!',
+        'Yes \u2014 why did you write "refund"?',
+        "Yes, go ahead, it's the 'hoodie' one, isn't it?",
+        'Yes, go ahead. Is "refund" the right word?',
+        "yes",
+    ],
+)
+def test_a_yes_of_ones_own_beside_a_quote_still_confirms(answer: str) -> None:
+    assert _confirmed(answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [("Shall I refund $22 for the hoodie?", "yes"), (ASKED, "yes if it's free")],
+)
+def test_a_yes_to_another_amount_or_with_a_condition_is_no_yes(question: str, answer: str) -> None:
+    assert not _confirmed(answer, question)
+
+
+@pytest.mark.parametrize("piece", ['"a" ', '"yes"? ', "'", '"', "? "])
+def test_a_long_reply_of_quotes_is_read_in_linear_time(piece: str) -> None:
+    text = piece * (99_000 // len(piece))
+    started = time.process_time()
+    _confirmed("Yes, " + text)
+    _confirmed(text)
+    assert time.process_time() - started < 8.0

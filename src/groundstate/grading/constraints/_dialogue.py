@@ -831,7 +831,17 @@ def _unquoted(reply: str, asked: str, plain_yes: Callable[[str], bool]) -> str:
         said = sentence.rstrip(".!?")
         if len(said.split()) >= 3 and said in reply and not plain_yes(sentence):
             reply = reply.replace(said, " ")
-    return reply
+    # words quoted in a question are asked about, not said ('Why did you write "yes, refund
+    # it"?', 'What do you mean by "yes"?'): no yes of the user's
+    return _QUOTED_IN_QUESTION.sub(" ", reply) if "?" in reply else reply
+
+
+# A quotation (in double quotes, or single ones no letter stands against: not "don't") of up
+# to 120 characters, in a sentence that ends in a question mark within 60 characters after it.
+_QUOTED_IN_QUESTION = re.compile(
+    r"(?:\"[^\"\u201c\u201d.!?]{1,120}[\"\u201d]|\u201c[^\"\u201c\u201d.!?]{1,120}[\"\u201d]"
+    r"|(?<![\w'])'[^'.!?]{1,120}'(?![\w']))(?=[^.!?]{0,60}\?)"
+)
 
 
 def _track_second_thoughts(
