@@ -350,7 +350,8 @@ way ("The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shir
 arriving at a desk ("Mark should arrive at the desk soon" ... "Yes, Mark") is no item; 116: a
 given name or a word "his" takes up opening a sentence is a person ("Mark will arrive shortly",
 "Sam is on his way" ... "Yes, Mark"), and an item the question says in a state of its own ("The
-shirt is on backorder" ... "Yes, the shirt" to the hoodie) another item."""
+shirt is on backorder" ... "Yes, the shirt" to the hoodie) another item; words quoted in a question
+are no yes ('Why did you write "yes, refund it"?')."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
