@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 116
+VALIDATOR_REVISION = 117
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -350,7 +350,11 @@ way ("The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shir
 arriving at a desk ("Mark should arrive at the desk soon" ... "Yes, Mark") is no item; 116: money
 back told of another time ("You got $22.00 off last time", "In March, we refunded you $10") is no
 claim, a line's next label after an amount or a bar ("Refund: $35.00 Store credit: $5.00") and a
-table's row ("| Refund | $22.00 |") are read."""
+table's row ("| Refund | $22.00 |") are read; 117: a given name or a word "his" takes up opening a
+sentence is a person ("Mark will arrive shortly", "Sam is on his way" ... "Yes, Mark"), and an item
+the question says in a state of its own ("The shirt is on backorder" ... "Yes, the shirt" to the
+hoodie) another item; words quoted in a question are no yes ('Why did you write "yes, refund
+it"?')."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

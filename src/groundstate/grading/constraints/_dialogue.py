@@ -831,7 +831,17 @@ def _unquoted(reply: str, asked: str, plain_yes: Callable[[str], bool]) -> str:
         said = sentence.rstrip(".!?")
         if len(said.split()) >= 3 and said in reply and not plain_yes(sentence):
             reply = reply.replace(said, " ")
-    return reply
+    # words quoted in a question are asked about, not said ('Why did you write "yes, refund
+    # it"?', 'What do you mean by "yes"?'): no yes of the user's
+    return _QUOTED_IN_QUESTION.sub(" ", reply) if "?" in reply else reply
+
+
+# A quotation (in double quotes, or single ones no letter stands against: not "don't") of up
+# to 120 characters, in a sentence that ends in a question mark within 60 characters after it.
+_QUOTED_IN_QUESTION = re.compile(
+    r"(?:\"[^\"\u201c\u201d.!?]{1,120}[\"\u201d]|\u201c[^\"\u201c\u201d.!?]{1,120}[\"\u201d]"
+    r"|(?<![\w'])'[^'.!?]{1,120}'(?![\w']))(?=[^.!?]{0,60}\?)"
+)
 
 
 def _track_second_thoughts(
@@ -3214,13 +3224,19 @@ def _shipping_in(thing: list[str], question: str, known: set[str]) -> bool:
     return any(found["word"] in forms for found in _SHIPPING_ITEM.finditer(question))
 
 
-# An item on its way, out of stock or back ("the shirt will ship", "shirts have shipped", "the
-# hat is out of stock"), not a message ("the label will arrive by email").
+# An item on its way, out of stock, back or in a state of its own ("the shirt will ship",
+# "shirts have shipped", "the hat is out of stock", "the shirt is on backorder", "the shirt is
+# damaged", "the shirt was already refunded", "the shirt isn't eligible"), not a message ("the
+# label will arrive by email").
 _SHIPPING_ITEM = re.compile(
     r"(?i)(?<![\w'-])(?P<word>[a-z][a-z'-]*) (?:(?:will|would|should|can|may|might|has|have"
-    r"|had|is|was|are|were) )?(?:not )?(?:be |been |already )?(?:ships?|shipped|arrives?"
+    r"|had|is|was|are|were|isn't|wasn't|aren't|weren't|can't|cannot|won't) )?(?:(?:not|already"
+    r"|still|currently|now|also|temporarily) )?(?:be |been )?(?:ships?|shipped|arrives?"
     r"|arrived|deliver(?:s|ed)?|dispatch(?:es|ed)?|out of stock|back in stock|sold out"
-    r"|restocked)(?![\w'-])(?! (?:by e-?mail|via e-?mail|in your inbox)\b)"
+    r"|restocked|on back-? ?order|back-?ordered|delayed|damaged|defective|lost|missing"
+    r"|discontinued|unavailable|in transit|on (?:its|their|the) way|non-?refundable|final sale"
+    r"|(?:not |in)?eligible|refunded|returned|exchanged|cancell?ed|replaced)(?![\w'-])"
+    r"(?! (?:by e-?mail|via e-?mail|in your inbox)\b)"
 )
 
 
@@ -3344,8 +3360,9 @@ def _item_words(text: str) -> frozenset[str]:
     sentence ("Shall I refund it, Sam?"), or given (see :func:`_names_given`: "Sam here.",
     "this is sam", "— Sam from support"), a verb's (see :data:`_NO_ITEM_PLACE`), a noun's kind
     between an article and the noun ("a grace period") or a verb after a plural noun ("prices
-    rose last week"). Each place is read on its own: "Olive here. I see an olive jacket" says
-    "olive" as an item too."""
+    rose last week"), a person's name opening a sentence as its subject ("Mark will arrive
+    shortly", "Sam is on his way": see :func:`_a_person`). Each place is read on its own:
+    "Olive here. I see an olive jacket" says "olive" as an item too."""
     spans = [
         found.span()
         for found in _NAME_WRITTEN.finditer(text)
@@ -3353,6 +3370,7 @@ def _item_words(text: str) -> frozenset[str]:
     ]
     spans += [found.span("name") for found in _giving_names(text)]
     spans += [found.span("word") for place in _NO_ITEM_PLACE for found in place.finditer(text)]
+    spans += [found.span("word") for found in _PERSON_OPENING.finditer(text) if _a_person(found)]
     spans += [
         found.span("word")
         for found in _KIND_BEFORE_A_NOUN.finditer(text)
@@ -3453,6 +3471,40 @@ _NO_ITEM_PLACE = tuple(
         )
     ]
 )
+
+# A word opening a sentence as a subject, before a modal, "be", "have" or a verb a person does
+# ("Mark will arrive shortly", "Sam is on his way", "Mark's here"); the clause after it, up to
+# eight words, is looked at for a person's pronoun ("... and he will help").
+_PERSON_OPENING = re.compile(
+    r"(?:^|(?<=[.!?;:\n])|(?<=[.!?;:] ))(?P<word>[A-Za-z][a-z-]*)(?:'s|'ll|'d| (?:will|would"
+    r"|can|could|should|shall|may|might|must|is|was|has|had|does|did|arrives|comes|came|gets"
+    r"|got|goes|went|left|leaves|works|starts|stops|drops|[a-z]+ed))(?![\w'-])"
+    r"(?P<clause>(?: [\w'-]+){0,8})"
+)
+_PERSONS_PRONOUN = re.compile(
+    r"(?i)(?<![\w'-])(?:he|she|his|himself|herself|he's|she's|he'll|she'll|he'd|she'd)(?![\w'-])"
+)
+# Given names not of _GIVEN_NAMES: words, brands or things as well ("Mark", "Jordan", "Rose")
+# and short forms ("Sam", "Max"). A person's only where one opens a sentence as a subject (see
+# _a_person), never one addressed by its case alone as those of _GIVEN_NAMES are ("yes, mark").
+_SUBJECT_NAMES = _words(
+    "mark jordan rose jack bill frank grace chase grant ruby amber jade olive pearl hope joy"
+    " faith dawn june april summer max sam ben tom tim dan kim pat chris alex jamie morgan"
+    " taylor casey riley hunter carter parker cooper sandy penny holly ivy lily daisy violet"
+    " hazel rob bob sue nick drew lee ray wade miles dale glen guy jay cole reed lance"
+)
+
+
+def _a_person(found: re.Match[str]) -> bool:
+    """Whether the subject *found* opening a sentence (see :data:`_PERSON_OPENING`) is a
+    person: a given name ("Mark will arrive shortly", "John has arrived") or a word a person's
+    pronoun takes up in its clause ("Sam is on his way", "Dash will come and he will help");
+    not a thing ("Shirt will arrive shortly", "Shirt is on its way")."""
+    word = found["word"].lower()
+    if word in _GIVEN_NAMES or word in _SUBJECT_NAMES:
+        return True
+    return _PERSONS_PRONOUN.search(found["clause"]) is not None
+
 
 # A word in lower case between an article and a noun names the noun's kind ("a grace period",
 # "the rose candle"), not an item of its own, but for a colour, a size or a stuff describing

@@ -136,12 +136,20 @@ def reply_words(text: str) -> str:
 
     Kept per process by the text, as :func:`normalise` is (the ``confirmed`` walk reads
     each reply again for every constraint, and for every answer it may go on)."""
-    cached = type(text) is str and len(text) <= _CACHED_CHARS  # a subclass: read every time
-    return _reply_words(text) if cached else _read_reply(text)
+    if type(text) is not str:
+        return _read_reply(text)  # a subclass: read every time
+    return _reply_words(text) if len(text) <= _CACHED_CHARS else _long_reply_words(text)
 
 
 @lru_cache(maxsize=4096)
 def _reply_words(text: str) -> str:
+    return _read_reply(text)
+
+
+@lru_cache(maxsize=8)
+def _long_reply_words(text: str) -> str:
+    # A long reply (up to MAX_READ_CHARS) is read tens of times in one attempt too, some 0.05 s
+    # each for 99,000 characters: the last few are kept, at most a few megabytes.
     return _read_reply(text)
 
 
