@@ -54,6 +54,7 @@ from groundstate.environments.sqlite_live import (
     side_files,
 )
 from groundstate.environments.sqlite_probes import SqliteProbes
+from groundstate.environments.sqlite_searches import fts4_totals_refused, fts5_settings_refused
 from groundstate.environments.sqlite_state import (
     META_TABLE as META_TABLE,  # the names other modules and tests import from here
 )
@@ -1083,7 +1084,8 @@ class SqliteEnvironment(ClosesOnExit):
         effects.writes, effects.changed_tables = writes, written
 
     def _check_indexes(self) -> None:
-        """Refuse a call that left a virtual table's index out of step with its rows.
+        """Refuse a call that left a virtual table's index out of step with its rows, or what
+        the table keeps beside them unreadable or untrue.
 
         Writing a search or R-tree table's shadow tables is allowed with ``write`` (SQLite's
         own statements for the table write them too, and the authorizer cannot tell the two
@@ -1091,25 +1093,40 @@ class SqliteEnvironment(ClosesOnExit):
         emptied or an external-content index told to forget a row whose content stays hid
         rows from every search, the graders' included, while the state hash (the rows) did
         not move. SQLite's own checks of each table the call wrote (``integrity-check``,
-        ``rtreecheck``) now find that, and the call is the agent's error, undone."""
+        ``rtreecheck``) now find that, and the call is the agent's error, undone; so is what
+        those checks do not see (see :mod:`~groundstate.environments.sqlite_searches`)."""
         for table in sorted(self._indexes_written):
             [(sql,)] = self._harness("SELECT sql FROM main.sqlite_master WHERE name = ?", (table,))
-            module = _VIRTUAL_MODULE.search(sql or "")
-            check = _INDEX_CHECKS.get(module.group(1).lower() if module else "")
-            if check is None:
-                continue
-            try:
-                params = (table,) if "?" in check else ()
-                found = self._harness(check.format(table=quote(table)), params)
-            except sqlite3.DatabaseError as exc:
-                if exc.sqlite_errorcode != sqlite3.SQLITE_CORRUPT_VTAB:
-                    continue  # no verdict (a format version the agent set, say): the hash has it
-                found = [(str(exc),)]
-            if found and found[0][0] != "ok":
+            found = _VIRTUAL_MODULE.search(sql or "")
+            module = found.group(1).lower() if found else ""
+            out_of_step = self._index_out_of_step(table, module)
+            if out_of_step is not None:
                 raise ToolError(
                     f"the call left the index of {table} out of step with its rows (its shadow"
-                    f" tables written by hand?): it was undone ({found[0][0]})"
+                    f" tables written by hand?): it was undone ({out_of_step})"
                 )
+            kept = _KEPT_CHECKS.get(module)
+            untrue = kept(self._harness, table) if kept else None
+            if untrue is not None:
+                raise ToolError(
+                    f"the call left what the search table {table} keeps beside its index"
+                    f" unreadable or untrue (its shadow tables written by hand?): it was undone"
+                    f" ({untrue})"
+                )
+
+    def _index_out_of_step(self, table: str, module: str) -> str | None:
+        """SQLite's own report of *table*'s index out of step with its rows, or None."""
+        check = _INDEX_CHECKS.get(module)
+        if check is None:
+            return None
+        try:
+            params = (table,) if "?" in check else ()
+            found = self._harness(check.format(table=quote(table)), params)
+        except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_CORRUPT_VTAB:
+                return None  # no verdict: the settings' check below reads them afresh
+            found = [(str(exc),)]
+        return found[0][0] if found and found[0][0] != "ok" else None
 
     def _at_the_cap(self, broken: sqlite3.Error) -> bool:
         """Whether *broken*, a call's "database or disk is full", was the agent's database
@@ -1614,6 +1631,12 @@ _INDEX_CHECKS = {
 """SQLite's own check that a virtual table's index agrees with its rows, by module: an
 ``INSERT`` that raises ``SQLITE_CORRUPT_VTAB`` if not (FTS5's rank 1 compares an external
 content table's rows too), or ``rtreecheck``'s report (``ok``)."""
+_KEPT_CHECKS = {
+    "fts5": fts5_settings_refused,
+    "fts4": fts4_totals_refused,
+}
+"""The checks of what a search table keeps beside its index that its ``integrity-check``
+does not read, by module (see :mod:`~groundstate.environments.sqlite_searches`)."""
 
 
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
