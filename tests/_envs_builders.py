@@ -13,6 +13,19 @@ from groundstate.spec.suite import Suite, load_suite
 
 from .conftest import BANK
 
+SAVE_NOTE = '''
+@tool
+def save_note(ctx: ToolContext, account: str, note: str, copies: int) -> int:
+    """Keep a note on an account as a transfer of nothing, *copies* times."""
+    for _ in range(copies):
+        ctx.db.execute(
+            "INSERT INTO transfers (source, target, amount, at) VALUES (?, ?, 0, ?)",
+            (account, account, note),
+        )
+    return copies
+'''
+"""A tool that keeps a note on an account *copies* times (to grow the database)."""
+
 
 def bank_with_a_tool(tmp_path: Path, name: str, source: str) -> Suite:
     """The bank suite copied into *tmp_path*, its ``tools.py`` ending with *source* (a

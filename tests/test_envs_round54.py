@@ -46,7 +46,7 @@ from groundstate.spec.suite import Suite
 from groundstate.testing import scripted_system
 from groundstate.trace import ToolCallEvent
 
-from ._envs_builders import bank_with_a_tool
+from ._envs_builders import SAVE_NOTE, bank_with_a_tool
 
 CLOCK = datetime(2026, 1, 15, 10, tzinfo=UTC)
 MiB = 1024 * 1024
@@ -232,19 +232,6 @@ def test_a_database_that_met_its_cap_is_not_pooled(tmp_path: Path) -> None:
 
 
 # --- in an attempt: the agent's tool error, graded ----------------------------------------------
-
-
-SAVE_NOTE = '''
-@tool
-def save_note(ctx: ToolContext, account: str, note: str, copies: int) -> int:
-    """Keep a note on an account as a transfer of nothing, *copies* times."""
-    for _ in range(copies):
-        ctx.db.execute(
-            "INSERT INTO transfers (source, target, amount, at) VALUES (?, ?, 0, ?)",
-            (account, account, note),
-        )
-    return copies
-'''
 
 
 def _bank_with_a_note_tool(tmp_path: Path) -> Suite:

@@ -16,15 +16,25 @@ Classes of defect fixed:
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
-from groundstate.environments.sqlite import SqliteEnvironment
-from groundstate.errors import ToolError
+from groundstate.agents.scripted import ScriptedAgent
+from groundstate.environments.sqlite import AGENT_DATABASE_MIN_BYTES, SqliteEnvironment
+from groundstate.episode import AttemptInfo, run_attempt
+from groundstate.errors import EnvironmentFailure, SpecError, ToolError
+from groundstate.spec.solution import Step
+from groundstate.spec.suite import load_suite
+from groundstate.testing import scripted_system
+from groundstate.trace import ToolCallEvent
+
+from ._envs_builders import SAVE_NOTE, bank_with_a_tool
 
 CLOCK = datetime(2026, 1, 15, 10, tzinfo=UTC)
 
@@ -175,3 +185,101 @@ def test_a_later_call_after_a_refusal_is_checked_afresh(searches: SqliteEnvironm
     with pytest.raises(ToolError):
         _call(searches, "DELETE FROM docs_config WHERE k = 'version'")
     assert len(_fresh_reads(searches)["docs"]) == 3
+
+
+# --- the database cap in suite.yaml ------------------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+def _bank_with_options(tmp_path: Path, options: dict[str, object]) -> Path:
+    suite = bank_with_a_tool(tmp_path, "save_note", SAVE_NOTE)
+    config = yaml.safe_load((suite.root / "suite.yaml").read_text())
+    config["environment_options"] = options
+    (suite.root / "suite.yaml").write_text(yaml.safe_dump(config))
+    return suite.root
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_database_mb": 0}, "max_database_mb: Input should be greater than or equal to 1"),
+        ({"max_database_mb": -5}, "max_database_mb: Input should be greater than or equal to 1"),
+        ({"max_database_mb": 2_000_000}, "max_database_mb: Input should be less than"),
+        ({"max_database_mb": "2"}, "max_database_mb: Input should be a valid integer"),
+        ({"max_database_mb": True}, "max_database_mb: Input should be a valid integer"),
+        ({"max_database_mb": 2.5}, "max_database_mb: Input should be a valid integer"),
+        ({"max_database_bytes": 2 * MiB}, "max_database_bytes: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_cap_in_suite_yaml_names_the_file_and_the_field(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
+    root = _bank_with_options(tmp_path, options)
+    with pytest.raises(SpecError) as raised:
+        load_suite(root)
+    text = str(raised.value)
+    assert str(root / "suite.yaml") in text and "environment_options" in text, text
+    assert message in text, text
+
+
+def test_the_cap_in_suite_yaml_binds_the_agents_attempt(tmp_path: Path) -> None:
+    suite = load_suite(_bank_with_options(tmp_path, {"max_database_mb": 2}))
+    task = suite.tasks["transfer"]
+    steps = [
+        Step(call="check_pin", args={"account": "A", "pin": "1234"}),
+        Step(call="save_note", args={"account": "A", "note": "x" * 100_000, "copies": 40}),
+        Step(finish="Done."),
+    ]
+    info = AttemptInfo(run_id="r56", batch_id="adhoc", attempt=1, seed=0)
+    output = asyncio.run(run_attempt(task, suite, scripted_system(), ScriptedAgent(steps), info))
+    run = output.run
+    assert not run.terminal_reason.startswith("environment_failure"), run.terminal_reason
+    calls = [event for event in run.observation_action_log if isinstance(event, ToolCallEvent)]
+    assert [call.error_class for call in calls] == [None, "tool_error"], calls
+    assert "past the 2 MiB an attempt's database may hold" in (calls[1].error or "")
+
+
+def test_honest_writes_under_the_cap_in_suite_yaml_pass(tmp_path: Path) -> None:
+    suite = load_suite(_bank_with_options(tmp_path, {"max_database_mb": 2}))
+    task = suite.tasks["transfer"]
+    steps = [
+        Step(call="check_pin", args={"account": "A", "pin": "1234"}),
+        Step(call="save_note", args={"account": "A", "note": "x" * 1000, "copies": 40}),
+        Step(finish="Done."),
+    ]
+    info = AttemptInfo(run_id="r56", batch_id="adhoc", attempt=1, seed=0)
+    output = asyncio.run(run_attempt(task, suite, scripted_system(), ScriptedAgent(steps), info))
+    calls = [e for e in output.run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert [call.error_class for call in calls] == [None, None], calls
+
+
+def _small_fixture(tmp_path: Path, blob: int = 0) -> Path:
+    fixture = tmp_path / "small.sql"
+    fixture.write_text(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v);\n"
+        f"INSERT INTO t VALUES (1, zeroblob({blob}));\n",
+        encoding="utf-8",
+    )
+    return fixture
+
+
+def test_the_options_set_the_cap_and_none_keeps_the_default(tmp_path: Path) -> None:
+    fixture = _small_fixture(tmp_path)
+    with SqliteEnvironment(fixture, clock=CLOCK, options={"max_database_mb": 3}) as env:
+        assert env._max_bytes == 3 * MiB
+    with SqliteEnvironment(fixture, clock=CLOCK, options={}) as env:
+        assert env._max_bytes == AGENT_DATABASE_MIN_BYTES
+    with SqliteEnvironment(fixture, clock=CLOCK, options={"max_database_mb": None}) as env:
+        assert env._max_bytes == AGENT_DATABASE_MIN_BYTES
+
+
+def test_a_cap_below_the_fixture_is_refused_by_name(tmp_path: Path) -> None:
+    fixture = _small_fixture(tmp_path, blob=3 * MiB)
+    failure = pytest.raises(
+        EnvironmentFailure, match=r"environment_options\.max_database_mb is 2, less than"
+    )
+    with failure, SqliteEnvironment(fixture, clock=CLOCK, options={"max_database_mb": 2}):
+        pass
+    with SqliteEnvironment(fixture, clock=CLOCK, options={"max_database_mb": 4}) as env:
+        env.reset()

@@ -90,8 +90,8 @@ from groundstate.spec.files import (
     read_limited,
     read_text,
 )
-from groundstate.spec.strict import JsonScalar
-from groundstate.spec.task import Permissions
+from groundstate.spec.strict import Count, JsonScalar
+from groundstate.spec.task import Permissions, Strict
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
 _PROTECTED = frozenset({META_TABLE, "sqlite_sequence"})
@@ -243,6 +243,14 @@ class SqliteView:
             self._connection.interrupt()
 
 
+class SqliteOptions(Strict):
+    """``environment_options`` of a ``sqlite`` suite."""
+
+    max_database_mb: Count | None = Field(default=None, ge=1, le=1_048_576)
+    """The MiB an attempt's database may grow to (the default: :func:`agent_database_cap`);
+    a call that would grow it past them is the agent's error, undone."""
+
+
 class SqliteEnvironment(ClosesOnExit):
     """The :class:`~groundstate.environments.base.Environment` for SQLite fixtures.
 
@@ -251,8 +259,9 @@ class SqliteEnvironment(ClosesOnExit):
     *workdir* (one environment per folder), by default a temporary folder ``close`` removes,
     or hands with the live file and its connections to the next environment of the same
     fixture (see :mod:`~groundstate.environments.sqlite_live`). The agent's writes may grow
-    the database to *max_database_bytes* (by default :func:`agent_database_cap`); past it a
-    call fails as the agent's error.
+    the database to *max_database_bytes* (or *options*' ``max_database_mb``: suite.yaml's
+    ``environment_options``; by default :func:`agent_database_cap`); past it a call fails as
+    the agent's error.
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
@@ -262,6 +271,7 @@ class SqliteEnvironment(ClosesOnExit):
     }  # fmt: skip
 
     name = "sqlite"
+    options_model = SqliteOptions
     probes = SqliteProbes()
     _control: sqlite3.Connection
     _agent: AgentConnection
@@ -292,6 +302,7 @@ class SqliteEnvironment(ClosesOnExit):
         permissions: Permissions | None = None,
         workdir: Path | None = None,
         max_database_bytes: int | None = None,
+        options: Mapping[str, Any] | SqliteOptions | None = None,
     ) -> None:
         # A copy of its own: the task's dict, changed in place by an in-process agent (and put
         # back before its end), let the authorizer allow a read the task forbids.
@@ -322,7 +333,7 @@ class SqliteEnvironment(ClosesOnExit):
         try:
             self._baseline = fixture_baseline(Path(fixture), clock)
             self._template = _template_file(Path(fixture), self._baseline)
-            self._max_bytes = max_database_bytes or agent_database_cap(self._baseline.image)
+            self._max_bytes = max_database_bytes or _cap_of(options, self._baseline.image)
             held = POOL.take(self._baseline.image_digest) if self._reuses() else None
             if held is not None:
                 self._adopt(held)
@@ -1946,6 +1957,22 @@ def _broken_database(exc: BaseException, *, harness_locked: bool) -> sqlite3.Err
             return cause
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def _cap_of(options: Mapping[str, Any] | SqliteOptions | None, image: bytes) -> int:
+    """The bytes *options* (suite.yaml's ``environment_options``) let an attempt's database
+    grow to, or :func:`agent_database_cap`'s. A cap below the fixture's built database is
+    refused: every write of the agent's, however honest, would fail as its own error."""
+    megabytes = SqliteOptions.model_validate(options or {}).max_database_mb
+    if megabytes is None:
+        return agent_database_cap(image)
+    if megabytes * 2**20 < len(image):
+        raise EnvironmentFailure(
+            f"sqlite environment: suite.yaml environment_options.max_database_mb is"
+            f" {megabytes}, less than the fixture's built database"
+            f" ({len(image) / 2**20:.1f} MiB): no write of the agent's could pass it"
+        )
+    return megabytes * 2**20
 
 
 def agent_database_cap(image: bytes) -> int:
