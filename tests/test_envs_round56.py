@@ -283,3 +283,92 @@ def test_a_cap_below_the_fixture_is_refused_by_name(tmp_path: Path) -> None:
         pass
     with SqliteEnvironment(fixture, clock=CLOCK, options={"max_database_mb": 4}) as env:
         env.reset()
+
+
+# --- the write log is capped too ---------------------------------------------------------------
+
+BLOB_UPDATE = "UPDATE t SET v = randomblob(200000) WHERE id = 1"
+
+
+@pytest.fixture
+def capped(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    with SqliteEnvironment(_small_fixture(tmp_path), clock=CLOCK, max_database_bytes=MiB) as env:
+        env.reset()
+        yield env
+
+
+def _rewrite(env: SqliteEnvironment, times: int, *, swallow: bool = False) -> None:
+    """One call updating one row *times* (a tool that swallows SQLite's errors, or not)."""
+    with env.tool_transaction():
+        for _ in range(times):
+            try:
+                env.agent_db.execute(BLOB_UPDATE)
+            except sqlite3.Error:
+                if not swallow:
+                    raise
+
+
+@pytest.mark.parametrize("swallow", [False, True])
+def test_a_call_whose_writes_overfill_the_log_is_the_agents_error(
+    capped: SqliteEnvironment, swallow: bool
+) -> None:
+    """A row of 200 KB rewritten 60 times: the database stays under its 1 MiB cap, but the
+    log of the call's rows before and after held 24 MB (in TEMP and the harness's memory)."""
+    initial = capped.state_hash()
+    with pytest.raises(ToolError, match=r"would log more than 2 MiB of rows before and after"):
+        _rewrite(capped, 60, swallow=swallow)
+    assert capped.state_hash() == initial
+    assert len(capped._writes._kept) <= 12  # what the log held stopped at its bound
+    _rewrite(capped, 2)  # the next call starts with an empty log
+    assert capped.state_hash() != initial
+
+
+def test_honest_calls_under_the_logs_bound_pass(capped: SqliteEnvironment) -> None:
+    _rewrite(capped, 3)
+    with capped.tool_transaction():
+        for value in range(5000):
+            capped.agent_db.execute("UPDATE t SET v = ? WHERE id = 1", (bytes([value % 7]),))
+    assert capped.evaluator_view().query("SELECT v FROM t") == [(bytes([4999 % 7]),)]
+
+
+def test_the_logs_bound_holds_after_a_reset(capped: SqliteEnvironment) -> None:
+    capped.reset()
+    with pytest.raises(ToolError, match="would log more than 2 MiB"):
+        _rewrite(capped, 60)
+
+
+REWRITE_NOTE = '''
+@tool
+def rewrite_note(ctx: ToolContext, account: str, note: str, times: int) -> int:
+    """Keep a note on an account as a transfer of nothing, rewritten *times* times."""
+    cursor = ctx.db.execute(
+        "INSERT INTO transfers (source, target, amount, at) VALUES (?, ?, 0, '')",
+        (account, account),
+    )
+    for index in range(times):
+        ctx.db.execute(
+            "UPDATE transfers SET at = ? WHERE id = ?", (f"{note}{index}", cursor.lastrowid)
+        )
+    return times
+'''
+
+
+def test_an_agent_whose_writes_overfill_the_log_fails_its_own_attempt(tmp_path: Path) -> None:
+    suite = bank_with_a_tool(tmp_path, "rewrite_note", REWRITE_NOTE)
+    config = yaml.safe_load((suite.root / "suite.yaml").read_text())
+    config["environment_options"] = {"max_database_mb": 1}
+    (suite.root / "suite.yaml").write_text(yaml.safe_dump(config))
+    suite = load_suite(suite.root)
+    task = suite.tasks["transfer"]
+    steps = [
+        Step(call="check_pin", args={"account": "A", "pin": "1234"}),
+        Step(call="rewrite_note", args={"account": "A", "note": "x" * 100_000, "times": 40}),
+        Step(finish="Done."),
+    ]
+    info = AttemptInfo(run_id="r56", batch_id="adhoc", attempt=1, seed=0)
+    output = asyncio.run(run_attempt(task, suite, scripted_system(), ScriptedAgent(steps), info))
+    run = output.run
+    assert not run.terminal_reason.startswith("environment_failure"), run.terminal_reason
+    calls = [event for event in run.observation_action_log if isinstance(event, ToolCallEvent)]
+    assert [call.error_class for call in calls] == [None, "tool_error"], calls
+    assert "would log more than 2 MiB" in (calls[1].error or "")

@@ -645,6 +645,9 @@ class SqliteEnvironment(ClosesOnExit):
         page_size = self._harness("PRAGMA page_size")[0][0]
         pages = self._max_bytes // page_size
         self._max_pages = self._harness(f"PRAGMA max_page_count = {pages}")[0][0]
+        # The write log (TEMP, and the harness's memory) holds a call's rows before and after:
+        # twice a database at its cap.
+        self._writes.limit = 2 * self._max_bytes
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What the agent connection holds besides the fixture: TEMP objects other than the
@@ -1051,6 +1054,8 @@ class SqliteEnvironment(ClosesOnExit):
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
+            if self._writes.overflowed:
+                raise sqlite3.DatabaseError("the tool swallowed a full write log")
             with _REFUSALS:
                 writes, written, touched = self._writes.read(self._harness)
                 compared = state_writes(compared_before, self._compared_states())
@@ -1078,6 +1083,13 @@ class SqliteEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
+            if self._writes.overflowed and isinstance(exc, Exception):
+                raise ToolError(
+                    "the call's writes would log more than"
+                    f" {2 * self._max_bytes / 2**20:g} MiB of rows before and after them (twice"
+                    f" the {self._max_bytes / 2**20:g} MiB an attempt's database may hold): its"
+                    " writes were undone"
+                ) from exc
             broken = _broken_database(exc, harness_locked=self._control.in_transaction)
             if broken is not None:
                 self._tainted = True
