@@ -46,6 +46,7 @@ from groundstate.spec.task import Permissions
 from groundstate.testing import attempt, run_solution, scripted_system
 from groundstate.trace import ToolCallEvent, dump_jsonl
 
+from ._envs_builders import bank_with_a_tool
 from .conftest import BANK
 
 CLOCK = datetime(2026, 1, 15, 10, tzinfo=UTC)
@@ -317,14 +318,7 @@ def test_a_search_index_the_agent_broke_stays_the_agents_error(tmp_path: Path) -
         assert rows == [(1,), (2,)]
 
 
-def _bank_with_a_careful_tool(tmp_path: Path) -> Suite:
-    root = tmp_path / "bank"
-    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
-    tools = root / "tools.py"
-    tools.write_text(
-        tools.read_text()
-        + '''
-
+NOTED_TRANSFER = '''
 @tool
 def noted_transfer(ctx: ToolContext, source: str, target: str, amount: int, note: str) -> int:
     """Move money with a note, reporting the database's errors to the agent."""
@@ -341,12 +335,10 @@ def noted_transfer(ctx: ToolContext, source: str, target: str, amount: int, note
         raise ToolError(f"the transfer failed: {exc}") from exc
     return int(cursor.lastrowid or 0)
 '''
-    )
-    task_file = root / "tasks" / "transfer.yaml"
-    task = yaml.safe_load(task_file.read_text())
-    task["available_tools"].append("noted_transfer")
-    task_file.write_text(yaml.safe_dump(task))
-    return load_suite(root)
+
+
+def _bank_with_a_careful_tool(tmp_path: Path) -> Suite:
+    return bank_with_a_tool(tmp_path, "noted_transfer", NOTED_TRANSFER)
 
 
 def test_a_full_disk_in_an_attempt_is_an_environment_failure_not_the_agents(

@@ -27,7 +27,6 @@ Classes of defect fixed:
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -35,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.environments import sqlite as sqlite_env
@@ -44,11 +42,11 @@ from groundstate.environments.sqlite_live import POOL
 from groundstate.episode import AttemptInfo, run_attempt
 from groundstate.errors import EnvironmentFailure, ToolError
 from groundstate.spec.solution import Step
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.testing import scripted_system
 from groundstate.trace import ToolCallEvent
 
-from .conftest import BANK
+from ._envs_builders import SAVE_NOTE, bank_with_a_tool
 
 CLOCK = datetime(2026, 1, 15, 10, tzinfo=UTC)
 MiB = 1024 * 1024
@@ -237,29 +235,7 @@ def test_a_database_that_met_its_cap_is_not_pooled(tmp_path: Path) -> None:
 
 
 def _bank_with_a_note_tool(tmp_path: Path) -> Suite:
-    root = tmp_path / "bank"
-    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
-    tools = root / "tools.py"
-    tools.write_text(
-        tools.read_text()
-        + '''
-
-@tool
-def save_note(ctx: ToolContext, account: str, note: str, copies: int) -> int:
-    """Keep a note on an account as a transfer of nothing, *copies* times."""
-    for _ in range(copies):
-        ctx.db.execute(
-            "INSERT INTO transfers (source, target, amount, at) VALUES (?, ?, 0, ?)",
-            (account, account, note),
-        )
-    return copies
-'''
-    )
-    task_file = root / "tasks" / "transfer.yaml"
-    task = yaml.safe_load(task_file.read_text())
-    task["available_tools"].append("save_note")
-    task_file.write_text(yaml.safe_dump(task))
-    return load_suite(root)
+    return bank_with_a_tool(tmp_path, "save_note", SAVE_NOTE)
 
 
 def test_an_agent_that_grows_the_database_fails_its_own_attempt(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from groundstate.environments.sqlite_live import (
     side_files,
 )
 from groundstate.environments.sqlite_probes import SqliteProbes
+from groundstate.environments.sqlite_searches import fts4_totals_refused, fts5_settings_refused
 from groundstate.environments.sqlite_state import (
     META_TABLE as META_TABLE,  # the names other modules and tests import from here
 )
@@ -89,8 +90,8 @@ from groundstate.spec.files import (
     read_limited,
     read_text,
 )
-from groundstate.spec.strict import JsonScalar
-from groundstate.spec.task import Permissions
+from groundstate.spec.strict import Count, JsonScalar
+from groundstate.spec.task import Permissions, Strict
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
 _PROTECTED = frozenset({META_TABLE, "sqlite_sequence"})
@@ -242,6 +243,14 @@ class SqliteView:
             self._connection.interrupt()
 
 
+class SqliteOptions(Strict):
+    """``environment_options`` of a ``sqlite`` suite."""
+
+    max_database_mb: Count | None = Field(default=None, ge=1, le=1_048_576)
+    """The MiB an attempt's database may grow to (the default: :func:`agent_database_cap`);
+    a call that would grow it past them is the agent's error, undone."""
+
+
 class SqliteEnvironment(ClosesOnExit):
     """The :class:`~groundstate.environments.base.Environment` for SQLite fixtures.
 
@@ -250,8 +259,9 @@ class SqliteEnvironment(ClosesOnExit):
     *workdir* (one environment per folder), by default a temporary folder ``close`` removes,
     or hands with the live file and its connections to the next environment of the same
     fixture (see :mod:`~groundstate.environments.sqlite_live`). The agent's writes may grow
-    the database to *max_database_bytes* (by default :func:`agent_database_cap`); past it a
-    call fails as the agent's error.
+    the database to *max_database_bytes* (or *options*' ``max_database_mb``: suite.yaml's
+    ``environment_options``; by default :func:`agent_database_cap`); past it a call fails as
+    the agent's error.
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
@@ -261,6 +271,7 @@ class SqliteEnvironment(ClosesOnExit):
     }  # fmt: skip
 
     name = "sqlite"
+    options_model = SqliteOptions
     probes = SqliteProbes()
     _control: sqlite3.Connection
     _agent: AgentConnection
@@ -291,6 +302,7 @@ class SqliteEnvironment(ClosesOnExit):
         permissions: Permissions | None = None,
         workdir: Path | None = None,
         max_database_bytes: int | None = None,
+        options: Mapping[str, Any] | SqliteOptions | None = None,
     ) -> None:
         # A copy of its own: the task's dict, changed in place by an in-process agent (and put
         # back before its end), let the authorizer allow a read the task forbids.
@@ -321,7 +333,7 @@ class SqliteEnvironment(ClosesOnExit):
         try:
             self._baseline = fixture_baseline(Path(fixture), clock)
             self._template = _template_file(Path(fixture), self._baseline)
-            self._max_bytes = max_database_bytes or agent_database_cap(self._baseline.image)
+            self._max_bytes = max_database_bytes or _cap_of(options, self._baseline.image)
             held = POOL.take(self._baseline.image_digest) if self._reuses() else None
             if held is not None:
                 self._adopt(held)
@@ -633,6 +645,9 @@ class SqliteEnvironment(ClosesOnExit):
         page_size = self._harness("PRAGMA page_size")[0][0]
         pages = self._max_bytes // page_size
         self._max_pages = self._harness(f"PRAGMA max_page_count = {pages}")[0][0]
+        # The write log (TEMP, and the harness's memory) holds a call's rows before and after:
+        # twice a database at its cap.
+        self._writes.limit = 2 * self._max_bytes
 
     def _fingerprint(self) -> tuple[object, ...]:
         """What the agent connection holds besides the fixture: TEMP objects other than the
@@ -1039,6 +1054,8 @@ class SqliteEnvironment(ClosesOnExit):
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
+            if self._writes.overflowed:
+                raise sqlite3.DatabaseError("the tool swallowed a full write log")
             with _REFUSALS:
                 writes, written, touched = self._writes.read(self._harness)
                 compared = state_writes(compared_before, self._compared_states())
@@ -1066,6 +1083,13 @@ class SqliteEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
+            if self._writes.overflowed and isinstance(exc, Exception):
+                raise ToolError(
+                    "the call's writes would log more than"
+                    f" {2 * self._max_bytes / 2**20:g} MiB of rows before and after them (twice"
+                    f" the {self._max_bytes / 2**20:g} MiB an attempt's database may hold): its"
+                    " writes were undone"
+                ) from exc
             broken = _broken_database(exc, harness_locked=self._control.in_transaction)
             if broken is not None:
                 self._tainted = True
@@ -1083,7 +1107,8 @@ class SqliteEnvironment(ClosesOnExit):
         effects.writes, effects.changed_tables = writes, written
 
     def _check_indexes(self) -> None:
-        """Refuse a call that left a virtual table's index out of step with its rows.
+        """Refuse a call that left a virtual table's index out of step with its rows, or what
+        the table keeps beside them unreadable or untrue.
 
         Writing a search or R-tree table's shadow tables is allowed with ``write`` (SQLite's
         own statements for the table write them too, and the authorizer cannot tell the two
@@ -1091,25 +1116,40 @@ class SqliteEnvironment(ClosesOnExit):
         emptied or an external-content index told to forget a row whose content stays hid
         rows from every search, the graders' included, while the state hash (the rows) did
         not move. SQLite's own checks of each table the call wrote (``integrity-check``,
-        ``rtreecheck``) now find that, and the call is the agent's error, undone."""
+        ``rtreecheck``) now find that, and the call is the agent's error, undone; so is what
+        those checks do not see (see :mod:`~groundstate.environments.sqlite_searches`)."""
         for table in sorted(self._indexes_written):
             [(sql,)] = self._harness("SELECT sql FROM main.sqlite_master WHERE name = ?", (table,))
-            module = _VIRTUAL_MODULE.search(sql or "")
-            check = _INDEX_CHECKS.get(module.group(1).lower() if module else "")
-            if check is None:
-                continue
-            try:
-                params = (table,) if "?" in check else ()
-                found = self._harness(check.format(table=quote(table)), params)
-            except sqlite3.DatabaseError as exc:
-                if exc.sqlite_errorcode != sqlite3.SQLITE_CORRUPT_VTAB:
-                    continue  # no verdict (a format version the agent set, say): the hash has it
-                found = [(str(exc),)]
-            if found and found[0][0] != "ok":
+            found = _VIRTUAL_MODULE.search(sql or "")
+            module = found.group(1).lower() if found else ""
+            out_of_step = self._index_out_of_step(table, module)
+            if out_of_step is not None:
                 raise ToolError(
                     f"the call left the index of {table} out of step with its rows (its shadow"
-                    f" tables written by hand?): it was undone ({found[0][0]})"
+                    f" tables written by hand?): it was undone ({out_of_step})"
                 )
+            kept = _KEPT_CHECKS.get(module)
+            untrue = kept(self._harness, table) if kept else None
+            if untrue is not None:
+                raise ToolError(
+                    f"the call left what the search table {table} keeps beside its index"
+                    f" unreadable or untrue (its shadow tables written by hand?): it was undone"
+                    f" ({untrue})"
+                )
+
+    def _index_out_of_step(self, table: str, module: str) -> str | None:
+        """SQLite's own report of *table*'s index out of step with its rows, or None."""
+        check = _INDEX_CHECKS.get(module)
+        if check is None:
+            return None
+        try:
+            params = (table,) if "?" in check else ()
+            found = self._harness(check.format(table=quote(table)), params)
+        except sqlite3.DatabaseError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_CORRUPT_VTAB:
+                return None  # no verdict: the settings' check below reads them afresh
+            found = [(str(exc),)]
+        return found[0][0] if found and found[0][0] != "ok" else None
 
     def _at_the_cap(self, broken: sqlite3.Error) -> bool:
         """Whether *broken*, a call's "database or disk is full", was the agent's database
@@ -1614,6 +1654,12 @@ _INDEX_CHECKS = {
 """SQLite's own check that a virtual table's index agrees with its rows, by module: an
 ``INSERT`` that raises ``SQLITE_CORRUPT_VTAB`` if not (FTS5's rank 1 compares an external
 content table's rows too), or ``rtreecheck``'s report (``ok``)."""
+_KEPT_CHECKS = {
+    "fts5": fts5_settings_refused,
+    "fts4": fts4_totals_refused,
+}
+"""The checks of what a search table keeps beside its index that its ``integrity-check``
+does not read, by module (see :mod:`~groundstate.environments.sqlite_searches`)."""
 
 
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
@@ -1923,6 +1969,22 @@ def _broken_database(exc: BaseException, *, harness_locked: bool) -> sqlite3.Err
             return cause
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def _cap_of(options: Mapping[str, Any] | SqliteOptions | None, image: bytes) -> int:
+    """The bytes *options* (suite.yaml's ``environment_options``) let an attempt's database
+    grow to, or :func:`agent_database_cap`'s. A cap below the fixture's built database is
+    refused: every write of the agent's, however honest, would fail as its own error."""
+    megabytes = SqliteOptions.model_validate(options or {}).max_database_mb
+    if megabytes is None:
+        return agent_database_cap(image)
+    if megabytes * 2**20 < len(image):
+        raise EnvironmentFailure(
+            f"sqlite environment: suite.yaml environment_options.max_database_mb is"
+            f" {megabytes}, less than the fixture's built database"
+            f" ({len(image) / 2**20:.1f} MiB): no write of the agent's could pass it"
+        )
+    return megabytes * 2**20
 
 
 def agent_database_cap(image: bytes) -> int:

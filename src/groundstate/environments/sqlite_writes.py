@@ -102,6 +102,12 @@ class WriteLog:
         self.logged = 0
         """Rows the triggers wrote into the log (rolled back or not): SQLite's
         ``total_changes()`` counts them, which the agent's must not (see ``TotalChanges``)."""
+        self.limit: int | None = None
+        """The bytes one call's log may hold (its images and long cells), None: no bound."""
+        self._size = 0
+        """The bytes the call's log holds so far."""
+        self.overflowed = False
+        """Whether the call's writes passed :attr:`limit` (see :meth:`image`)."""
 
     def image(self, counted: int, *values: Any) -> str:
         """The :data:`IMAGE` function of the connection this log logs: a row's cells as
@@ -109,17 +115,30 @@ class WriteLog:
         and named by its place (``@3``). A row is at most SQLite's length limit, and so was
         its image: a blob of more than half the limit (its hex twice as long), or a text of
         quotes, could not be written at all. *counted* is 1 for the first chunk of a log
-        row's first image, which counts the row (:attr:`logged`)."""
-        self.logged += counted
+        row's first image, which counts the row (:attr:`logged`).
+
+        The log lives in the agent connection's TEMP database and here, outside the capped
+        main file: past :attr:`limit` the image is refused (the agent's statement fails), and
+        :attr:`overflowed` makes the call the agent's error whether its tool caught that or
+        not. Unbounded, a call updating one large row over and over filled the memory or the
+        TEMP disk: the harness's failure, not the agent's."""
         kept = self._kept
         cells = []
+        long: list[str | bytes] = []
         for value in values:
             if isinstance(value, str | bytes) and len(value) > INLINE:
-                cells.append(f"@{len(kept)}")
-                kept.append(value)
+                cells.append(f"@{len(kept) + len(long)}")
+                long.append(value)
             else:
                 cells.append(_cell(value))
-        return json.dumps(cells)
+        text = json.dumps(cells)
+        self._size += len(text) + sum(map(len, long))
+        if self.limit is not None and self._size > self.limit:
+            self.overflowed = True  # nothing more kept: the call fails
+            raise OverflowError(f"the write log holds over {self.limit} bytes")
+        kept.extend(long)
+        self.logged += counted
+        return text
 
     @property
     def objects(self) -> int:
@@ -136,6 +155,7 @@ class WriteLog:
             self._install(run)
         if self._kept:
             self._kept = []
+        self._size, self.overflowed = 0, False
         # Each statement skipped is a GIL release saved: a context switch under load.
         if self._changes() != self._quiet:
             run(f"DELETE FROM temp.{LOG}", ())

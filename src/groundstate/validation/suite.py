@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 117
+VALIDATOR_REVISION = 118
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -353,8 +353,9 @@ claim, a line's next label after an amount or a bar ("Refund: $35.00 Store credi
 table's row ("| Refund | $22.00 |") are read; 117: a given name or a word "his" takes up opening a
 sentence is a person ("Mark will arrive shortly", "Sam is on his way" ... "Yes, Mark"), and an item
 the question says in a state of its own ("The shirt is on backorder" ... "Yes, the shirt" to the
-hoodie) another item; words quoted in a question are no yes ('Why did you write "yes, refund
-it"?')."""
+hoodie) another item; words quoted in a question are no yes ('Why did you write "yes, refund it"?');
+118: a call leaving an FTS5 table's settings unreadable or refused by FTS5, or an FTS4 table's
+totals untrue, is the agent's error, undone."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
