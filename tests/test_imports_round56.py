@@ -215,6 +215,16 @@ def test_a_score_of_values_read_as_no_number_is_not_recomputed(tmp_path: Path) -
     assert _figures(tmp_path, held, {**_entry("a", 0.123), "scorer": "steps"}) == []
 
 
+@pytest.mark.parametrize(
+    "values", [[1e308, 1e308, 1e308], [float("inf"), 1], [float("-inf"), float("inf")],
+               ["9" * 400, "9" * 400]],
+)  # fmt: skip
+def test_a_score_past_any_sum_is_not_recomputed(tmp_path: Path, values: list[Any]) -> None:
+    """Huge values (no score, but a file may hold them): summed, they overflowed (a
+    traceback, not a refusal or a warning); they are not recomputed."""
+    assert _figures(tmp_path, _beside(*values), _entry("steps", 0.5)) == []
+
+
 def _judged(*values: dict[str, Any], epochs: int = 1) -> list[dict[str, Any]]:
     return [
         sample(f"s{i}", e, {"match": {"value": "C"}, "judge": {"value": value}})

@@ -36,6 +36,7 @@ from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, compression, damaged, open_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    INTEGER_LIMIT,
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
@@ -1257,17 +1258,23 @@ def _metric_float(value: Any) -> float | None:
     """*value* as Inspect's metrics read a score (``value_to_float``): a number as it is,
     NaN included (an unscored sample, which they leave out), a bool as 0 or 1, its letter
     grades, yes/no and true/false in any case, a numeral; other text as 0 (Inspect warns and
-    reads 0). ``None``: a value they do not read as one number (a dict or a list)."""
+    reads 0). ``None``: a value they do not read as one number (a dict or a list), or one
+    past :data:`INTEGER_LIMIT` (an infinity, a ``1e308`` whose sums overflow): not
+    recomputed."""
     if isinstance(value, int | float):  # a bool too
-        return float(value)
-    if not isinstance(value, str):
+        read = float(value)
+    elif not isinstance(value, str):
         return None
-    if value in SCORE_VALUES or value.lower() in WORD_VALUES:
+    elif value in SCORE_VALUES or value.lower() in WORD_VALUES:
         return SCORE_VALUES.get(value, WORD_VALUES.get(value.lower()))
-    try:
-        return float(value) if _numeral(value) else 0.0
-    except ValueError:  # "1.2.3": Inspect's float() raises, no figure was computed from it
-        return None
+    elif not _numeral(value):
+        return 0.0
+    else:
+        try:
+            read = float(value)
+        except ValueError:  # "1.2.3": Inspect's float() raises, no figure was computed
+            return None
+    return None if abs(read) > INTEGER_LIMIT else read
 
 
 def _score_key(entry: dict[str, Any]) -> tuple[str, str | None] | None:
