@@ -36,6 +36,7 @@ from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, compression, damaged, open_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    INTEGER_LIMIT,
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
@@ -152,10 +153,14 @@ class InspectSource:
     _values: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     """An archive's samples' score values by scorer, by (sample id, epoch): what its
     ``summaries.json`` is checked against."""
-    _epochs: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-    """By scorer and sample id, the sample's epochs' scores as Inspect's reducers read them
-    (``value_to_float``): what the header's ``accuracy`` and ``mean`` are checked against
+    _epochs: dict[tuple[str, str | None], dict[str, list[float]]] = field(default_factory=dict)
+    """By score (a scorer, ``(name, None)``, or a key of its dict values, ``(name, key)``)
+    and sample id, the sample's epochs' scores as Inspect's metrics read them
+    (:func:`_metric_float`): what the header's ``accuracy`` and ``mean`` are checked against
     (:meth:`_metrics_warnings`)."""
+    _unread: set[tuple[str, str | None]] = field(default_factory=set)
+    """The scores of :attr:`_epochs` with a value Inspect's metrics do not read as a number
+    (a list; a dict, read whole): their figures are not recomputed."""
     _rescored: list[tuple[str, int, str, Any, Any]] = field(default_factory=list)
     """(sample id, epoch, scorer, the summary's value, the sample's) of each score a finished
     archive's ``summaries.json`` gives otherwise than its sample (named in a warning)."""
@@ -295,10 +300,11 @@ class InspectSource:
         self._values = {}
         results = self._header().get("results")
         for index, stop in enumerate(_early_stops(results)):
-            key = _stop_key(stop)
+            where = f"{self.path}:results.early_stopping.early_stops[{index}]"
+            key = _stop_key(where, stop)
             if key is not None and key in self._logged:
                 raise SpecError(
-                    f"{self.path}:results.early_stopping.early_stops[{index}]", "id",
+                    where, "id",
                     f"sample {key[0]!r} epoch {key[1]} is listed as stopped early (never run), "
                     "but the log holds its record: the log contradicts itself",
                 )  # fmt: skip
@@ -325,7 +331,8 @@ class InspectSource:
                     where = f"{self.path}!{member}[{index}]"
                     summary = mapping(where, "summary", summary)
                     sample_id = task_key(where, "id", summary.get("id"))
-                    yield where, sample_id, _epoch(where, summary.get("epoch")), summary
+                    epoch = _epoch(where, summary.get("epoch"), summary.get("id"))
+                    yield where, sample_id, epoch, summary
 
     def _missing(self, results: Any, stopped: int) -> str | None:
         """What a finished log says it ran and does not hold: ``results.total_samples`` (its
@@ -400,16 +407,29 @@ class InspectSource:
             "from its sample), but one of the two was changed after the run"
         )
 
-    def _add_epochs(self, where: str, sample_id: str, values: dict[str, Any]) -> None:
-        """Add a sample's scores, read as Inspect's reducers read them, to its sample's epochs
-        (a value of no verdict, NaN, or a dict of values, is none Inspect's ``accuracy``
-        or ``mean`` reads whole)."""
+    def _add_epochs(self, sample_id: str, values: dict[str, Any]) -> None:
+        """Add a sample's scores, read as Inspect's metrics read them, to its sample's epochs:
+        each scorer's value, or each key's of a dict value (Inspect's metrics of a dict
+        score are computed key by key, each logged under the key's name). Read as metrics
+        read them, not as verdicts: a ``steps`` score of 3 counts 3 in Inspect's mean,
+        and left out, the figure recomputed from the other samples was named as changed."""
         for name, value in values.items():
-            try:
-                reward = _reward(where, name, value)
-            except SpecError:
-                continue
-            self._epochs.setdefault(name, {}).setdefault(sample_id, []).append(reward)
+            if isinstance(value, dict):
+                self._unread.add((name, None))  # no figure of the value whole
+            parts = value.items() if isinstance(value, dict) else [(None, value)]
+            for key, part in parts:
+                read = _metric_float(part)
+                if read is None:
+                    self._unread.add((name, key))
+                elif not math.isnan(read):  # Inspect's metrics leave an unscored sample out
+                    self._epochs.setdefault((name, key), {}).setdefault(sample_id, []).append(read)
+
+    def _mixed(self, score: tuple[str, str | None]) -> bool:
+        """*score* has a value Inspect's metrics read as no number, or is a key of a scorer
+        that also gives values that are no dict: no one figure was computed from them."""
+        if score in self._unread:
+            return True
+        return score[1] is not None and (score[0], None) in self._epochs
 
     def _metrics_warnings(self, results: Any) -> Iterator[str]:
         """The header's ``accuracy`` or ``mean`` of a scorer that the samples held give
@@ -424,8 +444,9 @@ class InspectSource:
         for entry in given if isinstance(given, list) else []:
             if not isinstance(entry, dict):
                 continue
-            name, metrics = entry.get("name"), _part(entry, "metrics")
-            samples = self._epochs.get(name) if isinstance(name, str) else None
+            name, metrics = _score_label(entry), _part(entry, "metrics")
+            score = _score_key(entry)
+            samples = None if score is None or self._mixed(score) else self._epochs.get(score)
             reducer = entry.get("reducer")
             if not samples or not isinstance(reducer, str | None):
                 continue
@@ -502,7 +523,8 @@ class InspectSource:
         epochs, ids, size = self._plan()
         if epochs is None or size is None:
             return None
-        stops = {key for stop in stopped if (key := _stop_key(stop)) is not None}
+        at = f"{self.path}:results.early_stopping.early_stops"
+        stops = {key for i, stop in enumerate(stopped) if (key := _stop_key(f"{at}[{i}]", stop))}
         if ids is None:  # only a count: the attempts the log holds of the epochs planned
             held = sum(epoch <= epochs for _, epoch in self._logged)
             short = size * epochs - len(stops) - held
@@ -562,7 +584,7 @@ class InspectSource:
             values = _score_values(where, sample)
             if archive:
                 self._values[row.task_id, epoch] = values
-            self._add_epochs(where, row.task_id, values)
+            self._add_epochs(row.task_id, values)
             own = _own(sample) if self._exported else None
             if own is not None and isinstance(own.get(EARLIER_TRIES), list):
                 yield from _earlier_tries(where, row, own[EARLIER_TRIES])
@@ -725,7 +747,7 @@ class InspectSource:
         common: dict[str, Any] = {
             "line": index,
             "task_id": task_key(where, "id", sample.get("id")),
-            "label": _epoch(where, sample.get("epoch")),
+            "label": _epoch(where, sample.get("epoch"), sample.get("id")),
             "latency": _latency(where, sample, scoring),
             "cost": _cost(where, sample),
             "tokens": _tokens(where, sample),
@@ -925,16 +947,18 @@ def _early_stops(results: Any) -> list[Any]:
     return stops if isinstance(stops, list) else []
 
 
-def _stop_key(stop: Any) -> tuple[str, int] | None:
-    """An early stop's sample id (as a task key) and epoch; ``None`` when it names none."""
+def _stop_key(where: str, stop: Any) -> tuple[str, int] | None:
+    """An early stop's sample id (as a task key) and epoch, read as a sample's (``2.0`` is
+    epoch 2, ``1.5`` refused); ``None`` when it names none (no id, or an epoch that is no
+    number)."""
     if not isinstance(stop, dict):
         return None
     sample_id, epoch = stop.get("id"), stop.get("epoch")
     if isinstance(sample_id, bool) or not isinstance(sample_id, str | int) or sample_id == "":
         return None
-    if isinstance(epoch, bool) or not isinstance(epoch, int):
+    if isinstance(epoch, bool) or not isinstance(epoch, int | float):
         return None
-    return task_key("", "id", sample_id), epoch
+    return task_key("", "id", sample_id), _epoch(where, epoch, sample_id)
 
 
 SUMMARIES = "summaries.json"
@@ -970,9 +994,18 @@ def _stopped_early(path: Path, results: Any, stopped: list[Any]) -> str:
     )
 
 
-def _epoch(where: str, value: Any) -> int:
+def _epoch(where: str, value: Any, sample_id: Any = None) -> int:
     """The sample's epoch: Inspect numbers epochs from 1 (``range(1, epochs + 1)``); a 0 or
-    less is a file it did not write, and would have been read as an attempt shifted by one."""
+    less is a file it did not write, and would have been read as an attempt shifted by one.
+    A whole number written as a float (``2.0``) is that epoch, as Inspect's own reader (its
+    pydantic ``int``) takes it; ``1.5`` is no epoch, and is refused naming *sample_id*: read
+    as either neighbour, it would be an attempt of another epoch, or one given twice."""
+    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+        of = "" if sample_id is None else f" (sample {sample_id!r})"
+        raise SpecError(
+            where, "epoch", f"must be an integer (Inspect numbers epochs 1, 2, 3 ...; 2.0 is "
+            f"read as 2), got {value!r}{of}: no epoch of the eval",
+        )  # fmt: skip
     epoch = integer(where, "epoch", value)
     if epoch < 1:
         raise SpecError(
@@ -1219,6 +1252,49 @@ def _reward(where: str, name: str | None, value: Any) -> float:
         + (", and Inspect's own metrics read it as 0" if isinstance(value, str) else "")
         + "; choose another --scorer",
     )
+
+
+def _metric_float(value: Any) -> float | None:
+    """*value* as Inspect's metrics read a score (``value_to_float``): a number as it is,
+    NaN included (an unscored sample, which they leave out), a bool as 0 or 1, its letter
+    grades, yes/no and true/false in any case, a numeral; other text as 0 (Inspect warns and
+    reads 0). ``None``: a value they do not read as one number (a dict or a list), or one
+    past :data:`INTEGER_LIMIT` (an infinity, a ``1e308`` whose sums overflow): not
+    recomputed."""
+    if isinstance(value, int | float):  # a bool too
+        read = float(value)
+    elif not isinstance(value, str):
+        return None
+    elif value in SCORE_VALUES or value.lower() in WORD_VALUES:
+        return SCORE_VALUES.get(value, WORD_VALUES.get(value.lower()))
+    elif not _numeral(value):
+        return 0.0
+    else:
+        try:
+            read = float(value)
+        except ValueError:  # "1.2.3": Inspect's float() raises, no figure was computed
+            return None
+    return None if abs(read) > INTEGER_LIMIT else read
+
+
+def _score_key(entry: dict[str, Any]) -> tuple[str, str | None] | None:
+    """The score a header's ``results.scores`` entry was computed from: its scorer's values
+    (``name``, which is the scorer's), or, for an entry whose ``scorer`` is another name,
+    that scorer's values under the key ``name`` (Inspect logs a dict score's metrics per
+    key, each entry named by its key); ``None``: an entry naming none."""
+    name, scorer = entry.get("name"), entry.get("scorer")
+    if not isinstance(name, str):
+        return None
+    return (name, None) if not isinstance(scorer, str) or scorer == name else (scorer, name)
+
+
+def _score_label(entry: dict[str, Any]) -> str:
+    """How a warning names a header entry's score: ``NAME``, or ``NAME.KEY`` (as
+    ``--scorer`` names a key of a dict score)."""
+    score = _score_key(entry)
+    if score is None:
+        return repr(entry.get("name"))
+    return score[0] if score[1] is None else f"{score[0]}.{score[1]}"
 
 
 def _numeral(text: str) -> bool:
