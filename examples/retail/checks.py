@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -1423,25 +1424,55 @@ _CURRENCIES = {
     "chf": r"chf|(?:swiss )?francs?",
     "jpy": r"¥|jpy|yen",
     "cny": r"cny|rmb|yuan",
-    "inr": r"₹|inr|rupees?",
+    "inr": r"₹|inr|rs\.?|rupees?",
     "sek": r"sek|kronor|krona",
     "nok": r"nok|kroner|krone",
     "dkk": r"dkk",
-    "pln": r"pln|zlotys?",
+    "pln": r"pln|zlotys?|zł",
+    "myr": r"myr|ringgit",
+    "krw": r"₩|krw|won",
+    "rub": r"₽|rub|r[ou]?ubles?",
+    "ils": r"₪|ils|nis|shekels?",
+    "try": r"₺|lira|lire",
+    "thb": r"฿|thb|baht",
+    "zar": r"zar|rand",
+    "czk": r"czk|kč|korun[ay]?",
+    "huf": r"huf|forint",
+    "ron": r"lei",
+    "aed": r"aed|dirhams?",
+    "sar": r"sar|riyals?",
+    "php": r"₱|php",
+    "vnd": r"₫|vnd|dong",
 }
 """Each currency an amount may be said in, by its code: the marks written before or after
 its figures (symbols, codes, names); "pounds" alone is a weight as often (see
-:func:`_a_weight`)."""
+:func:`_a_weight`). A sign of a currency not listed is its own (see :data:`_CURRENCY_SIGNS`)."""
 _CURRENCY_MARKS = {code: re.compile(marks) for code, marks in _CURRENCIES.items()}
 _OTHER_DOLLAR = r"c|ca|can|a|au|nz|hk|s|sg|nt|mx|r"
 """The letters before "$" that make it another country's dollar ("C$22", "A$22")."""
-_CODES = "|".join(code for code in _CURRENCIES)
+_CODES_AS_WORDS = ("try", "ron")
+"""Codes that are words ("try 22.50", "Ron 22"), read only by their currency's sign or name."""
+_CODES = "|".join(code for code in _CURRENCIES if code not in _CODES_AS_WORDS)
+_CURRENCY_SIGNS = re.escape(
+    "".join(c for c in map(chr, range(0x10000)) if unicodedata.category(c) == "Sc")
+    .replace("$", "")
+    .replace("¢", "")
+)
+"""Every sign of a currency but the dollar's and the cent ("€", "₩", "₪", "฿", "₽"): a sign
+Unicode counts a currency's is never a dollar, listed in :data:`_CURRENCIES` or not (NFKC
+folds "₨" to "rs", "﷼" to its word)."""
 _NAMES = (
     r"(?:(?:us|u\.s\.|american|canadian|australian|new zealand|hong kong|singapore"
     r"|taiwan(?:ese)?) )?(?:dollars?|bucks)|euros?|(?:mexican )?pesos?|reais"
     rf"|{_POUNDS}|quid"
-    r"|(?:swiss )?francs?|yen|yuan|rupees?|kronor|krona|kroner|krone|zlotys?"
+    r"|(?:swiss )?francs?|yen|yuan|rupees?|kronor|krona|kroner|krone|zlotys?|zł|kr|kč|won"
+    r"|r[ou]?ubles?|shekels?|lira|lire|baht|rand|korun[ay]?|forint|lei|dirhams?|riyals?|dong|ringgit"
 )
+_NAME_ENDS = (
+    r"\b(?!'| (?:st|street|ave|avenue|rd|road|ln|lane|dr|drive|blvd|way|ct|court|pl|place)\b)"
+)
+"""After a currency's name or code: no apostrophe ("22 won't" is no won) nor street's word
+("22 Rand Ave", "22 Franc St" are addresses)."""
 _SAID_CENTS_END = (
     r"(?! ?%|[.,]?\d| (?!(?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or|in|on"
     r"|for|from|each|total)\b)[^\W\d_])"
@@ -1449,8 +1480,12 @@ _SAID_CENTS_END = (
 """After cents said with no cent word ("22 dollars 50", "twenty-two dollars fifty"): no
 percent, figure or other word than a verb or joining word ("22 dollars and 15 days" is no
 amount of cents)."""
-_MARK_BEFORE_AMOUNT = rf"(?:\b(?:us ?|u\.s\. ?|{_OTHER_DOLLAR}))?\$|[£€¥₹]|\b(?:{_CODES})"
-"""A currency's mark written before an amount: "$", "C$", "€", "USD", "EUR"."""
+_MARK_BEFORE_AMOUNT = (
+    rf"(?:\b(?:us ?|u\.s\. ?|{_OTHER_DOLLAR}))?\$|[{_CURRENCY_SIGNS}]"
+    rf"|\b(?:{_CODES}|rs\.?|kr(?:\.| ))"
+)
+"""A currency's mark written before an amount: "$", "C$", "€", "₩", "USD", "EUR", "Rs.",
+"kr"."""
 _MONEY = re.compile(
     rf"(?:(?P<before_mark>{_MARK_BEFORE_AMOUNT}) ?"
     rf"(?P<before>{_FIGURES})(?: (?P<trail>{_CODES})\b)?"
@@ -1459,11 +1494,12 @@ _MONEY = re.compile(
     rf"{_SPOKEN_END}"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
     rf"(?: ?|-(?=[^\W\d_])| in (?=[^\W\d_]))"
-    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b)"
+    rf"(?P<after_mark>[{_CURRENCY_SIGNS}]|\$(?! ?\d)|(?:{_CODES}|{_NAMES}){_NAME_ENDS}"
+    r"|(?<= in )sterling\b)"
     rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
     rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS}))"
     rf"(?:[- ]| in (?=[^\W\d_]))"
-    rf"(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b))"
+    rf"(?P<word_mark>[{_CURRENCY_SIGNS}]|(?:{_CODES}|{_NAMES}){_NAME_ENDS}|(?<= in )sterling\b))"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
@@ -1497,7 +1533,8 @@ def _currency(mark: str | None) -> str:
     if not mark:
         return DOLLARS
     mark = re.sub(r"\s+", " ", mark)
-    return next(code for code, marks in _CURRENCY_MARKS.items() if marks.fullmatch(mark))
+    codes = (code for code, marks in _CURRENCY_MARKS.items() if marks.fullmatch(mark))
+    return next(codes, mark.rstrip(". "))  # "₴", "kr.": a currency not listed is its mark's
 
 
 def _figures_cents(figures: str) -> int:
@@ -1544,8 +1581,28 @@ def money_in(text: str) -> list[tuple[str, int]]:
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
         mark = mark or said["words_mark"] or said["pence"] or said["pence_word"]
         mark = mark or said["and_pence"] or (said["centimes"] and "eur")
-        found.append((_currency(mark), _said_cents(said)))
+        found.append((_dollars_of(folded, match.end(), _currency(mark)), _said_cents(said)))
     return found
+
+
+_DOLLARS_OF_COUNTRY = re.compile(
+    r"(?: \(| |, )(?:in )?(?:(?P<country>us|u\.s\.|american|canadian|australian|new zealand"
+    r"|hong kong|singapore|taiwan(?:ese)?)(?: (?:dollars?|bucks)\b|(?=\)|[^\w ]|$"
+    r"| (?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or|on|for|from)\b))"
+    rf"|(?P<code>{_CODES})\b(?! ?[\d$]))"
+)
+"""After an amount, the country of its dollars: "22 dollars Canadian", "$22.00 (CAD)", "$22.00
+in Canadian dollars", "$22.00 Canadian." (not "$22.00 Canadian Tire voucher", where the word
+is another thing's, nor "$22.00, CAD 30.00", another amount)."""
+
+
+def _dollars_of(folded: str, end: int, currency: str) -> str:
+    """The currency of an amount read as *currency*, ending at *end*: dollars with another
+    country's after them ("$22.00 Canadian", "22 dollars (CAD)") are that country's."""
+    said = _DOLLARS_OF_COUNTRY.match(folded, end) if currency == DOLLARS else None
+    if not said:
+        return currency
+    return _currency(said["code"] or f"{said['country']} dollars")
 
 
 _PENCE_SIZED = re.compile(
