@@ -115,25 +115,53 @@ SPELLED_ORDINALS = (
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
     " thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
 )
-_FLOOR_SPELLED = SPELLED_ORDINALS.replace(" ", "|").upper()
+_FLOOR_CARDINALS = (
+    "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE THIRTEEN FOURTEEN FIFTEEN"
+    " SIXTEEN SEVENTEEN EIGHTEEN NINETEEN TWENTY"
+)
+_FLOOR_TENS = ("TWENTY", "THIRTY", "FORTY", "FIFTY", "SIXTY", "SEVENTY", "EIGHTY", "NINETY")
+_FLOOR_WORD_VALUES = {
+    **{word: n for n, word in enumerate(_FLOOR_CARDINALS.split(), 1)},
+    **{word: n for n, word in enumerate(SPELLED_ORDINALS.upper().split(), 1)},
+    **{word: 20 + 10 * n for n, word in enumerate(_FLOOR_TENS)},
+    **{f"{word[:-1]}IETH": 20 + 10 * n for n, word in enumerate(_FLOOR_TENS)},
+}
+"""The value of each word a floor's number is said in, cardinal or ordinal ("FOURTEEN",
+"FOURTEENTH": 14; "TWENTY", "TWENTIETH": 20)."""
+_FLOOR_TENS_WORDS = "|".join(_FLOOR_TENS)
+_FLOOR_SPELLED = (
+    rf"(?:{_FLOOR_TENS_WORDS})[- ](?:{'|'.join(SPELLED_ORDINALS.upper().split()[:9])})"
+    rf"|{'|'.join(SPELLED_ORDINALS.upper().split())}"
+    rf"|{'|'.join(f'{word[:-1]}IETH' for word in _FLOOR_TENS)}"
+)
+"""A floor's ordinal in words: "FOURTEENTH", "TWENTY-FIRST", "THIRTIETH"."""
+_FLOOR_SAID_CARDINAL = (
+    rf"(?:{_FLOOR_TENS_WORDS})(?:[- ](?:{'|'.join(_FLOOR_CARDINALS.split()[:9])})\b)?"
+    rf"|{_FLOOR_CARDINALS.replace(' ', '|')}"
+)
+"""A floor's number in words: "FOURTEEN", "TWENTY-ONE", "THIRTY"."""
 _NO_DESIGNATOR_BEFORE = "".join(rf"(?<!\b{word} )" for word in _DESIGNATOR_WORDS.split("|"))
 _ORDINAL_FLOOR = re.compile(
     rf"\b(?:(?P<number>\d+)(?:ST|ND|RD|TH)|(?P<spelled>{_FLOOR_SPELLED}))"
     r" (?:FLOOR|FLR|FL|LEVEL|LVL)\b"
     rf"|{_NO_DESIGNATOR_BEFORE}\b(?P<plain>\d{{1,3}}) (?:FLOOR|FLR|FL)\b(?! ?\d)"
 )
-"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", or by its
-number before the word ("14 Floor"; not a unit's number before a floor's: "Ste 140 Fl 14")."""
-_FLOOR_CARDINALS = (
-    "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE THIRTEEN FOURTEEN FIFTEEN"
-    " SIXTEEN SEVENTEEN EIGHTEEN NINETEEN TWENTY"
-)
+"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", "Twenty-First
+Floor", or by its number before the word ("14 Floor"; not a unit's number before a floor's:
+"Ste 140 Fl 14")."""
 _FLOOR_BY_CARDINAL = re.compile(
-    rf"\b(?:FLOOR|FLR|FL|LEVEL|LVL) (?P<cardinal>{_FLOOR_CARDINALS.replace(' ', '|')})\b"
+    rf"\b(?:FLOOR|FLR|FL|LEVEL|LVL) (?P<cardinal>{_FLOOR_SAID_CARDINAL})\b"
 )
-"""A floor by its number in words after the word: "Floor Fourteen", "Level Two"."""
+"""A floor by its number in words after the word: "Floor Fourteen", "Level Two", "Floor
+Twenty-One"."""
 _FLOOR_BY_SLASH = re.compile(r"\b(?P<number>\d{1,3}) ?/ ?F\b")
 """A floor written as Hong Kong and much of Asia write it: "14/F" is the 14th floor."""
+_FLOOR_BESIDE_UNIT = re.compile(
+    r"(?P<unit>\b(?:APT|STE|UNIT|RM|ROOM) [A-Z]?\d{1,6}[A-Z]?) (?:ON|AT) (?:THE )?"
+    rf"(?P<ordinal>\d{{1,3}}(?:ST|ND|RD|TH)|{_FLOOR_SPELLED})$"
+)
+"""A floor said by its ordinal alone, last, after a unit on it: "Suite 1400 on the 14th" is
+"Suite 1400, 14th Floor" (not "Suite 1400 on 14th St", a street)."""
 _FLOOR_SAID_ON = re.compile(r"\b(?:ON|AT) (?:THE )?(?=FL \d)")
 """Words saying a unit is on a floor: "Suite 1400 on the 14th floor" is "Suite 1400, Floor 14"."""
 _DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
@@ -144,7 +172,8 @@ def _units_named(address: str) -> str:
     Publication 28 does ("Floor 14", "Flr 14", "Level 14": "FL 14") and a floor's ordinal
     after it ("14th Floor", "Fourteenth Floor": "FL 14"), or its number in words or before
     "/F" ("Floor Fourteen", "14/F": "FL 14"), with no words saying the unit is on it ("on the
-    14th floor"); not a street's ordinal ("610 W 112th Street")."""
+    14th floor", "on the 14th" after a suite); not a street's ordinal ("610 W 112th Street")."""
+    address = _FLOOR_BESIDE_UNIT.sub(r"\g<unit> \g<ordinal> FL", address)
     address = _ORDINAL_FLOOR.sub(_floor_of, address)
     address = _FLOOR_BY_SLASH.sub(r"FL \g<number>", address)
     address = _FLOOR_BY_CARDINAL.sub(_floor_by_cardinal, address)
@@ -154,15 +183,20 @@ def _units_named(address: str) -> str:
 
 def _floor_by_cardinal(found: re.Match[str]) -> str:
     """The unit a floor in words :data:`_FLOOR_BY_CARDINAL` found is: "FL 14"."""
-    return f"FL {_FLOOR_CARDINALS.split().index(found.group('cardinal')) + 1}"
+    return f"FL {_floor_number(found.group('cardinal'))}"
 
 
 def _floor_of(found: re.Match[str]) -> str:
     """The unit an ordinal floor :data:`_ORDINAL_FLOOR` found is: "FL 14"."""
     spelled = found.group("spelled")
     if spelled:
-        return f"FL {SPELLED_ORDINALS.split().index(spelled.lower()) + 1}"
+        return f"FL {_floor_number(spelled)}"
     return f"FL {int(found.group('number') or found.group('plain'))}"
+
+
+def _floor_number(words: str) -> int:
+    """The number a floor is said by in words: "FOURTEENTH" 14, "TWENTY-ONE" 21."""
+    return sum(_FLOOR_WORD_VALUES[word] for word in re.split(r"[- ]", words))
 
 
 _UNIT_FIRST = re.compile(
@@ -1628,7 +1662,31 @@ def _pence_said(folded: str, start: int, end: int) -> bool:
         return False
     if _PENCE_POUNDS_NEAR.search(before) or _PENCE_POUNDS_NEAR.search(after):
         return True
+    if _pence_stated(before, folded[start:end], after):
+        return True
     return _nearest(_MONEY_WORD, *_words_near(before, after)) <= WORDS_NEAR
+
+
+_PENCE_STATED = re.compile(r"\b(?:is|was|were|are|be|been|'s|comes? to|came to|only|just)\W{0,3}$")
+"""Before "22p": a verb or word stating what a thing came to ("it was 22p", "that's 22p")."""
+_PENCE_THING_NAMED = re.compile(
+    r"\b(?:sizes?|sz|petite|row|seat|room|page|model|number|gate|platform|bus|route"
+    r"|apt|unit|suite|flat|video|screen|display|resolution|camera|stream|format)\b"
+)
+"""In the clause before "22p": a thing a letter after a number names ("the seat was 22P",
+"the video was 60p"), not pence."""
+_PENCE_HOUR = re.compile(r"(?<!\d)(?:1[0-2]|0?[1-9])p")
+"""An hour's number with the letter: "it was 3p when I called" tells the time."""
+
+
+def _pence_stated(before: str, pence: str, after: str) -> bool:
+    """Whether "22p" (*pence*, between *before* and *after*) is stated as what a thing came to
+    with no word of money: "it was 22p", "that's 99p.", "it's only 5p"; not a thing a letter
+    names ("the size was 2P", "the video was 60p") nor an hour a word follows ("it was 3p
+    when I called")."""
+    if not _PENCE_STATED.search(before) or _PENCE_THING_NAMED.search(before):
+        return False
+    return not (_PENCE_HOUR.fullmatch(pence) and re.match(r" [^\W\d_]", after))
 
 
 def _said_cents(said: dict[str, str | None]) -> int:
@@ -1695,7 +1753,8 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
     near = _words_near(before, after)
     if _pounds_priced(said, folded[start:end], before, after):
         near = _words_near(_ITEM_HEFT.sub("", before), _ITEM_HEFT.sub("", after))
-        return _nearest(_WEIGHT_WORD, *near) <= WORDS_NEAR
+        ends = _words_near(*(_ITEM_HEFT.sub("", side) for side in _list_ends(before, after)))
+        return min(_nearest(_WEIGHT_WORD, *near), _nearest(_WEIGHT_WORD, *ends)) <= WORDS_NEAR
     if _item_bracketed(before, after) or _item_aside(before, after):
         return True
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
@@ -1801,13 +1860,36 @@ def _pounds_priced(said: dict[str, str | None], amount: str, before: str, after:
     22 pounds, was refunded", is its weight)."""
     if said["said_cents"] or " in " in amount:
         return True
-    opened = _WEIGHT_ASIDE_OPENED.search(before) or _BRACKETED.search(before)
-    opened = opened or _POUNDS_ITEM_BARE_OPENED.search(before)
-    if not opened or _NOT_AN_ITEM.fullmatch(opened.group(1)):
+    opened = _list_item_opened(before)
+    if not opened:
         return False
     return bool(
         _POUNDS_PAIR_BEFORE.search(before, 0, opened.start()) or _POUNDS_PAIR_AFTER.match(after)
     )
+
+
+def _list_item_opened(before: str) -> re.Match[str] | None:
+    """The item of a price list whose amount follows *before*: "the socks, ", "the socks (",
+    "and hat, " (None for a word that is no item: "sent to you (")."""
+    opened = _WEIGHT_ASIDE_OPENED.search(before) or _BRACKETED.search(before)
+    opened = opened or _POUNDS_ITEM_BARE_OPENED.search(before)
+    return None if not opened or _NOT_AN_ITEM.fullmatch(opened.group(1)) else opened
+
+
+def _list_ends(before: str, after: str) -> tuple[str, str]:
+    """What stands before the first amount and after the last of the price list an amount
+    (between *before* and *after*) is in: a word of weight near either is said of every
+    amount of the list ("the set, 22 pounds, and the bar, 10 pounds, are heavy": the set's
+    too, seven words from "heavy")."""
+    pair = _POUNDS_PAIR_AFTER.match(after)
+    while pair:  # each step past one more item and its amount: *after* shrinks
+        after = after[pair.end() :]
+        pair = _POUNDS_PAIR_AFTER.match(after)
+    opened = _list_item_opened(before)
+    while opened and (pair := _POUNDS_PAIR_BEFORE.search(before, 0, opened.start())):
+        before = before[: pair.start()]
+        opened = _list_item_opened(before)
+    return before, after
 
 
 _POUNDS_PAIR_AMOUNT = (
