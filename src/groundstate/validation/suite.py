@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 115
+VALIDATOR_REVISION = 116
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -347,7 +347,11 @@ credit: $5.00"), store credit held up to 80 characters from "account" is; 115: a
 kind ("my kids shirt") is an item, a colour alone of another item named ("an olive jacket and a navy
 jacket" ... "Yes, Olive" to the navy one) is a correction, as is an item the question says on its
 way ("The shirt will ship separately. Shall I refund the hoodie?" "Yes, the shirt"), and a person
-arriving at a desk ("Mark should arrive at the desk soon" ... "Yes, Mark") is no item."""
+arriving at a desk ("Mark should arrive at the desk soon" ... "Yes, Mark") is no item; 116: an
+amount beside any currency's sign but the dollar's, other currencies' codes and names ("22 rubles",
+"kr 22") and dollars with another country's after them ("$22.00 (CAD)") are not dollars; a weight
+said after a price list is every amount's; "Suite 1400 on the 14th", "Floor Twenty-One" are floors;
+"it was 22p" is pence."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
