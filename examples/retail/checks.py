@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import itertools
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -114,25 +115,53 @@ SPELLED_ORDINALS = (
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
     " thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
 )
-_FLOOR_SPELLED = SPELLED_ORDINALS.replace(" ", "|").upper()
+_FLOOR_CARDINALS = (
+    "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE THIRTEEN FOURTEEN FIFTEEN"
+    " SIXTEEN SEVENTEEN EIGHTEEN NINETEEN TWENTY"
+)
+_FLOOR_TENS = ("TWENTY", "THIRTY", "FORTY", "FIFTY", "SIXTY", "SEVENTY", "EIGHTY", "NINETY")
+_FLOOR_WORD_VALUES = {
+    **{word: n for n, word in enumerate(_FLOOR_CARDINALS.split(), 1)},
+    **{word: n for n, word in enumerate(SPELLED_ORDINALS.upper().split(), 1)},
+    **{word: 20 + 10 * n for n, word in enumerate(_FLOOR_TENS)},
+    **{f"{word[:-1]}IETH": 20 + 10 * n for n, word in enumerate(_FLOOR_TENS)},
+}
+"""The value of each word a floor's number is said in, cardinal or ordinal ("FOURTEEN",
+"FOURTEENTH": 14; "TWENTY", "TWENTIETH": 20)."""
+_FLOOR_TENS_WORDS = "|".join(_FLOOR_TENS)
+_FLOOR_SPELLED = (
+    rf"(?:{_FLOOR_TENS_WORDS})[- ](?:{'|'.join(SPELLED_ORDINALS.upper().split()[:9])})"
+    rf"|{'|'.join(SPELLED_ORDINALS.upper().split())}"
+    rf"|{'|'.join(f'{word[:-1]}IETH' for word in _FLOOR_TENS)}"
+)
+"""A floor's ordinal in words: "FOURTEENTH", "TWENTY-FIRST", "THIRTIETH"."""
+_FLOOR_SAID_CARDINAL = (
+    rf"(?:{_FLOOR_TENS_WORDS})(?:[- ](?:{'|'.join(_FLOOR_CARDINALS.split()[:9])})\b)?"
+    rf"|{_FLOOR_CARDINALS.replace(' ', '|')}"
+)
+"""A floor's number in words: "FOURTEEN", "TWENTY-ONE", "THIRTY"."""
 _NO_DESIGNATOR_BEFORE = "".join(rf"(?<!\b{word} )" for word in _DESIGNATOR_WORDS.split("|"))
 _ORDINAL_FLOOR = re.compile(
     rf"\b(?:(?P<number>\d+)(?:ST|ND|RD|TH)|(?P<spelled>{_FLOOR_SPELLED}))"
     r" (?:FLOOR|FLR|FL|LEVEL|LVL)\b"
     rf"|{_NO_DESIGNATOR_BEFORE}\b(?P<plain>\d{{1,3}}) (?:FLOOR|FLR|FL)\b(?! ?\d)"
 )
-"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", or by its
-number before the word ("14 Floor"; not a unit's number before a floor's: "Ste 140 Fl 14")."""
-_FLOOR_CARDINALS = (
-    "ONE TWO THREE FOUR FIVE SIX SEVEN EIGHT NINE TEN ELEVEN TWELVE THIRTEEN FOURTEEN FIFTEEN"
-    " SIXTEEN SEVENTEEN EIGHTEEN NINETEEN TWENTY"
-)
+"""A floor said by its ordinal: "14th Floor", "14TH FL", "Fourteenth Floor", "Twenty-First
+Floor", or by its number before the word ("14 Floor"; not a unit's number before a floor's:
+"Ste 140 Fl 14")."""
 _FLOOR_BY_CARDINAL = re.compile(
-    rf"\b(?:FLOOR|FLR|FL|LEVEL|LVL) (?P<cardinal>{_FLOOR_CARDINALS.replace(' ', '|')})\b"
+    rf"\b(?:FLOOR|FLR|FL|LEVEL|LVL) (?P<cardinal>{_FLOOR_SAID_CARDINAL})\b"
 )
-"""A floor by its number in words after the word: "Floor Fourteen", "Level Two"."""
+"""A floor by its number in words after the word: "Floor Fourteen", "Level Two", "Floor
+Twenty-One"."""
 _FLOOR_BY_SLASH = re.compile(r"\b(?P<number>\d{1,3}) ?/ ?F\b")
 """A floor written as Hong Kong and much of Asia write it: "14/F" is the 14th floor."""
+_FLOOR_BESIDE_UNIT = re.compile(
+    r"(?P<unit>\b(?:APT|STE|UNIT|RM|ROOM) [A-Z]?\d{1,6}[A-Z]?) (?:ON|AT) (?:THE )?"
+    rf"(?P<ordinal>\d{{1,3}}(?:ST|ND|RD|TH)|{_FLOOR_SPELLED})$"
+)
+"""A floor said by its ordinal alone, last, after a unit on it: "Suite 1400 on the 14th" is
+"Suite 1400, 14th Floor" (not "Suite 1400 on 14th St", a street)."""
 _FLOOR_SAID_ON = re.compile(r"\b(?:ON|AT) (?:THE )?(?=FL \d)")
 """Words saying a unit is on a floor: "Suite 1400 on the 14th floor" is "Suite 1400, Floor 14"."""
 _DESIGNATED = re.compile(rf"\b(?:{'|'.join(_UNIT_DESIGNATORS)})(?= [A-Z]?\d)")
@@ -143,7 +172,8 @@ def _units_named(address: str) -> str:
     Publication 28 does ("Floor 14", "Flr 14", "Level 14": "FL 14") and a floor's ordinal
     after it ("14th Floor", "Fourteenth Floor": "FL 14"), or its number in words or before
     "/F" ("Floor Fourteen", "14/F": "FL 14"), with no words saying the unit is on it ("on the
-    14th floor"); not a street's ordinal ("610 W 112th Street")."""
+    14th floor", "on the 14th" after a suite); not a street's ordinal ("610 W 112th Street")."""
+    address = _FLOOR_BESIDE_UNIT.sub(r"\g<unit> \g<ordinal> FL", address)
     address = _ORDINAL_FLOOR.sub(_floor_of, address)
     address = _FLOOR_BY_SLASH.sub(r"FL \g<number>", address)
     address = _FLOOR_BY_CARDINAL.sub(_floor_by_cardinal, address)
@@ -153,15 +183,20 @@ def _units_named(address: str) -> str:
 
 def _floor_by_cardinal(found: re.Match[str]) -> str:
     """The unit a floor in words :data:`_FLOOR_BY_CARDINAL` found is: "FL 14"."""
-    return f"FL {_FLOOR_CARDINALS.split().index(found.group('cardinal')) + 1}"
+    return f"FL {_floor_number(found.group('cardinal'))}"
 
 
 def _floor_of(found: re.Match[str]) -> str:
     """The unit an ordinal floor :data:`_ORDINAL_FLOOR` found is: "FL 14"."""
     spelled = found.group("spelled")
     if spelled:
-        return f"FL {SPELLED_ORDINALS.split().index(spelled.lower()) + 1}"
+        return f"FL {_floor_number(spelled)}"
     return f"FL {int(found.group('number') or found.group('plain'))}"
+
+
+def _floor_number(words: str) -> int:
+    """The number a floor is said by in words: "FOURTEENTH" 14, "TWENTY-ONE" 21."""
+    return sum(_FLOOR_WORD_VALUES[word] for word in re.split(r"[- ]", words))
 
 
 _UNIT_FIRST = re.compile(
@@ -1423,25 +1458,55 @@ _CURRENCIES = {
     "chf": r"chf|(?:swiss )?francs?",
     "jpy": r"¥|jpy|yen",
     "cny": r"cny|rmb|yuan",
-    "inr": r"₹|inr|rupees?",
+    "inr": r"₹|inr|rs\.?|rupees?",
     "sek": r"sek|kronor|krona",
     "nok": r"nok|kroner|krone",
     "dkk": r"dkk",
-    "pln": r"pln|zlotys?",
+    "pln": r"pln|zlotys?|zł",
+    "myr": r"myr|ringgit",
+    "krw": r"₩|krw|won",
+    "rub": r"₽|rub|r[ou]?ubles?",
+    "ils": r"₪|ils|nis|shekels?",
+    "try": r"₺|lira|lire",
+    "thb": r"฿|thb|baht",
+    "zar": r"zar|rand",
+    "czk": r"czk|kč|korun[ay]?",
+    "huf": r"huf|forint",
+    "ron": r"lei",
+    "aed": r"aed|dirhams?",
+    "sar": r"sar|riyals?",
+    "php": r"₱|php",
+    "vnd": r"₫|vnd|dong",
 }
 """Each currency an amount may be said in, by its code: the marks written before or after
 its figures (symbols, codes, names); "pounds" alone is a weight as often (see
-:func:`_a_weight`)."""
+:func:`_a_weight`). A sign of a currency not listed is its own (see :data:`_CURRENCY_SIGNS`)."""
 _CURRENCY_MARKS = {code: re.compile(marks) for code, marks in _CURRENCIES.items()}
 _OTHER_DOLLAR = r"c|ca|can|a|au|nz|hk|s|sg|nt|mx|r"
 """The letters before "$" that make it another country's dollar ("C$22", "A$22")."""
-_CODES = "|".join(code for code in _CURRENCIES)
+_CODES_AS_WORDS = ("try", "ron")
+"""Codes that are words ("try 22.50", "Ron 22"), read only by their currency's sign or name."""
+_CODES = "|".join(code for code in _CURRENCIES if code not in _CODES_AS_WORDS)
+_CURRENCY_SIGNS = re.escape(
+    "".join(c for c in map(chr, range(0x10000)) if unicodedata.category(c) == "Sc")
+    .replace("$", "")
+    .replace("¢", "")
+)
+"""Every sign of a currency but the dollar's and the cent ("€", "₩", "₪", "฿", "₽"): a sign
+Unicode counts a currency's is never a dollar, listed in :data:`_CURRENCIES` or not (NFKC
+folds "₨" to "rs", "﷼" to its word)."""
 _NAMES = (
     r"(?:(?:us|u\.s\.|american|canadian|australian|new zealand|hong kong|singapore"
     r"|taiwan(?:ese)?) )?(?:dollars?|bucks)|euros?|(?:mexican )?pesos?|reais"
     rf"|{_POUNDS}|quid"
-    r"|(?:swiss )?francs?|yen|yuan|rupees?|kronor|krona|kroner|krone|zlotys?"
+    r"|(?:swiss )?francs?|yen|yuan|rupees?|kronor|krona|kroner|krone|zlotys?|zł|kr|kč|won"
+    r"|r[ou]?ubles?|shekels?|lira|lire|baht|rand|korun[ay]?|forint|lei|dirhams?|riyals?|dong|ringgit"
 )
+_NAME_ENDS = (
+    r"\b(?!'| (?:st|street|ave|avenue|rd|road|ln|lane|dr|drive|blvd|way|ct|court|pl|place)\b)"
+)
+"""After a currency's name or code: no apostrophe ("22 won't" is no won) nor street's word
+("22 Rand Ave", "22 Franc St" are addresses)."""
 _SAID_CENTS_END = (
     r"(?! ?%|[.,]?\d| (?!(?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or|in|on"
     r"|for|from|each|total)\b)[^\W\d_])"
@@ -1449,8 +1514,12 @@ _SAID_CENTS_END = (
 """After cents said with no cent word ("22 dollars 50", "twenty-two dollars fifty"): no
 percent, figure or other word than a verb or joining word ("22 dollars and 15 days" is no
 amount of cents)."""
-_MARK_BEFORE_AMOUNT = rf"(?:\b(?:us ?|u\.s\. ?|{_OTHER_DOLLAR}))?\$|[£€¥₹]|\b(?:{_CODES})"
-"""A currency's mark written before an amount: "$", "C$", "€", "USD", "EUR"."""
+_MARK_BEFORE_AMOUNT = (
+    rf"(?:\b(?:us ?|u\.s\. ?|{_OTHER_DOLLAR}))?\$|[{_CURRENCY_SIGNS}]"
+    rf"|\b(?:{_CODES}|rs\.?|kr(?:\.| ))"
+)
+"""A currency's mark written before an amount: "$", "C$", "€", "₩", "USD", "EUR", "Rs.",
+"kr"."""
 _MONEY = re.compile(
     rf"(?:(?P<before_mark>{_MARK_BEFORE_AMOUNT}) ?"
     rf"(?P<before>{_FIGURES})(?: (?P<trail>{_CODES})\b)?"
@@ -1459,11 +1528,12 @@ _MONEY = re.compile(
     rf"{_SPOKEN_END}"
     rf"|(?<![\d.,'])(?P<after>{_FIGURES})"
     rf"(?: ?|-(?=[^\W\d_])| in (?=[^\W\d_]))"
-    rf"(?P<after_mark>[€£¥₹]|\$(?! ?\d)|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b)"
+    rf"(?P<after_mark>[{_CURRENCY_SIGNS}]|\$(?! ?\d)|(?:{_CODES}|{_NAMES}){_NAME_ENDS}"
+    r"|(?<= in )sterling\b)"
     rf"|\b(?:(?P<spoken_whole>{_WHOLE}) (?<!hundred )(?<!thousand )"
     rf"(?P<spoken_part>{_TWO_DIGITS})|(?P<words>{_WORDS}))"
     rf"(?:[- ]| in (?=[^\W\d_]))"
-    rf"(?P<word_mark>[€£¥₹]|(?:{_CODES}|{_NAMES})\b|(?<= in )sterling\b))"
+    rf"(?P<word_mark>[{_CURRENCY_SIGNS}]|(?:{_CODES}|{_NAMES}){_NAME_ENDS}|(?<= in )sterling\b))"
     rf"(?:,? (?:and |plus )?(?P<cents>\d{{1,2}}|{_WORDS}) ?{_CENT}"
     rf"|(?<=[€£])(?P<mark_cents>\d\d)(?!\d)"
     rf"|(?<=[^\W\d_]) (?:and )?(?P<said_cents>\d\d|{_WORDS}){_SAID_CENTS_END})?"
@@ -1497,7 +1567,8 @@ def _currency(mark: str | None) -> str:
     if not mark:
         return DOLLARS
     mark = re.sub(r"\s+", " ", mark)
-    return next(code for code, marks in _CURRENCY_MARKS.items() if marks.fullmatch(mark))
+    codes = (code for code, marks in _CURRENCY_MARKS.items() if marks.fullmatch(mark))
+    return next(codes, mark.rstrip(". "))  # "₴", "kr.": a currency not listed is its mark's
 
 
 def _figures_cents(figures: str) -> int:
@@ -1544,8 +1615,28 @@ def money_in(text: str) -> list[tuple[str, int]]:
         mark = said["trail"] or said["before_mark"] or said["after_mark"] or said["word_mark"]
         mark = mark or said["words_mark"] or said["pence"] or said["pence_word"]
         mark = mark or said["and_pence"] or (said["centimes"] and "eur")
-        found.append((_currency(mark), _said_cents(said)))
+        found.append((_dollars_of(folded, match.end(), _currency(mark)), _said_cents(said)))
     return found
+
+
+_DOLLARS_OF_COUNTRY = re.compile(
+    r"(?: \(| |, )(?:in )?(?:(?P<country>us|u\.s\.|american|canadian|australian|new zealand"
+    r"|hong kong|singapore|taiwan(?:ese)?)(?: (?:dollars?|bucks)\b|(?=\)|[^\w ]|$"
+    r"| (?:is|are|was|were|will|has|have|had|goes|went|to|back|and|or|on|for|from)\b))"
+    rf"|(?P<code>{_CODES})\b(?! ?[\d$]))"
+)
+"""After an amount, the country of its dollars: "22 dollars Canadian", "$22.00 (CAD)", "$22.00
+in Canadian dollars", "$22.00 Canadian." (not "$22.00 Canadian Tire voucher", where the word
+is another thing's, nor "$22.00, CAD 30.00", another amount)."""
+
+
+def _dollars_of(folded: str, end: int, currency: str) -> str:
+    """The currency of an amount read as *currency*, ending at *end*: dollars with another
+    country's after them ("$22.00 Canadian", "22 dollars (CAD)") are that country's."""
+    said = _DOLLARS_OF_COUNTRY.match(folded, end) if currency == DOLLARS else None
+    if not said:
+        return currency
+    return _currency(said["code"] or f"{said['country']} dollars")
 
 
 _PENCE_SIZED = re.compile(
@@ -1571,7 +1662,31 @@ def _pence_said(folded: str, start: int, end: int) -> bool:
         return False
     if _PENCE_POUNDS_NEAR.search(before) or _PENCE_POUNDS_NEAR.search(after):
         return True
+    if _pence_stated(before, folded[start:end], after):
+        return True
     return _nearest(_MONEY_WORD, *_words_near(before, after)) <= WORDS_NEAR
+
+
+_PENCE_STATED = re.compile(r"\b(?:is|was|were|are|be|been|'s|comes? to|came to|only|just)\W{0,3}$")
+"""Before "22p": a verb or word stating what a thing came to ("it was 22p", "that's 22p")."""
+_PENCE_THING_NAMED = re.compile(
+    r"\b(?:sizes?|sz|petite|row|seat|room|page|model|number|gate|platform|bus|route"
+    r"|apt|unit|suite|flat|video|screen|display|resolution|camera|stream|format)\b"
+)
+"""In the clause before "22p": a thing a letter after a number names ("the seat was 22P",
+"the video was 60p"), not pence."""
+_PENCE_HOUR = re.compile(r"(?<!\d)(?:1[0-2]|0?[1-9])p")
+"""An hour's number with the letter: "it was 3p when I called" tells the time."""
+
+
+def _pence_stated(before: str, pence: str, after: str) -> bool:
+    """Whether "22p" (*pence*, between *before* and *after*) is stated as what a thing came to
+    with no word of money: "it was 22p", "that's 99p.", "it's only 5p"; not a thing a letter
+    names ("the size was 2P", "the video was 60p") nor an hour a word follows ("it was 3p
+    when I called")."""
+    if not _PENCE_STATED.search(before) or _PENCE_THING_NAMED.search(before):
+        return False
+    return not (_PENCE_HOUR.fullmatch(pence) and re.match(r" [^\W\d_]", after))
 
 
 def _said_cents(said: dict[str, str | None]) -> int:
@@ -1638,7 +1753,8 @@ def _a_weight(said: dict[str, str | None], folded: str, start: int, end: int) ->
     near = _words_near(before, after)
     if _pounds_priced(said, folded[start:end], before, after):
         near = _words_near(_ITEM_HEFT.sub("", before), _ITEM_HEFT.sub("", after))
-        return _nearest(_WEIGHT_WORD, *near) <= WORDS_NEAR
+        ends = _words_near(*(_ITEM_HEFT.sub("", side) for side in _list_ends(before, after)))
+        return min(_nearest(_WEIGHT_WORD, *near), _nearest(_WEIGHT_WORD, *ends)) <= WORDS_NEAR
     if _item_bracketed(before, after) or _item_aside(before, after):
         return True
     return _nearest(_MONEY_WORD, *near) >= _nearest(_WEIGHT_WORD, *near)
@@ -1744,13 +1860,36 @@ def _pounds_priced(said: dict[str, str | None], amount: str, before: str, after:
     22 pounds, was refunded", is its weight)."""
     if said["said_cents"] or " in " in amount:
         return True
-    opened = _WEIGHT_ASIDE_OPENED.search(before) or _BRACKETED.search(before)
-    opened = opened or _POUNDS_ITEM_BARE_OPENED.search(before)
-    if not opened or _NOT_AN_ITEM.fullmatch(opened.group(1)):
+    opened = _list_item_opened(before)
+    if not opened:
         return False
     return bool(
         _POUNDS_PAIR_BEFORE.search(before, 0, opened.start()) or _POUNDS_PAIR_AFTER.match(after)
     )
+
+
+def _list_item_opened(before: str) -> re.Match[str] | None:
+    """The item of a price list whose amount follows *before*: "the socks, ", "the socks (",
+    "and hat, " (None for a word that is no item: "sent to you (")."""
+    opened = _WEIGHT_ASIDE_OPENED.search(before) or _BRACKETED.search(before)
+    opened = opened or _POUNDS_ITEM_BARE_OPENED.search(before)
+    return None if not opened or _NOT_AN_ITEM.fullmatch(opened.group(1)) else opened
+
+
+def _list_ends(before: str, after: str) -> tuple[str, str]:
+    """What stands before the first amount and after the last of the price list an amount
+    (between *before* and *after*) is in: a word of weight near either is said of every
+    amount of the list ("the set, 22 pounds, and the bar, 10 pounds, are heavy": the set's
+    too, seven words from "heavy")."""
+    pair = _POUNDS_PAIR_AFTER.match(after)
+    while pair:  # each step past one more item and its amount: *after* shrinks
+        after = after[pair.end() :]
+        pair = _POUNDS_PAIR_AFTER.match(after)
+    opened = _list_item_opened(before)
+    while opened and (pair := _POUNDS_PAIR_BEFORE.search(before, 0, opened.start())):
+        before = before[: pair.start()]
+        opened = _list_item_opened(before)
+    return before, after
 
 
 _POUNDS_PAIR_AMOUNT = (

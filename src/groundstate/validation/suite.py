@@ -37,7 +37,7 @@ from groundstate.validation.checks import UNEXERCISED, check_ids, validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 118
+VALIDATOR_REVISION = 119
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -355,7 +355,10 @@ sentence is a person ("Mark will arrive shortly", "Sam is on his way" ... "Yes, 
 the question says in a state of its own ("The shirt is on backorder" ... "Yes, the shirt" to the
 hoodie) another item; words quoted in a question are no yes ('Why did you write "yes, refund it"?');
 118: a call leaving an FTS5 table's settings unreadable or refused by FTS5, or an FTS4 table's
-totals untrue, is the agent's error, undone."""
+totals untrue, is the agent's error, undone; 119: an amount beside any currency's sign but the
+dollar's, other currencies' codes and names ("22 rubles", "kr 22") and dollars with another
+country's after them ("$22.00 (CAD)") are not dollars; a weight said after a price list is every
+amount's; "Suite 1400 on the 14th", "Floor Twenty-One" are floors; "it was 22p" is pence."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
