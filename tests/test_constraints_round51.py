@@ -100,9 +100,9 @@ def test_reading_what_follows_a_value_stays_linear() -> None:
         f"{EVE}. " + "actually " * 12_000 + "sure",
         f"{EVE}. use " + "a " * 50_000,
     ):
-        started = time.perf_counter()
+        started = time.process_time()
         mentions(normalise(text), EVE, chosen=True)
-        assert time.perf_counter() - started < 1.0
+        assert time.process_time() - started < 1.0
 
 
 # --- 2. JSON text among words in an error ---------------------------------------------------
@@ -186,20 +186,20 @@ def test_a_capture_reads_json_with_words_after_it() -> None:
 
 def test_reading_a_long_error_stays_linear_and_bounded() -> None:
     long = "x" * 100_000 + ' {"code": "not_found"} ' + "y {" * 30_000
-    started = time.perf_counter()
+    started = time.process_time()
     assert not passes(not_found(), failed_with(long))
-    assert time.perf_counter() - started < 1.0
-    started = time.perf_counter()
+    assert time.process_time() - started < 1.0
+    started = time.process_time()
     assert passes(not_found(), failed_with("{[" * 50_000))
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     for noise in ("x {", "{ ", "[E1] ", '{"a": 1} ', "[404] "):
-        started = time.perf_counter()
+        started = time.process_time()
         assert not passes(not_found(), failed_with(noise * 30_000 + '{"code": "not_found"}'))
-        assert time.perf_counter() - started < 1.0
+        assert time.process_time() - started < 1.0
     for noise in ('{"', "[1 "):  # openings almost JSON: each read within the glance
-        started = time.perf_counter()
+        started = time.process_time()
         failed_with(noise * 50_000 + '{"code": "not_found"}').check(not_found())
-        assert time.perf_counter() - started < 1.0
+        assert time.process_time() - started < 1.0
 
 
 def test_an_error_too_large_to_read_among_words_fails_a_check_below_it() -> None:

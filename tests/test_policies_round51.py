@@ -139,9 +139,9 @@ def test_what_pounds_are_read_as(text: str, money: list[tuple[str, int]]) -> Non
 
 def test_a_long_reply_of_pounds_is_read_in_time() -> None:
     text = "twenty-two pounds back. The box weighs 22 pounds. " * 2000
-    started = time.perf_counter()
+    started = time.process_time()
     assert len(CHECKS.money_in(text)) == 2000
-    assert time.perf_counter() - started < 3
+    assert time.process_time() - started < 3
 
 
 # --- dollars and cents said in words ---------------------------------------------------------
@@ -232,9 +232,9 @@ def test_what_is_read_as_dollars_and_cents_in_words(text: str, cents: list[int])
 
 def test_a_long_reply_of_spoken_amounts_is_read_in_time() -> None:
     text = "twenty-two fifty is back. " * 4000
-    started = time.perf_counter()
+    started = time.process_time()
     assert CHECKS.amounts_in(text) == [2250] * 4000
-    assert time.perf_counter() - started < 3
+    assert time.process_time() - started < 3
 
 
 # --- the Canadian unit-street form -----------------------------------------------------------
