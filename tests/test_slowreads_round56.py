@@ -11,7 +11,11 @@ piece repeated to 99,000 characters must be read far within a check's deadline.
   (a scan for a word in C, not the engine at every position). The same pieces take some
   0.02 s now; the verdicts are those of the search itself (checked here on random texts
   of the pattern's words, the characters a search ignoring case takes for ASCII letters
-  among them)."""
+  among them).
+- The pieces not tried before ("1.", "ok ", "no, ", "not ", "don't ", a zero-width space, a
+  combining accent, an emoji, a right-to-left mark, "\\r\\n", a tab, one word or number of
+  99,000 characters) as a user's message or the final reply of a task whose cancellations a
+  yes confirms: every constraint and check together within the round's generous bound."""
 
 from __future__ import annotations
 
@@ -28,9 +32,9 @@ from groundstate.spec.constraints import JOKING_PATTERN, NO_PATTERN, TERMS_PATTE
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
-from .test_constraints_round12 import oracles, retail
+from .test_constraints_round12 import _final, oracles, retail
 from .test_slowreads_round54 import CHECKS, _cpu_bound, _OverBound, _repeated
-from .test_slowreads_round55 import _as_user
+from .test_slowreads_round55 import _as_user, _task_graded_in_time
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
@@ -89,6 +93,29 @@ def test_cancel_reason_as_said_reads_a_long_user_message_in_time(
         passed, evidence = CHECKS.cancel_reason_as_said(_as_user(events, _repeated(piece)), None)
         assert passed, evidence
     assert time.process_time() - started < 1.5
+
+
+@pytest.mark.parametrize(
+    ("piece", "place"),
+    [
+        ("1.", "final"),
+        ("no, ", "final"),
+        ("1", "final"),
+        ("\U0001f600", "final"),
+        ("1.", "user"),
+        ("not ", "user"),
+        ("\U0001f600", "user"),
+        ("ok ", "user"),
+    ],
+)
+def test_a_task_confirmed_by_a_yes_grades_new_pieces_in_time(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], piece: str, place: str
+) -> None:
+    # every constraint and check of several-changes together: 0.1 to 2.1 s of CPU measured
+    events = oracles["several-changes"]
+    text = _repeated(piece)
+    changed = _as_user(events, text) if place == "user" else _final(events, f"Sorry.\n{text}")
+    _task_graded_in_time(retail, "several-changes", changed)
 
 
 # --- 2. the same verdicts as the search ------------------------------------------------------
