@@ -112,7 +112,7 @@ def _alternatives_needing(source: str, flags: int) -> tuple[_Alternative, ...]:
     """The alternatives of the pattern *source* (:func:`_alternatives`), each with the words
     it needs (:func:`_needed`): those whose words a text lacks are not searched at all ("1."
     repeated to 99,000 characters: the default ``no`` 0.75 s searched, some 0.02 s so)."""
-    return tuple((part, _needed(part.pattern, flags)) for part in _alternatives(source, flags))
+    return tuple([(part, _needed(part.pattern, flags)) for part in _alternatives(source, flags)])
 
 
 @lru_cache(maxsize=256)
