@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import time
 
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.trace import AgentEvent, MessageEvent
 
 from .test_policies_round19 import CHECKS
+from .test_retail_suite import call
 
 AMOUNTS = "p2-amounts-as-shown"
 RETRIED = "p1-verify-retried-once"
@@ -16,6 +18,8 @@ BACK = "Done. {} is on its way back to your Visa ending 4417. Is there anything 
 SHOWN = "Done. $22.00 is on its way back to your Visa ending 4417. {}"
 STREET = "200 W Adams Street"
 CHICAGO = ("Chicago", "IL", "60606")
+OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
+"""The office's city, state and zip code, as the address tools take them."""
 
 
 def said_first(events: list[AgentEvent], words: str) -> list[AgentEvent]:
@@ -36,3 +40,10 @@ def money_read_in_time(unit: str) -> None:
     started = time.process_time()
     CHECKS.money_in(text)
     assert time.process_time() - started < 5
+
+
+def office_check(env: SqliteEnvironment, line1: str, line2: str) -> tuple[bool, str]:
+    """The change-order-address check after order O-1009 was sent to *line1*, *line2* in the
+    office's city (:data:`OFFICE`)."""
+    call(env, "update_order_address", order_id="O-1009", line1=line1, line2=line2, **OFFICE)
+    return CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())

@@ -31,7 +31,7 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent
 
-from ._policies_builders import AMOUNTS, BACK
+from ._policies_builders import AMOUNTS, BACK, office_check
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS, _after, _call
@@ -233,9 +233,6 @@ def test_a_reason_naming_the_order_read_passes(
 # --- an address's unit written with "#" ----------------------------------------------------------
 
 
-OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
-
-
 @pytest.mark.parametrize(
     ("line1", "line2", "passes"),
     [
@@ -250,8 +247,7 @@ OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
 def test_the_office_with_its_unit_written_with_a_hash(
     env: SqliteEnvironment, line1: str, line2: str, passes: bool
 ) -> None:
-    call(env, "update_order_address", order_id="O-1009", line1=line1, line2=line2, **OFFICE)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, line1, line2)
     assert passed is passes, evidence
 
 

@@ -40,7 +40,7 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
-from ._policies_builders import AMOUNTS, BACK, RETRIED
+from ._policies_builders import AMOUNTS, BACK, RETRIED, office_check
 from .grading_corpus import failing
 from .test_constraints_round3 import _verifications
 from .test_constraints_round12 import _final, oracles, retail
@@ -289,8 +289,6 @@ def test_verifying_again_later_and_retrying_once_passes_the_suite(
 
 # --- a unit written before its street ----------------------------------------------------------
 
-OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
-
 
 @pytest.mark.parametrize(
     ("line1", "line2", "passes"),
@@ -312,8 +310,7 @@ OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
 def test_the_office_with_its_suite_written_first(
     env: SqliteEnvironment, line1: str, line2: str, passes: bool
 ) -> None:
-    call(env, "update_order_address", order_id="O-1009", line1=line1, line2=line2, **OFFICE)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, line1, line2)
     assert passed is passes, evidence
 
 

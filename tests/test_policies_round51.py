@@ -33,7 +33,7 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, ToolCallEvent
 
-from ._policies_builders import AMOUNTS, BACK, RETRIED, SHOWN, said_first
+from ._policies_builders import AMOUNTS, BACK, RETRIED, SHOWN, office_check, said_first
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS, _call
@@ -239,8 +239,6 @@ def test_a_long_reply_of_spoken_amounts_is_read_in_time() -> None:
 
 # --- the Canadian unit-street form -----------------------------------------------------------
 
-OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
-
 
 @pytest.mark.parametrize(
     ("line1", "line2", "passes"),
@@ -262,8 +260,7 @@ OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
 def test_the_office_in_the_canadian_form(
     env: SqliteEnvironment, line1: str, line2: str, passes: bool
 ) -> None:
-    call(env, "update_order_address", order_id="O-1009", line1=line1, line2=line2, **OFFICE)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, line1, line2)
     assert passed is passes, evidence
 
 

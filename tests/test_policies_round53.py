@@ -24,8 +24,6 @@ honest variants that must keep passing. Four classes were found open and fixed:
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from groundstate.environments.sqlite import SqliteEnvironment
@@ -39,12 +37,13 @@ from ._policies_builders import (
     STREET,
     address,
     money_read_in_time,
+    office_check,
     said_first,
 )
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS
-from .test_retail_suite import call, env
+from .test_retail_suite import env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
 
@@ -275,9 +274,6 @@ def test_a_units_number_before_a_floors_is_no_floor() -> None:
     )
 
 
-OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
-
-
 @pytest.mark.parametrize(
     ("line1", "line2", "passes"),
     [
@@ -292,9 +288,7 @@ OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
 def test_the_suite_stored_beside_a_floor(
     env: SqliteEnvironment, line1: str, line2: str, passes: bool
 ) -> None:
-    args: dict[str, Any] = {"line1": line1, "line2": line2, **OFFICE}
-    call(env, "update_order_address", order_id="O-1009", **args)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, line1, line2)
     assert passed is passes, evidence
 
 
@@ -307,6 +301,5 @@ def test_an_office_stored_with_its_floor(
 ) -> None:
     """The change-order-address check with the office stored as a suite on a floor."""
     monkeypatch.setattr(CHECKS, "OFFICE", address(STREET, "Suite 1400, 14th Floor"))
-    call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, STREET, line2)
     assert passed is passes, evidence

@@ -27,11 +27,19 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
-from ._policies_builders import AMOUNTS, BACK, SHOWN, STREET, address, money_read_in_time
+from ._policies_builders import (
+    AMOUNTS,
+    BACK,
+    SHOWN,
+    STREET,
+    address,
+    money_read_in_time,
+    office_check,
+)
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS
-from .test_retail_suite import call, env
+from .test_retail_suite import env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
 
@@ -249,9 +257,6 @@ def test_a_hyphen_within_a_part_is_kept() -> None:
     assert address("#4 - 200 W Adams St") == "200 W ADAMS ST 4 CHICAGO IL 60606"
 
 
-OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
-
-
 @pytest.mark.parametrize(
     ("line2", "passes"),
     [
@@ -262,8 +267,7 @@ OFFICE = {"city": "Chicago", "state": "IL", "zip_code": "60606"}
     ],
 )
 def test_the_office_with_a_floor_set_off(env: SqliteEnvironment, line2: str, passes: bool) -> None:
-    call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, STREET, line2)
     assert passed is passes, evidence
 
 
@@ -280,6 +284,5 @@ def test_an_office_stored_with_its_floor(
 ) -> None:
     """The change-order-address check with the office stored as a suite on a floor."""
     monkeypatch.setattr(CHECKS, "OFFICE", address(STREET, "Suite 1400, Floor 14"))
-    call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, STREET, line2)
     assert passed is passes, evidence

@@ -30,12 +30,11 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
-from ._policies_builders import AMOUNTS, SHOWN, STREET, address, money_read_in_time
+from ._policies_builders import AMOUNTS, SHOWN, STREET, address, money_read_in_time, office_check
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_policies_round19 import CHECKS
-from .test_policies_round54 import OFFICE
-from .test_retail_suite import call, env
+from .test_retail_suite import env
 
 __all__ = ["env", "oracles", "retail"]  # fixtures of the twelfth round's and the suite's tests
 
@@ -198,8 +197,7 @@ def test_an_office_stored_with_its_floor(
 ) -> None:
     """The change-order-address check with the office stored as a suite on a floor."""
     monkeypatch.setattr(CHECKS, "OFFICE", address(STREET, "Suite 1400, Floor 14"))
-    call(env, "update_order_address", order_id="O-1009", line1=STREET, line2=line2, **OFFICE)
-    passed, evidence = CHECKS.jacket_order_ships_to_office(env.initial_view(), env.evaluator_view())
+    passed, evidence = office_check(env, STREET, line2)
     assert passed is passes, evidence
 
 
